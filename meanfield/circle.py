@@ -1,0 +1,207 @@
+"""The attention model on the circle: velocity fields, diagnostics, and the two solvers.
+
+With ``c_k`` the Fourier coefficients of rho (``solvers.fft`` convention), ``g_k`` and
+``s_k`` the scaled multipliers of ``meanfield.kernels``:
+
+- USA: ``v = d/dtheta Phi``, ``Phi-hat_k = e^beta g_k c_k``;
+- SA:  ``v = d/dtheta Psi = (d/dtheta (g*rho)) / (s*rho)``, the ``e^beta`` cancelling;
+- the PDE ``d rho/dt = -d/dtheta (rho v) + (1/kappa) d^2 rho/dtheta^2``.
+
+Diagnostics, all from the grid values: mass ``int rho``; energy ``E_beta(rho) -
+E_beta(uniform) = 2 pi e^beta sum_{k>=1} g_k |c_k|^2`` (the interaction energy of
+DESIGN.md section 1 less its value at the uniform density, a constant for mass 1, so that
+it is finite at beta = 0, where it equals ``r^2 / 2``); free energy ``(1/kappa) int rho
+log rho - energy``; order parameter ``r = |int x d mu|``; mean direction ``int x d mu / r``.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from meanfield.kernels import kernel_multiplier, potential_multiplier
+from solvers.circle import CircleGrid, make_transport_operator
+from solvers.fft import RealFFT
+from solvers.finite_volume import GradientFlowFV
+from solvers.steppers import ETDRK4, SSPRK3, StepDoubling
+
+
+def make_potential_differences():
+    """Compile the numba kernels for ``psi_{j+1} - psi_j`` (USA and SA)."""
+
+    @numba.njit(cache=True)
+    def usa(phi, scale, out):
+        n = phi.shape[0]
+        for j in range(n):
+            out[j] = scale * (phi[(j + 1) % n] - phi[j])
+
+    @numba.njit(cache=True)
+    def sa(phi, kernel, beta, out):
+        # Psi = log(s*rho)/beta with s*rho = s_0 c_0 + beta (g*rho), so the difference is
+        # log1p(beta dphi / K_j)/beta: written as ratio * log1p(y)/y, exact as beta -> 0.
+        n = phi.shape[0]
+        for j in range(n):
+            ratio = (phi[(j + 1) % n] - phi[j]) / kernel[j]
+            y = beta * ratio
+            if abs(y) < 1e-8:
+                out[j] = ratio * (1.0 - 0.5 * y)
+            else:
+                out[j] = ratio * (np.log1p(y) / y)
+
+    return usa, sa
+
+
+_usa_difference, _sa_difference = make_potential_differences()
+
+
+class CircleModel:
+    """USA or SA attention dynamics with noise ``1/kappa`` on a circle grid.
+
+    Args:
+        grid: the grid.
+        beta: inverse temperature, >= 0.
+        kappa: inverse noise, > 0 (``inf``: no noise).
+        normalized: True for SA, False for USA.
+    """
+
+    def __init__(self, grid: CircleGrid, beta: float, kappa: float, normalized: bool):
+        self.grid, self.beta, self.kappa, self.normalized = grid, beta, kappa, normalized
+        kmax = grid.n // 2
+        self.g = potential_multiplier(kmax, beta)
+        self.s = kernel_multiplier(kmax, beta)
+        if grid.n % 2 == 0:  # the Nyquist mode carries no velocity
+            self.g[-1] = 0.0
+            self.s[-1] = 0.0
+        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        # USA velocities carry e^beta; SA's cancel it.
+        self.scale = 1.0 if normalized else math.exp(beta)
+        self._ikg = 1j * grid.k * self.g * self.scale
+
+    # --- velocity fields ---------------------------------------------------------------
+    def velocity(self, c: np.ndarray, fft: RealFFT) -> np.ndarray:
+        """Velocity on the grid of ``fft`` from density coefficients ``c`` (a new array)."""
+        dphi = fft.inverse(self._ikg * c).copy()
+        if not self.normalized:
+            return dphi
+        return dphi / fft.inverse(self.s * c)
+
+    def potential_difference(self, rho: np.ndarray) -> np.ndarray:
+        """``psi_{j+1} - psi_j`` at the grid values ``rho`` (finite volumes)."""
+        grid = self.grid
+        c = grid.fft.forward(rho).copy()  # the inverse transforms below reuse the buffer
+        phi = grid.fft.inverse(self.g * c).copy()
+        out = np.empty_like(phi)
+        if not self.normalized:
+            _usa_difference(phi, self.scale, out)
+        else:
+            _sa_difference(phi, grid.fft.inverse(self.s * c), self.beta, out)
+        return out
+
+    # --- diagnostics -------------------------------------------------------------------
+    def diagnostics(self, rho: np.ndarray) -> dict[str, float | np.ndarray]:
+        """Mass, energy, free energy, order parameter, mean direction of grid values."""
+        grid = self.grid
+        c = grid.fft.forward(rho).copy()
+        mass = grid.integrate(rho)
+        s = 2 * np.pi * float(np.sum(self.g[1:] * np.abs(c[1:]) ** 2))
+        with np.errstate(over="ignore"):
+            energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+        positive = rho > 0
+        entropy = grid.dx * float(np.sum(rho[positive] * np.log(rho[positive])))
+        m = 2 * np.pi * np.array([c[1].real, -c[1].imag])
+        r = float(np.hypot(*m))
+        direction = m / r if r > 0 else np.full(2, np.nan)
+        out = {"mass": mass, "energy": energy, "order_parameter": r,
+               "mean_direction": direction, "entropy": entropy}
+        if self.noise > 0:
+            out["free_energy"] = self.noise * entropy - energy
+        return out
+
+
+class SpectralCircle:
+    """Fourier pseudo-spectral solver: state = coefficients, ETDRK4 (order 4 in time),
+    diffusion exact, products dealiased by the 3/2 rule; fixed or step-doubling steps."""
+
+    method = "spectral"
+
+    def __init__(self, model: CircleModel, dt: float | str, tolerance: float,
+                 negativity_tolerance: float):
+        self.model = model
+        grid = model.grid
+        linear = -model.noise * grid.k.astype(float) ** 2
+        tendency = make_transport_operator(grid, model.velocity)
+        self.scheme = ETDRK4(linear, tendency, None if dt == "auto" else float(dt))
+        self.adaptive = dt == "auto"
+        self.tolerance = tolerance
+        self.negativity_tolerance = negativity_tolerance
+
+    def to_state(self, rho: np.ndarray) -> np.ndarray:
+        c = self.model.grid.coefficients(rho)
+        if self.model.grid.n % 2 == 0:
+            c[-1] = 0.0
+        return c
+
+    def to_density(self, state: np.ndarray) -> np.ndarray:
+        return self.model.grid.values(state)
+
+    def first_step(self, t_final: float) -> float:
+        """A cautious first step: the fastest linear rate, and the velocity scale."""
+        if not self.adaptive:
+            return self.scheme.dt
+        return min(1e-3 * t_final, 1e-2 / max(self.model.scale, 1.0))
+
+    def stepper(self):
+        if not self.adaptive:
+            return self.scheme
+        return StepDoubling(self.scheme, self.tolerance, h0=0.0)
+
+    def check(self, state: np.ndarray, t: float) -> None:
+        """Stop with a clear error on NaN or a density that goes negative."""
+        from meanfield.errors import SolverError
+        if not np.all(np.isfinite(state)):
+            raise SolverError(
+                f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
+                "discretization.resolution, lower time.dt (or use dt = \"auto\"), or use "
+                "method = \"finite-volume\"")
+        rho = self.model.grid.fft.inverse(state)
+        low, high = float(rho.min()), float(rho.max())
+        if low < -self.negativity_tolerance * high:
+            raise SolverError(
+                f"the spectral density went negative at t = {t:.6g} (min {low:.3g}, max "
+                f"{high:.3g}; tolerance {self.negativity_tolerance:g} of the max): the "
+                f"solution is not resolved by {self.model.grid.n} points; raise "
+                "discretization.resolution or use method = \"finite-volume\"")
+
+
+class FiniteVolumeCircle:
+    """Carrillo-Chertock-Huang finite volumes (second order in space) with SSP-RK3 (third
+    order in time) under the positivity and diffusion step bounds."""
+
+    method = "finite-volume"
+
+    def __init__(self, model: CircleModel, dt: float | str, cfl: float):
+        self.model = model
+        self.rhs = GradientFlowFV(model.grid.dx, model.potential_difference, model.noise, cfl)
+        self.scheme = SSPRK3(self.rhs, None if dt == "auto" else float(dt))
+
+    def to_state(self, rho: np.ndarray) -> np.ndarray:
+        return np.array(rho, dtype=float)
+
+    def to_density(self, state: np.ndarray) -> np.ndarray:
+        return state.copy()
+
+    def first_step(self, t_final: float) -> float:
+        return self.scheme.dt if self.scheme.dt is not None else t_final
+
+    def stepper(self):
+        return self.scheme
+
+    def check(self, state: np.ndarray, t: float) -> None:
+        from meanfield.errors import SolverError
+        if not np.all(np.isfinite(state)):
+            raise SolverError(f"the finite-volume solution became NaN/inf at t = {t:.6g}: "
+                              "lower discretization.cfl or time.dt")
+        if state.min() < 0:
+            raise SolverError(f"the finite-volume density went negative at t = {t:.6g} "
+                              f"(min {state.min():.3g}): lower discretization.cfl")

@@ -1,0 +1,121 @@
+"""The ``meanfield`` command line.
+
+    meanfield demo [--out DIR]
+    meanfield evolve CONFIG.toml [--set section.key=value ...] [--out PATH]
+                     [--overwrite] [--resume] [--no-progress]
+    meanfield plot RESULT.nc [--out DIR] [--animate]
+
+Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
+becomes unstable prints one line and exits with status 1; Ctrl-C keeps the checkpoint and
+exits with status 130.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from meanfield.errors import ConfigError, SolverError
+
+# Tasks of DESIGN.md section 3 that later issues bring; named so that users get a clear
+# message instead of argparse's list.
+PLANNED = ("particles", "compare", "convergence", "contraction", "bifurcation",
+           "phase-diagram")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and status 2, like every other bad input
+        raise ConfigError(f"{message} (see 'meanfield --help')")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="meanfield", description="Mean-field dynamics of self-attention.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    d = sub.add_parser("demo", help="the showcase: runs and figures in a results folder")
+    d.add_argument("--out", default="meanfield-demo", help="results folder")
+    d.add_argument("--overwrite", action="store_true", help="replace existing results")
+    d.add_argument("--no-progress", action="store_true")
+    e = sub.add_parser("evolve", help="solve the PDE for a TOML config")
+    e.add_argument("config", help="TOML config file")
+    e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value (repeatable)")
+    e.add_argument("--out", help="output netCDF (default: output.path, else CONFIG.nc)")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing result")
+    e.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pl = sub.add_parser("plot", help="figures from a result file")
+    pl.add_argument("result", help="netCDF result")
+    pl.add_argument("--out", help="folder for the figures (default: beside the result)")
+    pl.add_argument("--animate", action="store_true", help="also write an animation (GIF)")
+    for name in PLANNED:
+        q = sub.add_parser(name, help="(not available yet)")
+        q.add_argument("config", nargs="?")
+        q.add_argument("--set", action="append", default=[])
+        q.add_argument("--out")
+    return p
+
+
+def _evolve(args) -> int:
+    from meanfield import config as cfgmod
+    from meanfield.evolve import evolve
+
+    cfg = cfgmod.load(args.config, args.set)
+    out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
+    ds = evolve(cfg, out=out, overwrite=args.overwrite, resume=args.resume,
+                progress=not args.no_progress)
+    if ds.attrs["status"] == -1:
+        print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
+        return 130
+    print(f"wrote {out}  (t = {float(ds.time[-1]):g}, {ds.attrs['steps']} steps, "
+          f"{ds.attrs['wall_time_s']:.1f} s)")
+    return 0
+
+
+def _plot(args) -> int:
+    from meanfield.io import read_netcdf
+    from meanfield.plotting import plot_result
+
+    path = Path(args.result)
+    if not path.is_file():
+        raise ConfigError(f"result {str(path)!r} does not exist", "result")
+    try:
+        ds = read_netcdf(path)
+    except Exception as exc:
+        raise ConfigError(f"result {str(path)!r} is not a readable netCDF file: {exc}",
+                          "result") from None
+    out_dir = Path(args.out) if args.out else path.parent
+    for written in plot_result(ds, out_dir, stem=path.stem, animate=args.animate):
+        print(f"wrote {written}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    try:
+        args = _parser().parse_args(argv)
+        if args.command is None:
+            _parser().print_help()
+            return 2
+        if args.command == "demo":
+            from meanfield.demo import run_demo
+            run_demo(args.out, overwrite=args.overwrite, progress=not args.no_progress)
+            return 0
+        if args.command == "evolve":
+            return _evolve(args)
+        if args.command == "plot":
+            return _plot(args)
+        raise ConfigError(f"'meanfield {args.command}' is not available yet; available: "
+                          "demo, evolve, plot")
+    except ConfigError as exc:
+        print(f"meanfield: error: {exc}", file=sys.stderr)
+        return 2
+    except SolverError as exc:
+        print(f"meanfield: solver error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("meanfield: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""Configuration: one nested dict (or TOML file) per task, validated before any work.
+
+Sections and keys (defaults in brackets)::
+
+    [model]           beta [1.0] >= 0, kappa ["inf"] > 0 or "inf", normalized [true]
+    [domain]          geometry ["circle"], dim (particles only)
+    [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8,
+                      negativity_tolerance [1e-6], cfl [0.8], threads ["auto"]
+    [initial]         kind ["perturbed"] and the parameters of that kind (see
+                      ``meanfield.initial``); kind "mixture" takes [[initial.components]]
+    [time]            t_final [10.0] > 0, dt ["auto"] > 0, save_every [t_final/100],
+                      tolerance [1e-8] (error per step of the adaptive stepper)
+    [particles]       n [1000] >= 2, seed [0]
+    [output]          path [none], checkpoint_every [60.0] seconds of wall time
+
+``validate`` returns a new dict with every section present and every default filled in;
+``ConfigError`` names the key, the value and what is accepted.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from meanfield.errors import ConfigError
+
+GEOMETRIES = ("circle",)
+PLANNED_GEOMETRIES = ("sphere",)
+METHODS = ("spectral", "finite-volume")
+INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples")
+
+# Parameters each initial kind accepts, with defaults (None: required).
+INITIAL_PARAMS: dict[str, dict[str, Any]] = {
+    "uniform": {},
+    "perturbed": {"mode": 1, "amplitude": 0.1, "phase": 0.0},
+    "von_mises": {"center": 0.0, "concentration": 1.0},
+    "samples": {"path": None, "bandwidth": "auto"},
+    "mixture": {"components": None},
+}
+
+
+def _suggest(name: str, valid: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"valid: {', '.join(repr(v) for v in valid)}{hint}"
+
+
+def unknown_name(key: str, name: Any, valid, what: str = "value") -> ConfigError:
+    """ConfigError for a name that is not one of ``valid`` (with the nearest suggestion)."""
+    return ConfigError(f"{key} = {name!r} is not a known {what}; {_suggest(str(name), valid)}", key)
+
+
+# --- scalar checkers: each returns the cleaned value or raises ConfigError -----------------
+def _number(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key} = {value!r} must be a number", key)
+    return float(value)
+
+
+def finite_number(key: str, value: Any, *, minimum: float | None = None,
+                  strict: bool = False, maximum: float | None = None) -> float:
+    """A finite float, optionally bounded below (``strict``: exclusive) and above."""
+    x = _number(key, value)
+    if not math.isfinite(x):
+        raise ConfigError(f"{key} = {value!r} must be a finite number", key)
+    if minimum is not None and (x <= minimum if strict else x < minimum):
+        rel = ">" if strict else ">="
+        raise ConfigError(f"{key} = {value!r} must be {rel} {minimum:g}", key)
+    if maximum is not None and x > maximum:
+        raise ConfigError(f"{key} = {value!r} must be <= {maximum:g}", key)
+    return x
+
+
+def integer(key: str, value: Any, *, minimum: int | None = None) -> int:
+    """An int (a float with an integer value is not accepted: resolutions are counts)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} = {value!r} must be an integer"
+                          + (f" >= {minimum}" if minimum is not None else ""), key)
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key} = {value!r} must be an integer >= {minimum}", key)
+    return value
+
+
+def _kappa(key: str, value: Any) -> float:
+    if isinstance(value, str):
+        if value.strip().lower() in ("inf", "infinity"):
+            return math.inf
+        raise ConfigError(f"{key} = {value!r} must be a number > 0 or \"inf\" (no noise)", key)
+    x = _number(key, value)
+    if math.isnan(x) or x <= 0:
+        raise ConfigError(f"{key} = {value!r} must be a number > 0 or \"inf\" (no noise)", key)
+    return x
+
+
+def _auto_or_positive(key: str, value: Any) -> float | str:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} must be \"auto\" or a number > 0", key)
+    return finite_number(key, value, minimum=0.0, strict=True)
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} = {value!r} must be true or false", key)
+    return value
+
+
+def _choice(valid: tuple[str, ...]) -> Callable[[str, Any], str]:
+    def check(key: str, value: Any) -> str:
+        if value not in valid:
+            raise unknown_name(key, value, valid)
+        return value
+    return check
+
+
+def _geometry(key: str, value: Any) -> str:
+    if value in PLANNED_GEOMETRIES:
+        raise ConfigError(f"{key} = {value!r} is not available yet; valid: "
+                          + ", ".join(repr(g) for g in GEOMETRIES), key)
+    return _choice(GEOMETRIES)(key, value)
+
+
+def _threads(key: str, value: Any) -> int | str:
+    if value == "auto":
+        return "auto"
+    return integer(key, value, minimum=1)
+
+
+def _path(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, Path)) or str(value) == "":
+        raise ConfigError(f"{key} = {value!r} must be a file path (a non-empty string)", key)
+    return str(value)
+
+
+# section -> key -> (checker, default).  A default of None means "absent".
+SCHEMA: dict[str, dict[str, tuple[Callable, Any]]] = {
+    "model": {
+        "beta": (lambda k, v: finite_number(k, v, minimum=0.0), 1.0),
+        "kappa": (_kappa, math.inf),
+        "normalized": (_bool, True),
+    },
+    "domain": {
+        "geometry": (_geometry, "circle"),
+        "dim": (lambda k, v: integer(k, v, minimum=2), None),
+    },
+    "discretization": {
+        "method": (_choice(METHODS), "spectral"),
+        "resolution": (lambda k, v: integer(k, v, minimum=8), 256),
+        "negativity_tolerance": (lambda k, v: finite_number(k, v, minimum=0.0), 1e-6),
+        "cfl": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True, maximum=1.0), 0.8),
+        "threads": (_threads, "auto"),
+    },
+    "initial": {},  # validated per kind, see _validate_initial
+    "time": {
+        "t_final": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True), 10.0),
+        "dt": (_auto_or_positive, "auto"),
+        "save_every": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True), None),
+        "tolerance": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True,
+                                                 maximum=1e-1), 1e-8),
+    },
+    "particles": {
+        "n": (lambda k, v: integer(k, v, minimum=2), 1000),
+        "seed": (lambda k, v: integer(k, v, minimum=0), 0),
+    },
+    "output": {
+        "path": (_path, None),
+        "checkpoint_every": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True), 60.0),
+    },
+}
+
+
+def _validate_initial(raw: dict, key: str = "initial", allow_mixture: bool = True) -> dict:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key} must be a table, got {raw!r}", key)
+    kinds = INITIAL_KINDS if allow_mixture else tuple(k for k in INITIAL_KINDS if k != "mixture")
+    kind = raw.get("kind", "perturbed")
+    if kind not in kinds:
+        raise unknown_name(f"{key}.kind", kind, kinds, "initial kind")
+    params = INITIAL_PARAMS[kind]
+    allowed = {"kind", *params} | ({"weight"} if not allow_mixture else set())
+    for name in raw:
+        if name not in allowed:
+            raise ConfigError(f"{key}.{name} is not a parameter of initial kind '{kind}'; "
+                              f"{_suggest(name, sorted(allowed))}", f"{key}.{name}")
+    out: dict[str, Any] = {"kind": kind}
+    for name, default in params.items():
+        if name not in raw and default is None:
+            raise ConfigError(f"{key}.{name} is required for initial kind '{kind}'",
+                              f"{key}.{name}")
+        out[name] = raw.get(name, default)
+    k = lambda name: f"{key}.{name}"  # noqa: E731
+    if kind == "perturbed":
+        out["mode"] = integer(k("mode"), out["mode"], minimum=1)
+        out["amplitude"] = finite_number(k("amplitude"), out["amplitude"], minimum=-1.0,
+                                         maximum=1.0)
+        out["phase"] = finite_number(k("phase"), out["phase"])
+    elif kind == "von_mises":
+        out["center"] = finite_number(k("center"), out["center"])
+        out["concentration"] = finite_number(k("concentration"), out["concentration"],
+                                             minimum=0.0, maximum=1e8)
+    elif kind == "samples":
+        out["path"] = _path(k("path"), out["path"])
+        out["bandwidth"] = _auto_or_positive(k("bandwidth"), out["bandwidth"])
+    elif kind == "mixture":
+        comps = out["components"]
+        if not isinstance(comps, list) or not comps:
+            raise ConfigError(f"{k('components')} must be a non-empty list of tables "
+                              "([[initial.components]] in TOML)", k("components"))
+        out["components"] = [_validate_component(c, f"{k('components')}[{i}]")
+                             for i, c in enumerate(comps)]
+    if not allow_mixture:
+        out["weight"] = finite_number(k("weight"), raw.get("weight", 1.0), minimum=0.0,
+                                      strict=True)
+    return out
+
+
+def _validate_component(raw: Any, key: str) -> dict:
+    return _validate_initial(raw, key, allow_mixture=False)
+
+
+def validate(config: dict | None) -> dict:
+    """Check a config and fill in defaults.
+
+    Args:
+        config: nested dict ``{section: {key: value}}``; missing sections and keys take
+            their defaults. The input is not modified.
+
+    Returns:
+        A new dict with all sections and keys.
+
+    Raises:
+        ConfigError: naming the key, the value and what is accepted.
+    """
+    config = {} if config is None else config
+    if not isinstance(config, dict):
+        raise ConfigError(f"a config must be a dict of sections, got {type(config).__name__}")
+    out: dict[str, dict] = {}
+    for section in config:
+        if section not in SCHEMA:
+            raise ConfigError(f"unknown section [{section}]; {_suggest(section, list(SCHEMA))}",
+                              section)
+        if not isinstance(config[section], dict):
+            raise ConfigError(f"[{section}] must be a table of keys, got {config[section]!r}",
+                              section)
+    for section, keys in SCHEMA.items():
+        given = copy.deepcopy(config.get(section, {}))
+        if section == "initial":
+            out[section] = _validate_initial(given)
+            continue
+        for name in given:
+            if name not in keys:
+                raise ConfigError(f"unknown key {section}.{name}; {_suggest(name, list(keys))}",
+                                  f"{section}.{name}")
+        clean = {}
+        for name, (check, default) in keys.items():
+            if name in given:
+                clean[name] = check(f"{section}.{name}", given[name])
+            else:
+                clean[name] = default
+        out[section] = clean
+    _cross_checks(out)
+    return out
+
+
+def _cross_checks(cfg: dict) -> None:
+    t = cfg["time"]
+    if t["save_every"] is None:
+        t["save_every"] = t["t_final"] / 100
+    if t["save_every"] > t["t_final"]:
+        raise ConfigError(f"time.save_every = {t['save_every']!r} must be <= time.t_final "
+                          f"= {t['t_final']!r}", "time.save_every")
+    if t["dt"] != "auto" and t["dt"] > t["save_every"]:
+        raise ConfigError(f"time.dt = {t['dt']!r} must be <= time.save_every = "
+                          f"{t['save_every']!r}", "time.dt")
+    m = cfg["model"]
+    if not m["normalized"] and m["beta"] > 700:
+        raise ConfigError(f"model.beta = {m['beta']!r}: the unnormalized (USA) velocity grows "
+                          "like e^beta and overflows beyond beta = 700; use normalized = true",
+                          "model.beta")
+
+
+def parse_value(text: str) -> Any:
+    """Parse the value of a ``--set key=value`` override as TOML, else as a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(config: dict, overrides: list[str]) -> dict:
+    """Apply ``section.key=value`` overrides (as given to ``--set``) to a raw config."""
+    config = copy.deepcopy(config)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r} must look like section.key=value", "--set")
+        dotted, text = item.split("=", 1)
+        parts = dotted.strip().split(".")
+        if len(parts) != 2 or not all(parts):
+            raise ConfigError(f"--set {item!r}: the key must be section.key, e.g. model.beta",
+                              "--set")
+        section, name = parts
+        if section not in SCHEMA:
+            raise ConfigError(f"--set: unknown section [{section}]; "
+                              f"{_suggest(section, list(SCHEMA))}", section)
+        config.setdefault(section, {})[name] = parse_value(text.strip())
+    return config
+
+
+def load(path: str | Path, overrides: list[str] | None = None) -> dict:
+    """Read a TOML config, apply overrides and validate it."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(path)!r} does not exist", "config") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {exc}", "config") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: TOML syntax error: {exc}", "config") from None
+    raw = apply_overrides(raw, overrides or [])
+    cfg = validate(raw)
+    # Relative sample paths are relative to the config file, as a user writing it expects.
+    _resolve_sample_paths(cfg["initial"], path.parent)
+    return cfg
+
+
+def _resolve_sample_paths(initial: dict, base: Path) -> None:
+    if initial["kind"] == "samples" and not Path(initial["path"]).is_absolute():
+        initial["path"] = str(base / initial["path"])
+    for comp in initial.get("components") or []:
+        _resolve_sample_paths(comp, base)
+
+
+def to_json(cfg: dict) -> str:
+    """The config as a JSON string (``inf`` written as the string "inf") for attributes."""
+    def enc(x):
+        if isinstance(x, float) and math.isinf(x):
+            return "inf"
+        if isinstance(x, dict):
+            return {k: enc(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [enc(v) for v in x]
+        return x
+    return json.dumps(enc(cfg), sort_keys=True)
+
+
+def from_json(text: str) -> dict:
+    """Inverse of ``to_json``: a validated config."""
+    raw = json.loads(text)
+    return validate({s: {k: v for k, v in keys.items() if v is not None}
+                     if isinstance(keys, dict) else keys for s, keys in raw.items()})

@@ -1,0 +1,48 @@
+"""Reading and writing results: netCDF through xarray, written atomically.
+
+A result is written to a temporary file in the target directory and renamed over the
+target only when complete, so a crash or Ctrl-C never leaves a half-written file; an
+existing result is replaced only with ``overwrite=True``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import xarray as xr
+
+from meanfield.errors import ResultExistsError
+
+
+def check_writable(path: str | Path, overwrite: bool) -> Path:
+    """Refuse an existing ``path`` unless ``overwrite`` (before any work is done)."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise ResultExistsError(f"output.path = {str(path)!r} exists; pass --overwrite "
+                                "(overwrite=True) to replace it", "output.path")
+    if path.is_dir():
+        raise ResultExistsError(f"output.path = {str(path)!r} is a directory; give a file "
+                                "name such as result.nc", "output.path")
+    return path
+
+
+def write_netcdf(ds: xr.Dataset, path: str | Path, overwrite: bool = False) -> Path:
+    """Write ``ds`` to ``path`` atomically (temp file in the same directory, then rename)."""
+    path = check_writable(path, overwrite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp, engine="netcdf4")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_netcdf(path: str | Path) -> xr.Dataset:
+    """Load a result into memory (the file is closed on return)."""
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds.load()
