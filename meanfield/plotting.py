@@ -51,6 +51,7 @@ _PLANNED_GEOMETRIES: tuple[str, ...] = ("sphere",)
 TWO_PI = 2.0 * math.pi
 _MASS_ERROR_FLOOR = 1e-17
 _LOG_DYNAMIC_RANGE = 1e8  # log colour scale spans at most this factor below the maximum
+_AUTO_LOG_PEAK = 25.0  # log="auto": log scale once the peak exceeds 25x the uniform density
 _MAX_LEGEND_ENTRIES = 8  # more snapshot curves than this get a time colorbar instead
 _MAX_FRAMES = 100
 
@@ -105,8 +106,9 @@ def _fmt_time(t: float) -> str:
 
 
 def _units_suffix(var: Any) -> str:
+    """' (1/rad)' for a variable with units; '' when dimensionless ("1", "1 (...)")."""
     units = str(getattr(var, "attrs", {}).get("units", "")).strip()
-    return "" if units in ("", "1") else f" ({units})"
+    return "" if units == "" or units.split()[0] == "1" else f" ({units})"
 
 
 def _theta_axis(ax: Axes) -> None:
@@ -141,8 +143,11 @@ def _attr_summary(ds: xr.Dataset) -> str:
 
 
 def _title(ds: xr.Dataset) -> str:
+    """Parameters from the attrs, after the ``title`` attr unless that already has them."""
     title = str(ds.attrs.get("title", "")).strip()
     summary = _attr_summary(ds)
+    if summary and any(word in title.lower() for word in ("beta", "β")):
+        title = ""  # a generated title repeating the parameters (meanfield.evolve's)
     if title and summary:
         sep = "\n" if len(title) + len(summary) > 70 else " "
         return f"{title}{sep}({summary})"
@@ -260,6 +265,30 @@ def _density_array(ds: xr.Dataset) -> np.ndarray:
     return np.asarray(ds["density"].transpose("time", "theta").values, dtype=float)
 
 
+def _use_log(log: bool | str, rho: np.ndarray) -> bool:
+    """Resolve ``log`` (True, False or "auto") for the densities ``rho``."""
+    if isinstance(log, str):
+        if log != "auto":
+            raise ConfigError(f"log = {log!r}; valid: True, False, 'auto'", "log")
+        finite = rho[np.isfinite(rho)]
+        return bool(finite.size) and float(finite.max()) * TWO_PI > _AUTO_LOG_PEAK
+    return bool(log)
+
+
+def _log_limits(rho: np.ndarray) -> tuple[float, float]:
+    """(vmin, vmax) of a log scale: the positive range, at most 8 decades deep."""
+    finite = rho[np.isfinite(rho)]
+    vmax = float(finite.max()) if finite.size else 1.0
+    if not vmax > 0:
+        vmax = 1.0
+    positive = finite[finite > 0]
+    vmin = float(positive.min()) if positive.size else vmax / _LOG_DYNAMIC_RANGE
+    vmin = max(vmin, vmax / _LOG_DYNAMIC_RANGE)
+    if vmin >= vmax:
+        vmin = vmax / 10.0
+    return vmin, vmax
+
+
 def _periodic_edges(theta: np.ndarray) -> np.ndarray:
     """Cell edges around sorted angles in [0, 2π), wrapping periodically."""
     mid = 0.5 * (theta[:-1] + theta[1:])
@@ -275,28 +304,22 @@ def _time_edges(t: np.ndarray) -> np.ndarray:
     return np.concatenate([[t[0] - (mid[0] - t[0])], mid, [t[-1] + (t[-1] - mid[-1])]])
 
 
-def _circle_spacetime(ds: xr.Dataset, ax: Axes, *, log: bool = False, cmap: str = "magma",
-                      colorbar: bool = True) -> QuadMesh:
+def _circle_spacetime(ds: xr.Dataset, ax: Axes, *, log: bool | str = False,
+                      cmap: str = "magma", colorbar: bool = True) -> QuadMesh:
     from matplotlib.colors import LogNorm, Normalize
 
     rho = _density_array(ds)
     theta = np.asarray(ds["theta"].values, dtype=float)
     t = np.asarray(ds["time"].values, dtype=float)
-    finite = rho[np.isfinite(rho)]
-    vmax = float(finite.max()) if finite.size else 1.0
-    if not vmax > 0:
-        vmax = 1.0
-    if log:
-        positive = finite[finite > 0]
-        vmin = float(positive.min()) if positive.size else vmax / _LOG_DYNAMIC_RANGE
-        vmin = max(vmin, vmax / _LOG_DYNAMIC_RANGE)
-        if vmin >= vmax:
-            vmin = vmax / 10.0
+    if _use_log(log, rho):
+        vmin, vmax = _log_limits(rho)
         norm = LogNorm(vmin=vmin, vmax=vmax)
         shown = np.where(np.isfinite(rho), np.clip(rho, vmin, None), np.nan)
     else:
+        finite = rho[np.isfinite(rho)]
+        vmax = float(finite.max()) if finite.size else 1.0
         vmin = min(0.0, float(finite.min())) if finite.size else 0.0
-        norm = Normalize(vmin=vmin, vmax=vmax)
+        norm = Normalize(vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1.0)
         shown = rho
     mesh = ax.pcolormesh(_periodic_edges(theta), _time_edges(t), shown, cmap=cmap,
                          norm=norm, shading="flat", rasterized=True)
@@ -323,7 +346,8 @@ def _snapshot_indices(t: np.ndarray, times: Sequence[float] | None, n: int) -> n
 
 
 def _circle_snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = None,
-                      n: int = 5, *, cmap: str = "viridis", reference: bool = True) -> list:
+                      n: int = 5, *, log: bool | str = False, cmap: str = "viridis",
+                      reference: bool = True) -> list:
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
@@ -345,11 +369,18 @@ def _circle_snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = 
         lines.append(line)
     _theta_axis(ax)
     ax.set_ylabel(_density_label(ds))
-    finite = rho[idx][np.isfinite(rho[idx])]
-    if finite.size and finite.min() >= 0:
-        ax.set_ylim(bottom=0.0)
+    if _use_log(log, rho[idx]):
+        ax.set_yscale("log")
+        vmin, vmax = _log_limits(rho[idx])
+        ax.set_ylim(vmin, vmax * 2.0)
+    else:
+        finite = rho[idx][np.isfinite(rho[idx])]
+        if finite.size and finite.min() >= 0:
+            ax.set_ylim(bottom=0.0)
     if idx.size <= _MAX_LEGEND_ENTRIES:
-        ax.legend(loc="best", handlelength=1.6, borderaxespad=0.3)
+        # outside the axes, so it never hides a curve
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=1.4,
+                  borderaxespad=0.0)
     else:
         sm = ScalarMappable(norm=Normalize(t[idx[0]], t[idx[-1]]),
                             cmap=colormaps[cmap].resampled(256))
@@ -359,7 +390,7 @@ def _circle_snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = 
 
 
 def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
-                    max_frames: int) -> None:
+                    max_frames: int, log: bool | str = False) -> None:
     from matplotlib.animation import FuncAnimation, PillowWriter
 
     rho = _density_array(ds)
@@ -379,10 +410,15 @@ def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
         (line,) = ax.plot(closed_theta, closed(frames[0]), color="C0", lw=1.8, label="ρ(θ, t)")
         _theta_axis(ax)
         ax.set_ylabel(_density_label(ds))
-        finite = rho[np.isfinite(rho)]
-        top = float(finite.max()) if finite.size else 1.0
-        bottom = min(0.0, float(finite.min())) if finite.size else 0.0
-        ax.set_ylim(bottom, 1.05 * top if top > 0 else 1.0)
+        if _use_log(log, rho):
+            ax.set_yscale("log")
+            vmin, vmax = _log_limits(rho)
+            ax.set_ylim(vmin, vmax * 2.0)
+        else:
+            finite = rho[np.isfinite(rho)]
+            top = float(finite.max()) if finite.size else 1.0
+            bottom = min(0.0, float(finite.min())) if finite.size else 0.0
+            ax.set_ylim(bottom, 1.05 * top if top > 0 else 1.0)
         ax.legend(loc="upper right")
         label = ax.text(0.02, 0.95, "", transform=ax.transAxes, va="top", ha="left")
         ax.set_title(_title(ds), fontsize=9)
@@ -472,7 +508,7 @@ def _draw_panel(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
 # --------------------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------------------
-def spacetime(ds: xr.Dataset, ax: Axes, *, log: bool = False, cmap: str = "magma",
+def spacetime(ds: xr.Dataset, ax: Axes, *, log: bool | str = False, cmap: str = "magma",
               colorbar: bool = True) -> QuadMesh:
     """Draw the density over (angle, time) as an image.
 
@@ -480,7 +516,9 @@ def spacetime(ds: xr.Dataset, ax: Axes, *, log: bool = False, cmap: str = "magma
         ds: a result dataset (see the module docstring).
         ax: the axes to draw into; its figure gets the colorbar.
         log: logarithmic colour scale (spanning at most 8 decades below the maximum;
-            non-positive values are shown in the lowest colour).
+            non-positive values are shown in the lowest colour). ``"auto"`` chooses log
+            when the peak density exceeds 25 times the uniform density 1/(2π), as when
+            clusters form, so the rest of the image does not come out black.
         cmap: a perceptually uniform matplotlib colormap name.
         colorbar: add a colorbar labelled "ρ(θ, t)" beside ``ax``.
 
@@ -495,7 +533,8 @@ def spacetime(ds: xr.Dataset, ax: Axes, *, log: bool = False, cmap: str = "magma
 
 
 def snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = None, n: int = 5,
-              *, cmap: str = "viridis", reference: bool = True) -> list:
+              *, log: bool | str = False, cmap: str = "viridis",
+              reference: bool = True) -> list:
     """Draw density curves at a few saved times, coloured from early (dark) to late.
 
     Args:
@@ -504,6 +543,8 @@ def snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = None, n:
         times: the times wanted; each is replaced by the nearest saved time (duplicates
             dropped). ``None`` picks ``n`` saved times evenly spread over the run.
         n: number of curves when ``times`` is ``None`` (at most the number saved).
+        log: logarithmic density axis (at most 8 decades deep); ``"auto"`` as in
+            ``spacetime``, judged on the curves drawn.
         cmap: sequential colormap for the curves.
         reference: draw the uniform density 1/(2π) as a dashed grey line.
 
@@ -515,7 +556,8 @@ def snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = None, n:
         ConfigError: the dataset cannot be plotted, or ``n``/``times`` are invalid.
     """
     plots, ds = _prepare(ds)
-    return plots.snapshots(ds, ax, times=times, n=n, cmap=cmap, reference=reference)
+    return plots.snapshots(ds, ax, times=times, n=n, log=log, cmap=cmap,
+                           reference=reference)
 
 
 def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes]:
@@ -562,7 +604,12 @@ def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes
     return axes
 
 
-def _summary_figure(plots: _GeometryPlots, ds: xr.Dataset) -> Figure:
+def _check_log(log: Any) -> None:
+    if not (isinstance(log, (bool, np.bool_)) or log == "auto"):
+        raise ConfigError(f"log = {log!r}; valid: True, False, 'auto'", "log")
+
+
+def _summary_figure(plots: _GeometryPlots, ds: xr.Dataset, log: bool | str) -> Figure:
     panels = _diagnostic_panels(ds)
     with _style():
         fig = _new_figure((7.5, 6.2) if panels else (7.5, 3.6))
@@ -572,9 +619,9 @@ def _summary_figure(plots: _GeometryPlots, ds: xr.Dataset) -> Figure:
         top = grid[0].subgridspec(1, 2, width_ratios=[1.1, 1])
         ax_st = fig.add_subplot(top[0])
         ax_sn = fig.add_subplot(top[1])
-        plots.spacetime(ds, ax_st)
+        plots.spacetime(ds, ax_st, log=log)
         ax_st.set_title("density", loc="left")
-        plots.snapshots(ds, ax_sn)
+        plots.snapshots(ds, ax_sn, log=log)
         ax_sn.set_title("snapshots", loc="left")
         letters = "abcdefgh"
         axes = [ax_st, ax_sn]
@@ -592,7 +639,7 @@ def _summary_figure(plots: _GeometryPlots, ds: xr.Dataset) -> Figure:
     return fig
 
 
-def figure(ds: xr.Dataset) -> Figure:
+def figure(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     """One summary figure: space-time density, snapshots and diagnostics.
 
     Top row: the density image over (θ, t) and density curves at five times; bottom
@@ -601,6 +648,8 @@ def figure(ds: xr.Dataset) -> Figure:
 
     Args:
         ds: a result dataset.
+        log: log density scale in the top panels: True, False or ``"auto"`` (log once
+            the peak exceeds 25 times the uniform density; see ``spacetime``).
 
     Returns:
         A ``matplotlib.figure.Figure`` (not registered with pyplot; save it with
@@ -609,12 +658,14 @@ def figure(ds: xr.Dataset) -> Figure:
     Raises:
         ConfigError: the dataset cannot be plotted.
     """
+    _check_log(log)
     plots, ds = _prepare(ds)
-    return _summary_figure(plots, ds)
+    return _summary_figure(plots, ds, log)
 
 
 def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = None,
-                animate: bool = False, dpi: float = 150) -> list[Path]:
+                animate: bool = False, dpi: float = 150, *,
+                log: bool | str = "auto") -> list[Path]:
     """Write the standard figures (and optionally an animation) of a result.
 
     Files written into ``out_dir`` (created if missing), each atomically (temp file in
@@ -631,13 +682,17 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
         stem: file name prefix; defaults to ``"result"``.
         animate: also write the GIF (slower: about a second per 20 frames).
         dpi: resolution of the PNG files.
+        log: log density scale for the image, snapshots and animation: True, False or
+            ``"auto"`` (see ``spacetime``).
 
     Returns:
         The paths written, in the order above.
 
     Raises:
-        ConfigError: the dataset cannot be plotted, or ``stem``/``dpi`` are invalid.
+        ConfigError: the dataset cannot be plotted, or ``stem``/``dpi``/``log`` are
+            invalid. Nothing is written then.
     """
+    _check_log(log)
     plots, ds = _prepare(ds)
     stem = "result" if stem is None else str(stem)
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", ".."):
@@ -655,17 +710,17 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
             written.append(_write_atomic(path, lambda tmp: fig.savefig(tmp, format="png",
                                                                       dpi=dpi)))
 
-    save(_summary_figure(plots, ds), "summary")
+    save(_summary_figure(plots, ds, log), "summary")
     with _style():
         fig = _new_figure((4.2, 3.4))
         ax = fig.add_subplot()
-        plots.spacetime(ds, ax)
+        plots.spacetime(ds, ax, log=log)
         ax.set_title(_title(ds), fontsize=8)
     save(fig, "spacetime")
     with _style():
         fig = _new_figure((4.2, 3.4))
         ax = fig.add_subplot()
-        plots.snapshots(ds, ax)
+        plots.snapshots(ds, ax, log=log)
         ax.set_title(_title(ds), fontsize=8)
     save(fig, "snapshots")
     if _diagnostic_panels(ds):
@@ -674,6 +729,7 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
         save(axes[0].figure, "diagnostics")
     if animate:
         path = out / f"{stem}_animation.gif"
-        plots.animate(ds, path, dpi=min(float(dpi), 100.0), fps=12, max_frames=_MAX_FRAMES)
+        plots.animate(ds, path, dpi=min(float(dpi), 100.0), fps=12, max_frames=_MAX_FRAMES,
+                      log=log)
         written.append(path)
     return written

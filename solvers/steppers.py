@@ -207,7 +207,7 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
     res = IntegrationResult()
     u, t, h = u0, float(t0), float(h0)
     span = float(save_times[-1] - t0) if len(save_times) else 1.0
-    h_min = h_min if h_min is not None else 1e-13 * max(span, 1.0)
+    h_min = h_min if h_min is not None else 1e-14 * span
     try:
         for t_save in save_times:
             t_save = float(t_save)
