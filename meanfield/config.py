@@ -260,7 +260,7 @@ def validate(config: dict | None) -> dict:
                                   f"{section}.{name}")
         clean = {}
         for name, (check, default) in keys.items():
-            if name in given:
+            if given.get(name) is not None:  # None: absent (validate is idempotent)
                 clean[name] = check(f"{section}.{name}", given[name])
             else:
                 clean[name] = default

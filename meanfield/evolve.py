@@ -163,8 +163,9 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
 
     def on_save(t: float, u: np.ndarray, h_next: float) -> None:
         rho = solver.to_density(u)
+        diag = model.diagnostics(rho)  # all of a frame or none of it, if Ctrl-C comes here
         frames.append(rho)
-        diags.append(model.diagnostics(rho))
+        diags.append(diag)
         last.update(state=u.copy(), t=t, h=h_next)
         if ckpt is not None and (_time.monotonic() - last_ckpt[0]
                                  > cfg["output"]["checkpoint_every"]):

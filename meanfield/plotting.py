@@ -680,7 +680,8 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
         ds: a result dataset.
         out_dir: output directory.
         stem: file name prefix; defaults to ``"result"``.
-        animate: also write the GIF (slower: about a second per 20 frames).
+        animate: also write the GIF (slow: each frame is a full redraw, so 100 frames
+            take ten to thirty seconds).
         dpi: resolution of the PNG files.
         log: log density scale for the image, snapshots and animation: True, False or
             ``"auto"`` (see ``spacetime``).

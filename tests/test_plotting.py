@@ -153,6 +153,21 @@ def test_spacetime_log_scale(ds):
     fig.canvas.draw()
 
 
+def test_log_auto_for_clusters(ds):
+    from matplotlib.colors import LogNorm
+
+    sharp = von_mises_dataset(t_final=50.0)  # peak ~ 31 times the uniform density
+    fig = figure(sharp)
+    assert isinstance(fig.axes[0].collections[0].norm, LogNorm)
+    assert any(ax.get_yscale() == "log" and ax.get_xlabel() == "θ (rad)" for ax in fig.axes)
+    fig = figure(ds)  # smooth: linear scale
+    assert not isinstance(fig.axes[0].collections[0].norm, LogNorm)
+    fig = figure(sharp, log=False)
+    assert not isinstance(fig.axes[0].collections[0].norm, LogNorm)
+    with pytest.raises(ConfigError, match="log = 'yes'"):
+        figure(ds, log="yes")
+
+
 def test_snapshots_legend_and_times(ds):
     fig, (ax,) = new_axes()
     lines = snapshots(ds, ax, n=5)
