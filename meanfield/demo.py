@@ -20,7 +20,7 @@ import numpy as np
 from scipy import optimize, special
 
 from meanfield.evolve import evolve
-from meanfield.io import check_writable
+from meanfield.io import check_writable, write_atomic
 
 RUNS = {
     "clustering": {
@@ -90,9 +90,8 @@ def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
     ax.set_ylim(-0.02, 1.02)
     ax.legend(frameon=False)
     ax.set_title("Order parameters (dotted: noisy Kuramoto limits)")
-    path = out_dir / "order_parameter.png"
-    fig.savefig(path, dpi=150)
-    written.append(path)
+    written.append(write_atomic(out_dir / "order_parameter.png",
+                                lambda tmp: fig.savefig(tmp, format="png", dpi=150)))
     if progress:
         print(f"meanfield demo: wrote {len(written)} files to {out_dir}/")
     return written

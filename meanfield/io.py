@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import xarray as xr
 
@@ -27,19 +28,31 @@ def check_writable(path: str | Path, overwrite: bool) -> Path:
     return path
 
 
-def write_netcdf(ds: xr.Dataset, path: str | Path, overwrite: bool = False) -> Path:
-    """Write ``ds`` to ``path`` atomically (temp file in the same directory, then rename)."""
-    path = check_writable(path, overwrite)
+def write_atomic(path: str | Path, save: Callable[[str], None]) -> Path:
+    """Run ``save(tmp)`` on a temp file beside ``path``, then rename it to ``path``.
+
+    The temp file keeps the suffix of ``path`` (writers such as matplotlib's choose the
+    format by it) and is removed if ``save`` fails or is interrupted.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}",
+                               dir=path.parent)
     os.close(fd)
     try:
-        ds.to_netcdf(tmp, engine="netcdf4")
+        save(tmp)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_netcdf(ds: xr.Dataset, path: str | Path, overwrite: bool = False) -> Path:
+    """Write ``ds`` to ``path`` atomically, refusing an existing file unless ``overwrite``."""
+    path = check_writable(path, overwrite)
+    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4"))
 
 
 def read_netcdf(path: str | Path) -> xr.Dataset:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from meanfield.errors import ConfigError
+from meanfield.io import write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
@@ -152,23 +152,6 @@ def _title(ds: xr.Dataset) -> str:
         sep = "\n" if len(title) + len(summary) > 70 else " "
         return f"{title}{sep}({summary})"
     return title or summary or "meanfield result"
-
-
-def _write_atomic(path: Path, save: Callable[[str], None]) -> Path:
-    """Run ``save(tmp)`` on a temp file next to ``path``, then move it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        save(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
 
 
 # --------------------------------------------------------------------------------------
@@ -437,7 +420,7 @@ def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
         fig.canvas.draw_idle = lambda *args, **kwargs: None  # frames are drawn by savefig
         anim = FuncAnimation(fig, update, frames=[int(i) for i in frames], blit=False,
                              repeat=False, cache_frame_data=False)
-        _write_atomic(path, lambda tmp: anim.save(tmp, writer=PillowWriter(fps=fps), dpi=dpi))
+        write_atomic(path, lambda tmp: anim.save(tmp, writer=PillowWriter(fps=fps), dpi=dpi))
 
 
 _PLOTTERS: dict[str, _GeometryPlots] = {
@@ -708,7 +691,7 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
     def save(fig: Figure, name: str) -> None:
         path = out / f"{stem}_{name}.png"
         with _style():
-            written.append(_write_atomic(path, lambda tmp: fig.savefig(tmp, format="png",
+            written.append(write_atomic(path, lambda tmp: fig.savefig(tmp, format="png",
                                                                       dpi=dpi)))
 
     save(_summary_figure(plots, ds, log), "summary")
