@@ -176,3 +176,18 @@ def test_beta_50_spectral_underresolved_stops_with_advice():
         evolve({"model": {"beta": 50.0, "normalized": True},
                 "discretization": {"method": "spectral", "resolution": 128},
                 "initial": MIXTURE, "time": {"t_final": 10.0, "save_every": 0.1}})
+
+
+def test_spectral_blow_up_from_too_large_fixed_step_is_reported():
+    with pytest.raises(SolverError, match="time.dt|resolution"):
+        evolve({"model": {"beta": 5.0, "normalized": False},
+                "discretization": {"method": "spectral", "resolution": 64},
+                "initial": {"kind": "von_mises", "concentration": 3.0},
+                "time": {"t_final": 20.0, "save_every": 1.0, "dt": 1.0}})
+
+
+def test_finite_volume_fixed_step_above_stability_bound_is_refused():
+    with pytest.raises(SolverError, match="lower time.dt"):
+        evolve({"model": {"beta": 1.0, "kappa": 2.0},
+                "discretization": {"method": "finite-volume", "resolution": 256},
+                "time": {"t_final": 1.0, "save_every": 0.5, "dt": 0.1}})
