@@ -154,7 +154,7 @@ class SpectralCircle:
     def stepper(self):
         if not self.adaptive:
             return self.scheme
-        return StepDoubling(self.scheme, self.tolerance, h0=0.0)
+        return StepDoubling(self.scheme, self.tolerance)
 
     def check(self, state: np.ndarray, t: float) -> None:
         """Stop with a clear error on NaN or a density that goes negative."""

@@ -99,14 +99,13 @@ class StepDoubling:
         method: object with ``step(u, h)`` and ``order``.
         tolerance: the accepted error per step, relative to ``norm(u)``.
         norm: vector norm (default: max abs).
-        h0: first step to try.
+        h_max: the largest step.
     """
 
-    def __init__(self, method: Any, tolerance: float, h0: float,
+    def __init__(self, method: Any, tolerance: float,
                  norm: Callable[[np.ndarray], float] | None = None, h_max: float = math.inf):
         self.method = method
         self.tolerance = tolerance
-        self.h0 = h0
         self.h_max = h_max
         self.norm = norm or (lambda x: float(np.max(np.abs(x))))
         self.rejected = 0
