@@ -5,6 +5,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from meanfield.cli import main as cli
 from meanfield.io import read_netcdf
@@ -43,3 +44,10 @@ def test_toml_examples_run(tmp_path):
     rho = read_netcdf(tmp_path / "samples.nc").density.values[0]
     peaks = np.flatnonzero((rho > np.roll(rho, 1)) & (rho > np.roll(rho, -1)))
     assert len(peaks) == 3
+
+
+@pytest.mark.slow
+def test_circle_validation_report_runs(capsys):
+    _load("circle_validation").main()
+    out = capsys.readouterr().out
+    assert "growth rates" in out and "order" in out

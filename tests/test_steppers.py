@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from meanfield import evolve
 from solvers.steppers import ETDRK4, SSPRK3, StepDoubling, integrate
