@@ -165,3 +165,9 @@ def test_samples_file_kde(tmp_path):
                   "discretization": {"resolution": 512},
                   "time": {"t_final": 0.01, "save_every": 0.01}})
     np.testing.assert_allclose(ds2.density.values[0], rho, atol=1e-10)
+
+
+def test_progress_bar_reports_simulated_time(capsys):
+    evolve({**CFG, "time": {"t_final": 0.5, "save_every": 0.25}}, progress=True)
+    err = capsys.readouterr().err
+    assert "t = 0.5/0.5" in err
