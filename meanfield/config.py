@@ -28,19 +28,31 @@ from typing import Any, Callable
 
 from meanfield.errors import ConfigError
 
-GEOMETRIES = ("circle",)
-PLANNED_GEOMETRIES = ("sphere",)
+GEOMETRIES = ("circle", "sphere")
 METHODS = ("spectral", "finite-volume")
+# Methods built so far for each geometry (the finite-volume sphere solver is to come).
+METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": ("spectral",)}
 INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples")
 
-# Parameters each initial kind accepts, with defaults (None: required).
-INITIAL_PARAMS: dict[str, dict[str, Any]] = {
-    "uniform": {},
-    "perturbed": {"mode": 1, "amplitude": 0.1, "phase": 0.0},
-    "von_mises": {"center": 0.0, "concentration": 1.0},
-    "samples": {"path": None, "bandwidth": "auto"},
-    "mixture": {"components": None},
+# Parameters each initial kind accepts on each geometry, with defaults (None: required).
+INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
+    "circle": {
+        "uniform": {},
+        "perturbed": {"mode": 1, "amplitude": 0.1, "phase": 0.0},
+        "von_mises": {"center": 0.0, "concentration": 1.0},
+        "samples": {"path": None, "bandwidth": "auto"},
+        "mixture": {"components": None},
+    },
+    "sphere": {
+        "uniform": {},
+        "perturbed": {"degree": 1, "order": 0, "amplitude": 0.1},
+        "von_mises": {"center": [0.0, 0.0, 1.0], "concentration": 1.0},
+        "samples": {"path": None, "bandwidth": "auto"},
+        "mixture": {"components": None},
+    },
 }
+# A von Mises-Fisher centre must be a unit vector to this tolerance (it is not normalised).
+UNIT_TOLERANCE = 1e-9
 
 
 def _suggest(name: str, valid: list[str] | tuple[str, ...]) -> str:
@@ -119,10 +131,21 @@ def _choice(valid: tuple[str, ...]) -> Callable[[str, Any], str]:
 
 
 def _geometry(key: str, value: Any) -> str:
-    if value in PLANNED_GEOMETRIES:
-        raise ConfigError(f"{key} = {value!r} is not available yet; valid: "
-                          + ", ".join(repr(g) for g in GEOMETRIES), key)
     return _choice(GEOMETRIES)(key, value)
+
+
+def _unit_vector(key: str, value: Any) -> list[float]:
+    if (not isinstance(value, (list, tuple)) or len(value) != 3
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)):
+        raise ConfigError(f"{key} = {value!r} must be a unit 3-vector [x, y, z]", key)
+    vec = [float(v) for v in value]
+    if not all(math.isfinite(v) for v in vec):
+        raise ConfigError(f"{key} = {value!r} must be a finite unit 3-vector", key)
+    norm = math.sqrt(sum(v * v for v in vec))
+    if abs(norm - 1) > UNIT_TOLERANCE:
+        raise ConfigError(f"{key} = {value!r} has length {norm:.12g}, not 1: give a unit "
+                          "3-vector (it is not normalised for you)", key)
+    return vec
 
 
 def _threads(key: str, value: Any) -> int | str:
@@ -176,14 +199,15 @@ SCHEMA: dict[str, dict[str, tuple[Callable, Any]]] = {
 }
 
 
-def _validate_initial(raw: dict, key: str = "initial", allow_mixture: bool = True) -> dict:
+def _validate_initial(raw: dict, geometry: str, key: str = "initial",
+                      allow_mixture: bool = True) -> dict:
     if not isinstance(raw, dict):
         raise ConfigError(f"{key} must be a table, got {raw!r}", key)
     kinds = INITIAL_KINDS if allow_mixture else tuple(k for k in INITIAL_KINDS if k != "mixture")
     kind = raw.get("kind", "perturbed")
     if kind not in kinds:
         raise unknown_name(f"{key}.kind", kind, kinds, "initial kind")
-    params = INITIAL_PARAMS[kind]
+    params = INITIAL_PARAMS[geometry][kind]
     allowed = {"kind", *params} | ({"weight"} if not allow_mixture else set())
     for name in raw:
         if name not in allowed:
@@ -197,12 +221,20 @@ def _validate_initial(raw: dict, key: str = "initial", allow_mixture: bool = Tru
         out[name] = raw.get(name, default)
     k = lambda name: f"{key}.{name}"  # noqa: E731
     if kind == "perturbed":
-        out["mode"] = integer(k("mode"), out["mode"], minimum=1)
+        if geometry == "circle":
+            out["mode"] = integer(k("mode"), out["mode"], minimum=1)
+            out["phase"] = finite_number(k("phase"), out["phase"])
+        else:
+            out["degree"] = integer(k("degree"), out["degree"], minimum=1)
+            out["order"] = integer(k("order"), out["order"], minimum=-out["degree"])
+            if abs(out["order"]) > out["degree"]:
+                raise ConfigError(f"{k('order')} = {out['order']!r} must satisfy |order| <= "
+                                  f"degree = {out['degree']}", k("order"))
         out["amplitude"] = finite_number(k("amplitude"), out["amplitude"], minimum=-1.0,
                                          maximum=1.0)
-        out["phase"] = finite_number(k("phase"), out["phase"])
     elif kind == "von_mises":
-        out["center"] = finite_number(k("center"), out["center"])
+        out["center"] = (finite_number(k("center"), out["center"]) if geometry == "circle"
+                         else _unit_vector(k("center"), out["center"]))
         out["concentration"] = finite_number(k("concentration"), out["concentration"],
                                              minimum=0.0, maximum=1e8)
     elif kind == "samples":
@@ -213,16 +245,13 @@ def _validate_initial(raw: dict, key: str = "initial", allow_mixture: bool = Tru
         if not isinstance(comps, list) or not comps:
             raise ConfigError(f"{k('components')} must be a non-empty list of tables "
                               "([[initial.components]] in TOML)", k("components"))
-        out["components"] = [_validate_component(c, f"{k('components')}[{i}]")
+        out["components"] = [_validate_initial(c, geometry, f"{k('components')}[{i}]",
+                                               allow_mixture=False)
                              for i, c in enumerate(comps)]
     if not allow_mixture:
         out["weight"] = finite_number(k("weight"), raw.get("weight", 1.0), minimum=0.0,
                                       strict=True)
     return out
-
-
-def _validate_component(raw: Any, key: str) -> dict:
-    return _validate_initial(raw, key, allow_mixture=False)
 
 
 def validate(config: dict | None) -> dict:
@@ -252,7 +281,7 @@ def validate(config: dict | None) -> dict:
     for section, keys in SCHEMA.items():
         given = copy.deepcopy(config.get(section, {}))
         if section == "initial":
-            out[section] = _validate_initial(given)
+            out[section] = _validate_initial(given, out["domain"]["geometry"])
             continue
         for name in given:
             if name not in keys:
@@ -270,6 +299,16 @@ def validate(config: dict | None) -> dict:
 
 
 def _cross_checks(cfg: dict) -> None:
+    geometry, method = cfg["domain"]["geometry"], cfg["discretization"]["method"]
+    if method not in METHODS_BY_GEOMETRY[geometry]:
+        raise ConfigError(f"discretization.method = {method!r} is not available on the "
+                          f"{geometry} yet; available: "
+                          + ", ".join(repr(m) for m in METHODS_BY_GEOMETRY[geometry]),
+                          "discretization.method")
+    if geometry == "sphere" and cfg["discretization"]["resolution"] > 2047:
+        raise ConfigError(f"discretization.resolution = {cfg['discretization']['resolution']}"
+                          " is the band limit on the sphere and must be <= 2047",
+                          "discretization.resolution")
     t = cfg["time"]
     if t["save_every"] is None:
         t["save_every"] = t["t_final"] / 100

@@ -18,20 +18,25 @@ import xarray as xr
 
 import meanfield
 from meanfield import config as cfgmod
+from meanfield import initial, initial_sphere
 from meanfield.circle import CircleModel, FiniteVolumeCircle, SpectralCircle
 from meanfield.errors import ConfigError
-from meanfield.initial import initial_values
 from meanfield.io import check_writable, read_netcdf, write_netcdf
-from meanfield.kernels import required_resolution
+from meanfield.kernels import required_resolution, sphere_required_lmax
+from meanfield.sphere import SpectralSphere, SphereModel
 from solvers.circle import CircleGrid
+from solvers.sht import SphereGrid
 from solvers.steppers import integrate
 
-UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "density": "1/rad",
-         "weights": "rad", "mass": "1", "energy": "1", "free_energy": "1",
+UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
+         "lon": "rad", "mass": "1", "energy": "1", "free_energy": "1",
          "order_parameter": "1", "mean_direction": "1"}
+# density and weights depend on the geometry: per unit length on S^1, per unit area on S^2
+SPACE_UNITS = {"circle": {"density": "1/rad", "weights": "rad"},
+               "sphere": {"density": "1/sr", "weights": "sr"}}
 LONG_NAMES = {
-    "density": "probability density w.r.t. arc length",
-    "weights": "quadrature weights (periodic trapezoid / cell widths)",
+    "density": "probability density w.r.t. arc length (circle) or area (sphere)",
+    "weights": "quadrature weights (periodic trapezoid / cell widths / Gauss-Legendre)",
     "mass": "integral of the density",
     "energy": "interaction energy E_beta(rho) - E_beta(uniform)",
     "free_energy": "(1/kappa) int rho log rho - energy",
@@ -46,10 +51,15 @@ def checkpoint_path(path: str | Path) -> Path:
 
 
 def build_solver(cfg: dict, threads: int | None = None):
-    """Grid, model and solver for a validated config (raises ConfigError on mismatch)."""
+    """Grid, model and solver for a validated config (raises ConfigError on mismatch).
+
+    ``resolution`` is the number of points (cells) on the circle and the band limit
+    ``lmax`` on the sphere (Gauss-Legendre grid of lmax + 1 by 2 lmax + 2 points).
+    """
     disc, model_cfg = cfg["discretization"], cfg["model"]
+    sphere = cfg["domain"]["geometry"] == "sphere"
     n = disc["resolution"]
-    needed = required_resolution(model_cfg["beta"])
+    needed = (sphere_required_lmax if sphere else required_resolution)(model_cfg["beta"])
     if n < needed:
         raise ConfigError(
             f"discretization.resolution = {n} is too small for model.beta = "
@@ -57,14 +67,21 @@ def build_solver(cfg: dict, threads: int | None = None):
             "discretization.resolution")
     if threads is None and disc["threads"] != "auto":
         threads = disc["threads"]
-    grid = CircleGrid(n, threads=threads)
-    model = CircleModel(grid, model_cfg["beta"], model_cfg["kappa"], model_cfg["normalized"])
+    args = (model_cfg["beta"], model_cfg["kappa"], model_cfg["normalized"])
+    if sphere:
+        grid = SphereGrid(n, threads=threads)
+        model = SphereModel(grid, *args, threads=threads)
+    else:
+        grid = CircleGrid(n, threads=threads)
+        model = CircleModel(grid, *args)
     t = cfg["time"]
     dt = t["dt"]
     if dt != "auto":
         # A fixed step that divides save_every, so that saves fall on steps.
         dt = t["save_every"] / math.ceil(t["save_every"] / dt * (1 - 1e-12))
-    if disc["method"] == "spectral":
+    if sphere:
+        solver = SpectralSphere(model, dt, t["tolerance"], disc["negativity_tolerance"])
+    elif disc["method"] == "spectral":
         solver = SpectralCircle(model, dt, t["tolerance"], disc["negativity_tolerance"])
     else:
         solver = FiniteVolumeCircle(model, dt, disc["cfl"])
@@ -82,12 +99,31 @@ def save_times(t_final: float, save_every: float) -> np.ndarray:
     return times
 
 
-def to_dataset(cfg: dict, grid: CircleGrid, times: list[float], densities: list[np.ndarray],
-               diags: list[dict], attrs: dict[str, Any] | None = None) -> xr.Dataset:
+def initial_density(cfg: dict, grid: CircleGrid | SphereGrid) -> np.ndarray:
+    """Checked initial grid values of mass 1 (raises ConfigError)."""
+    if isinstance(grid, SphereGrid):
+        return initial_sphere.initial_values(cfg["initial"], grid)
+    return initial.initial_values(cfg["initial"], grid.theta, grid.dx,
+                                  cfg["discretization"]["method"])
+
+
+def _space(grid: CircleGrid | SphereGrid) -> tuple[tuple[str, ...], dict, list[str]]:
+    """Dimensions, coordinates and vector components of a grid."""
+    if isinstance(grid, SphereGrid):
+        return ("lat", "lon"), {"lat": grid.lat.copy(), "lon": grid.lon.copy()}, \
+            ["x", "y", "z"]
+    return ("theta",), {"theta": grid.theta.copy()}, ["x", "y"]
+
+
+def to_dataset(cfg: dict, grid: CircleGrid | SphereGrid, times: list[float],
+               densities: list[np.ndarray], diags: list[dict],
+               attrs: dict[str, Any] | None = None) -> xr.Dataset:
     """The result dataset (see DESIGN.md section 3)."""
+    dims, coords, components = _space(grid)
+    geometry = cfg["domain"]["geometry"]
     data: dict[str, Any] = {
-        "density": (("time", "theta"), np.array(densities)),
-        "weights": (("theta",), grid.weights.copy()),
+        "density": (("time",) + dims, np.array(densities)),
+        "weights": (dims, grid.weights.copy()),
     }
     names = ["mass", "energy", "order_parameter"]
     if diags and "free_energy" in diags[0]:
@@ -95,21 +131,22 @@ def to_dataset(cfg: dict, grid: CircleGrid, times: list[float], densities: list[
     for name in names:
         data[name] = (("time",), np.array([d[name] for d in diags], dtype=float))
     data["mean_direction"] = (("time", "component"),
-                              np.array([d["mean_direction"] for d in diags]).reshape(-1, 2))
-    ds = xr.Dataset(data, coords={"time": np.array(times, dtype=float),
-                                  "theta": grid.theta.copy(),
-                                  "component": ["x", "y"]})
-    for name in list(ds.data_vars) + ["time", "theta"]:
-        ds[name].attrs["units"] = UNITS[name]
+                              np.array([d["mean_direction"] for d in diags]
+                                       ).reshape(-1, len(components)))
+    ds = xr.Dataset(data, coords={"time": np.array(times, dtype=float), **coords,
+                                  "component": components})
+    units = {**UNITS, **SPACE_UNITS[geometry]}
+    for name in list(ds.data_vars) + ["time", *coords]:
+        ds[name].attrs["units"] = units[name]
         if name in LONG_NAMES:
             ds[name].attrs["long_name"] = LONG_NAMES[name]
     m = cfg["model"]
     ds.attrs.update({
-        "title": f"{'SA' if m['normalized'] else 'USA'} on the circle, beta = {m['beta']:g}, "
-                 f"kappa = {m['kappa']:g}",
-        "geometry": "circle", "method": cfg["discretization"]["method"],
+        "title": f"{'SA' if m['normalized'] else 'USA'} on the {geometry}, beta = "
+                 f"{m['beta']:g}, kappa = {m['kappa']:g}",
+        "geometry": geometry, "method": cfg["discretization"]["method"],
         "model": "SA" if m["normalized"] else "USA", "beta": m["beta"], "kappa": m["kappa"],
-        "resolution": grid.n, "config": cfgmod.to_json(cfg),
+        "resolution": cfg["discretization"]["resolution"], "config": cfgmod.to_json(cfg),
         "meanfield_version": meanfield.__version__, "status": 0, "message": "finished",
     })
     ds.attrs.update(attrs or {})
@@ -142,7 +179,7 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     if out is not None:
         check_writable(out, overwrite or resume)
     grid, model, solver = build_solver(cfg, threads)
-    rho0 = initial_values(cfg["initial"], grid.theta, grid.dx, cfg["discretization"]["method"])
+    rho0 = initial_density(cfg, grid)
     times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
 
     frames: list[np.ndarray] = []
@@ -208,7 +245,7 @@ def _progress_bar(total: float, start: float, enabled: bool):
     return bar
 
 
-def _write_checkpoint(path: Path, cfg: dict, grid: CircleGrid, frames, diags,
+def _write_checkpoint(path: Path, cfg: dict, grid: CircleGrid | SphereGrid, frames, diags,
                       last: dict) -> None:
     times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])[: len(frames)]
     t, h_next, state = last["t"], last["h"], np.asarray(last["state"])
@@ -221,7 +258,7 @@ def _write_checkpoint(path: Path, cfg: dict, grid: CircleGrid, frames, diags,
     write_netcdf(ds, path, overwrite=True)
 
 
-def _load_checkpoint(path: Path, cfg: dict, model: CircleModel):
+def _load_checkpoint(path: Path, cfg: dict, model: CircleModel | SphereModel):
     ds = read_netcdf(path)
     saved = cfgmod.from_json(ds.attrs["config"])
     mine = cfgmod.from_json(cfgmod.to_json(cfg))

@@ -138,6 +138,25 @@ def cell_averages(f: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, dx: 
     return values @ (0.5 * w)
 
 
+def normalized_density(rho: np.ndarray, integrate: Callable[[np.ndarray], float]
+                       ) -> np.ndarray:
+    """``rho / int rho`` after checking that rho is finite, non-negative and has mass.
+
+    Raises:
+        ConfigError: (key ``initial``) saying which of the three fails.
+    """
+    if not np.all(np.isfinite(rho)):
+        raise ConfigError("the initial density has NaN or infinite values; check [initial]",
+                          "initial")
+    if np.any(rho < 0):
+        raise ConfigError(f"the initial density is negative (min {rho.min():.3g}); check "
+                          "[initial] (amplitude, mixture weights)", "initial")
+    mass = integrate(rho)
+    if not mass > 0:
+        raise ConfigError("the initial density has no mass; check [initial]", "initial")
+    return rho / mass
+
+
 def initial_values(initial: dict, theta: np.ndarray, dx: float, method: str) -> np.ndarray:
     """Checked grid values of the initial density with mass exactly 1.
 
@@ -152,16 +171,7 @@ def initial_values(initial: dict, theta: np.ndarray, dx: float, method: str) -> 
     """
     f = density_function(initial)
     rho = cell_averages(f, theta, dx) if method == "finite-volume" else f(theta)
-    if not np.all(np.isfinite(rho)):
-        raise ConfigError("the initial density has NaN or infinite values; check [initial]",
-                          "initial")
-    if np.any(rho < 0):
-        raise ConfigError(f"the initial density is negative (min {rho.min():.3g}); check "
-                          "[initial] (amplitude, mixture weights)", "initial")
-    mass = float(np.sum(rho) * dx)
-    if not mass > 0:
-        raise ConfigError("the initial density has no mass; check [initial]", "initial")
-    rho = rho / mass
+    rho = normalized_density(rho, lambda r: float(np.sum(r) * dx))
     if method == "spectral":
         _check_resolved(f, rho, theta.size)
     return rho

@@ -1,4 +1,9 @@
-"""The attention kernel ``K(t) = e^{beta t}`` in Fourier space, and the exact linear theory.
+"""The attention kernel ``K(t) = e^{beta t}`` in Fourier / spherical-harmonic space, and the
+exact linear theory about the uniform density.
+
+On the sphere S^2, by the Funk-Hecke formula ``K*`` acts on degree l by ``4 pi i_l(beta)``
+(modified spherical Bessel functions, ``i_l(b) = sqrt(pi/(2b)) I_{l+1/2}(b)``); the
+``sphere_*`` functions below are the analogues of the circle ones, scaled the same way.
 
 On the circle ``K*`` acts on the mode ``e^{ik theta}`` by ``2 pi I_k(beta)`` (modified
 Bessel functions). Everything here uses the exponentially scaled ``ive(k, beta) =
@@ -84,3 +89,57 @@ def required_resolution(beta: float, tolerance: float = RESOLUTION_TOLERANCE) ->
     while special.ive(k, beta) > tolerance * ref:
         k += 1
     return max(8, 2 * k)
+
+
+# --- the sphere S^2 ------------------------------------------------------------------------
+def _spherical_ive(l: np.ndarray, beta: float) -> np.ndarray:
+    """``e^{-beta} i_l(beta)``; at beta = 0 its value ``[l == 0]``."""
+    l = np.asarray(l)
+    if beta == 0:
+        return (l == 0).astype(float)
+    return np.sqrt(np.pi / (2 * beta)) * special.ive(l + 0.5, beta)
+
+
+def sphere_kernel_multiplier(lmax: int, beta: float) -> np.ndarray:
+    """``4 pi e^{-beta} i_l(beta)`` for l = 0..lmax (Funk-Hecke)."""
+    return 4 * np.pi * _spherical_ive(np.arange(lmax + 1), beta)
+
+
+def sphere_potential_multiplier(lmax: int, beta: float) -> np.ndarray:
+    """``4 pi e^{-beta} i_l(beta) / beta`` for l >= 1, 0 at l = 0; at beta = 0 its limit
+    ``4 pi / 3`` at l = 1 (``i_1(b) ~ b/3``) and 0 above."""
+    g = np.zeros(lmax + 1)
+    if beta == 0:
+        if lmax >= 1:
+            g[1] = 4 * np.pi / 3
+        return g
+    g[1:] = sphere_kernel_multiplier(lmax, beta)[1:] / beta
+    return g
+
+
+def sphere_growth_rate(l: int | np.ndarray, beta: float, kappa: float, normalized: bool
+                       ) -> np.ndarray | float:
+    """Growth rate of degree l about the uniform density on S^2 (DESIGN.md section 1):
+    ``sigma_l = l(l+1) (a_l - 1/kappa)``, ``a_l = i_l(beta)/beta`` (USA) or
+    ``i_l(beta)/(beta i_0(beta))`` (SA); at beta = 0, ``a_1 = 1/3``."""
+    l = np.asarray(l)
+    noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+    if beta == 0:
+        a = np.where(l == 1, 1.0 / 3.0, 0.0)
+    elif normalized:
+        a = _spherical_ive(l, beta) / (beta * _spherical_ive(0, beta))
+    else:
+        a = _spherical_ive(l, beta) * math.exp(beta) / beta
+    return l * (l + 1) * (a - noise)
+
+
+def sphere_required_lmax(beta: float, tolerance: float = RESOLUTION_TOLERANCE) -> int:
+    """Smallest band limit whose dropped degrees ``l > lmax`` carry
+    ``i_l(beta)/i_1(beta) <= tolerance`` (at least 4)."""
+    if beta == 0:
+        return 4
+    ref = _spherical_ive(1, beta)
+    l = 2
+    while _spherical_ive(l, beta) > tolerance * ref:
+        l += 1
+    return max(4, l - 1)

@@ -1,0 +1,150 @@
+"""The attention model on the sphere S^2 and its spherical-harmonic solver.
+
+State: the packed coefficients ``a_lm`` of rho (``solvers.sht`` layout, orthonormal
+harmonics). With ``g_l, s_l`` the scaled Funk-Hecke multipliers of ``meanfield.kernels``:
+
+- USA: ``v = grad Phi``, ``Phi_lm = e^beta g_l a_lm``;
+- SA:  ``v = grad Psi``, ``Psi = (1/beta) log(K*rho)``; since ``e^{-beta} K*rho = s_0 a_00
+  Y_00 + beta (g*rho)``, ``Psi = (1/beta) log1p(beta phi / M)`` up to a constant, with
+  ``phi = g*rho`` and ``M = s_0 a_00 Y_00``: evaluated on the grid as
+  ``(phi/M) log1p(y)/y``, exact as beta -> 0, then analysed (it is smooth, not
+  band-limited: it is truncated at the band limit like everything else).
+
+Transport through scalar transforms only (DESIGN.md section 1): for a gradient field,
+``div(rho grad U) = (Delta(rho U) + rho Delta U - U Delta rho) / 2``. The products are
+formed on the 3/2-rule ``product_grid`` and analysed back to the band limit, so they are
+exact truncations (dealiased). Per right-hand side: 4 syntheses and 2 analyses (USA), 5
+and 3 (SA). Time stepping: ETDRK4 with the diffusion ``-l(l+1)/kappa`` exact, as on the
+circle.
+
+Diagnostics from the coefficients and the output grid: mass ``sqrt(4 pi) a_00``; energy
+``E_beta(rho) - E_beta(uniform) = (1/2) e^beta sum_{l>=1} g_l sum_m |a_lm|^2`` (all
+orders m = -l..l); free energy; order parameter and mean direction by Gauss quadrature of
+``int x rho`` (exact for band-limited rho).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.errors import SolverError
+from meanfield.initial_sphere import unit_vectors
+from meanfield.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
+from solvers.sht import SphereGrid, product_grid
+from solvers.steppers import ETDRK4, StepDoubling
+
+Y00 = 1 / math.sqrt(4 * math.pi)
+
+
+class SphereModel:
+    """USA or SA dynamics with noise ``1/kappa`` at band limit ``grid.lmax``.
+
+    Args:
+        grid: the output grid (``SphereGrid(lmax)``); products use ``product_grid(lmax)``.
+        beta, kappa, normalized: as on the circle.
+    """
+
+    def __init__(self, grid: SphereGrid, beta: float, kappa: float, normalized: bool,
+                 threads: int | None = None):
+        self.grid, self.beta, self.kappa, self.normalized = grid, beta, kappa, normalized
+        self.products = product_grid(grid.lmax, threads=threads)
+        l = grid.l
+        self.g = sphere_potential_multiplier(grid.lmax, beta)[l]
+        self.s = sphere_kernel_multiplier(grid.lmax, beta)[l]
+        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        self.scale = 1.0 if normalized else math.exp(beta)
+        self.laplacian = grid.laplacian
+        # weight of each packed coefficient in sums over all orders m = -l..l
+        self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
+        self.points = unit_vectors(grid.lat[:, None], grid.lon[None, :])
+
+    def potential(self, a: np.ndarray) -> np.ndarray:
+        """Coefficients of the velocity potential (Phi for USA, Psi for SA)."""
+        if not self.normalized:
+            return self.scale * self.g * a
+        p = self.products
+        phi = p.synthesis(self.g * a)
+        mean = self.s[0] * a[0].real * Y00
+        y = self.beta * phi / mean
+        small = np.abs(y) < 1e-8
+        safe = np.where(small, 1.0, y)
+        psi = (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        return p.analysis(psi)
+
+    def tendency(self, a: np.ndarray) -> np.ndarray:
+        """Coefficients of ``-div(rho grad U)`` (dealiased)."""
+        p, lap = self.products, self.laplacian
+        u = self.potential(a)
+        rho = p.synthesis(a)
+        pot = p.synthesis(u)
+        lap_pot = p.synthesis(lap * u)
+        lap_rho = p.synthesis(lap * a)
+        first = p.analysis(rho * pot)
+        second = p.analysis(rho * lap_pot - pot * lap_rho)
+        out = -0.5 * (lap * first + second)
+        out[0] = 0.0  # a divergence has zero mean: mass is conserved exactly, not to 1e-16
+        return out
+
+    def diagnostics(self, rho: np.ndarray, a: np.ndarray | None = None) -> dict:
+        """Mass, energy, free energy, order parameter and mean direction."""
+        grid = self.grid
+        if a is None:
+            a = grid.analysis(rho)
+        w = grid.weights
+        mass = float(np.sum(w * rho))
+        s = 0.5 * float(np.sum(self.g * self.order_weight * np.abs(a) ** 2))
+        with np.errstate(over="ignore"):
+            energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+        positive = rho > 0
+        entropy = float(np.sum((w * rho * np.log(np.where(positive, rho, 1.0)))[positive]))
+        m = np.einsum("ij,ij,ijk->k", w, rho, self.points)
+        r = float(np.linalg.norm(m))
+        out = {"mass": mass, "energy": energy, "order_parameter": r,
+               "mean_direction": m / r if r > 0 else np.full(3, np.nan), "entropy": entropy}
+        if self.noise > 0:
+            out["free_energy"] = self.noise * entropy - energy
+        return out
+
+
+class SpectralSphere:
+    """Spherical-harmonic solver (ETDRK4, diffusion exact, fixed or adaptive steps)."""
+
+    method = "spectral"
+
+    def __init__(self, model: SphereModel, dt: float | str, tolerance: float,
+                 negativity_tolerance: float):
+        self.model = model
+        linear = model.noise * model.laplacian
+        self.scheme = ETDRK4(linear, model.tendency, None if dt == "auto" else float(dt))
+        self.adaptive = dt == "auto"
+        self.tolerance = tolerance
+        self.negativity_tolerance = negativity_tolerance
+
+    def to_state(self, rho: np.ndarray) -> np.ndarray:
+        return self.model.grid.analysis(rho)
+
+    def to_density(self, state: np.ndarray) -> np.ndarray:
+        return self.model.grid.synthesis(state)
+
+    def first_step(self, t_final: float) -> float:
+        if not self.adaptive:
+            return self.scheme.dt
+        return min(1e-3 * t_final, 1e-2 / max(self.model.scale, 1.0))
+
+    def stepper(self):
+        return StepDoubling(self.scheme, self.tolerance) if self.adaptive else self.scheme
+
+    def check(self, state: np.ndarray, t: float) -> None:
+        if not np.all(np.isfinite(state)):
+            raise SolverError(
+                f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
+                "discretization.resolution or lower time.dt (or use dt = \"auto\")")
+        rho = self.model.grid.synthesis(state)
+        low, high = float(rho.min()), float(rho.max())
+        if low < -self.negativity_tolerance * high:
+            raise SolverError(
+                f"the spectral density went negative at t = {t:.6g} (min {low:.3g}, max "
+                f"{high:.3g}; tolerance {self.negativity_tolerance:g} of the max): the "
+                f"solution is not resolved by band limit {self.model.grid.lmax}; raise "
+                "discretization.resolution")
