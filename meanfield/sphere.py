@@ -31,10 +31,20 @@ import numpy as np
 from meanfield.errors import SolverError
 from meanfield.initial_sphere import unit_vectors
 from meanfield.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
-from solvers.sht import SphereGrid, product_grid
+from solvers.sht import SphereGrid, alm_lmax, product_grid, resize_alm
 from solvers.steppers import ETDRK4, StepDoubling
 
 Y00 = 1 / math.sqrt(4 * math.pi)
+# Potential coefficients below this fraction of the largest are dropped before synthesis:
+# under round-off, and the cost of a synthesis grows with the degree it carries.
+POTENTIAL_CUTOFF = 1e-17
+
+
+def effective_lmax(coeffs: np.ndarray, degrees: np.ndarray) -> int:
+    """Largest degree whose coefficients exceed ``POTENTIAL_CUTOFF`` of the largest."""
+    mag = np.abs(coeffs)
+    keep = mag > POTENTIAL_CUTOFF * mag.max() if mag.max() > 0 else mag > 0
+    return int(degrees[keep].max()) if keep.any() else 0
 
 
 class SphereModel:
@@ -58,33 +68,49 @@ class SphereModel:
         # weight of each packed coefficient in sums over all orders m = -l..l
         self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
         self.points = unit_vectors(grid.lat[:, None], grid.lon[None, :])
+        # The kernel multipliers decay super-exponentially in l: g*rho carries degrees up
+        # to about beta + O(sqrt(beta)) only, and is synthesised at that band limit.
+        self.g_lmax = effective_lmax(self.g, l)
+        self._degree_cache: dict[int, np.ndarray] = {}
 
     def potential(self, a: np.ndarray) -> np.ndarray:
-        """Coefficients of the velocity potential (Phi for USA, Psi for SA)."""
+        """Coefficients of the velocity potential (Phi for USA, Psi for SA), truncated
+        where they fall under round-off."""
+        phi_lm = resize_alm(self.g * a, self.g_lmax)
         if not self.normalized:
-            return self.scale * self.g * a
+            return self.scale * phi_lm
         p = self.products
-        phi = p.synthesis(self.g * a)
+        phi = p.synthesis(phi_lm)
         mean = self.s[0] * a[0].real * Y00
         y = self.beta * phi / mean
         small = np.abs(y) < 1e-8
         safe = np.where(small, 1.0, y)
         psi = (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
-        return p.analysis(psi)
+        psi_lm = p.analysis(psi)
+        return resize_alm(psi_lm, effective_lmax(psi_lm, self.grid.l))
 
     def tendency(self, a: np.ndarray) -> np.ndarray:
         """Coefficients of ``-div(rho grad U)`` (dealiased)."""
         p, lap = self.products, self.laplacian
         u = self.potential(a)
+        lap_u = -(self._degrees(u.size) * (self._degrees(u.size) + 1.0)) * u
         rho = p.synthesis(a)
         pot = p.synthesis(u)
-        lap_pot = p.synthesis(lap * u)
+        lap_pot = p.synthesis(lap_u)
         lap_rho = p.synthesis(lap * a)
         first = p.analysis(rho * pot)
         second = p.analysis(rho * lap_pot - pot * lap_rho)
         out = -0.5 * (lap * first + second)
         out[0] = 0.0  # a divergence has zero mean: mass is conserved exactly, not to 1e-16
         return out
+
+    def _degrees(self, size: int) -> np.ndarray:
+        """Degrees ``l`` of a packed coefficient array of ``size`` entries."""
+        cached = self._degree_cache.get(size)
+        if cached is None:
+            cached = SphereGrid.degrees(alm_lmax(size))[0].astype(float)
+            self._degree_cache[size] = cached
+        return cached
 
     def diagnostics(self, rho: np.ndarray, a: np.ndarray | None = None) -> dict:
         """Mass, energy, free energy, order parameter and mean direction."""
