@@ -45,3 +45,33 @@ def test_required_resolution_carries_the_kernel():
 def test_critical_kappa():
     assert critical_kappa(0.0, True) == 2.0
     assert critical_kappa(1e-9, False) == pytest.approx(2.0, rel=1e-8)
+
+
+@pytest.mark.parametrize("beta", [0.5, 3.0, 12.0])
+def test_funk_hecke_multipliers_against_quadrature(beta):
+    """4 pi i_l(beta) = 2 pi int_{-1}^{1} e^{beta t} P_l(t) dt (Gauss-Legendre, exact to
+    round-off with 80 nodes for these entire integrands)."""
+    from scipy import special
+
+    from meanfield.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
+    t, w = np.polynomial.legendre.leggauss(80)
+    s = sphere_kernel_multiplier(8, beta) * np.exp(beta)
+    for l in range(9):
+        direct = 2 * np.pi * np.sum(w * np.exp(beta * t) * special.eval_legendre(l, t))
+        assert s[l] == pytest.approx(direct, rel=1e-11)
+    g = sphere_potential_multiplier(8, beta)
+    np.testing.assert_allclose(g[1:] * beta, sphere_kernel_multiplier(8, beta)[1:], rtol=1e-14)
+
+
+def test_sphere_multipliers_large_beta_and_limits():
+    from meanfield.kernels import (sphere_kernel_multiplier, sphere_potential_multiplier,
+                                   sphere_required_lmax)
+    with np.errstate(all="raise"):
+        s = sphere_kernel_multiplier(300, 100.0)
+    assert np.all(np.isfinite(s)) and s[0] == pytest.approx(4 * np.pi / 200 * (1 - np.exp(-200)))
+    np.testing.assert_allclose(sphere_potential_multiplier(3, 1e-7),
+                               sphere_potential_multiplier(3, 0.0), atol=1e-6)
+    for beta in (1.0, 20.0, 100.0):
+        lmax = sphere_required_lmax(beta)
+        s = sphere_kernel_multiplier(lmax + 1, beta)
+        assert s[lmax + 1] <= 1e-12 * s[1]
