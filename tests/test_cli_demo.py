@@ -25,7 +25,8 @@ def test_console_script_is_installed():
 def test_demo_writes_results_and_figures(tmp_path, kuramoto_r):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--no-progress"]) == 0
-    for name in ["clustering", "kuramoto_subcritical", "kuramoto_supercritical"]:
+    for name in ["clustering", "kuramoto_subcritical", "kuramoto_supercritical",
+                 "sphere_clustering"]:
         assert (out / f"{name}.nc").exists() and (out / f"{name}_summary.png").exists()
     assert (out / "order_parameter.png").exists()
     sup = read_netcdf(out / "kuramoto_supercritical.nc")
@@ -35,5 +36,8 @@ def test_demo_writes_results_and_figures(tmp_path, kuramoto_r):
     clus = read_netcdf(out / "clustering.nc")
     assert clus.density.values[-1].max() > 20 * clus.density.values[0].max()
     assert np.all(clus.density.values >= 0)
+    sph = read_netcdf(out / "sphere_clustering.nc")
+    assert sph.order_parameter.values[-1] > 0.9 > sph.order_parameter.values[0]
+    assert (out / "sphere_clustering_maps.png").exists()
     # a second run refuses to overwrite, before computing anything
     assert main(["demo", "--out", str(out), "--no-progress"]) == 2
