@@ -38,11 +38,6 @@ BIG = 2.0 ** SCALE_BITS
 SMALL = 2.0 ** -SCALE_BITS
 
 
-def scale_factors(e: np.ndarray) -> np.ndarray:
-    """``BIG^e`` for exponents ``e <= 0`` (1, 2^-600, or 0 below that)."""
-    return np.where(e == 0, 1.0, np.where(e == -1, SMALL, 0.0))
-
-
 def _legendre_pn_theta(n: int, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``P_n(cos theta)`` and ``dP_n/dtheta`` for ``0 < theta <= pi/2``.
 
@@ -161,14 +156,14 @@ def recurrence_coefficients(lmax: int, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_legendre_table() -> Callable:
-    """Compile the extended-range recurrence ``table(x, s, mant, e, a, c, out)``.
+    """Compile the extended-range recurrence ``table(x, mant, e, a, c, out)``.
 
     Fills ``out[l - m, i] = lambda_lm(x_i)`` from the sectoral values
     ``mant[i] * BIG^e[i]`` and the coefficients of ``recurrence_coefficients``.
     """
 
     @numba.njit(cache=True)
-    def table(x, s, mant, e, a, c, out):
+    def table(x, mant, e, a, c, out):
         nl, npts = out.shape
         for i in range(npts):
             p2 = 0.0
@@ -218,4 +213,4 @@ def legendre_table(lmax: int, m: int, x: np.ndarray) -> np.ndarray:
     if _legendre_table_kernel is None:
         _legendre_table_kernel = make_legendre_table()
     out = np.empty((lmax + 1 - m, x.size))
-    return _legendre_table_kernel(x, s, mant[m].copy(), e[m].copy(), a, c, out)
+    return _legendre_table_kernel(x, mant[m].copy(), e[m].copy(), a, c, out)

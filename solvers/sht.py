@@ -35,13 +35,23 @@ Backends:
   vectorises), carry ``lambda`` in the extended range of ``solvers.legendre`` near the
   poles, and split the orders ``m`` over threads.
 
-Why both: on 2 cores at ``L = 255`` a pair analysis + synthesis took 1.4-2.5 ms with ducc0
-and 14 ms with dense numpy matrices; shtns (0.76 ms) is rarely installable. The numpy
-backend keeps the package working without ducc0 and checks it.
+Why both: ducc0 (and shtns, 0.76 ms per pair at ``L = 255`` on 2 cores, but rarely
+installable) are the fast libraries; dense numpy Legendre matrices took 14 ms there and
+0.5 GiB of tables at ``L = 511``. The numpy backend keeps the package working without ducc0,
+checks it, and measured as fast as the ducc0 PyPI wheel up to ``L = 255`` and 1.2-1.4x
+slower at ``L = 511``, single-threaded (``benchmarks/bench_sht.py``). The ducc0 wheels are
+built for generic x86-64: ``pip install --no-binary ducc0 ducc0`` (a 15-minute build)
+measured 1.3-1.6x faster than the wheel at ``L = 127..255``.
+
+Accuracy: round trips are exact to ~1e-13 (``L = 255..1023``). Values within a few rings of
+the poles are conditioned by ``cos(colatitude)`` being rounded to double (a relative
+``~L^2 1e-16`` in the field there): the two backends agree to 3e-13 of the maximum at
+``L = 255``, 2e-12 at 511, 4e-12 at 1023.
 """
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -57,8 +67,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     HAVE_DUCC0 = False
 
 BACKENDS = ("ducc0", "numpy")
-# Below this degree one thread is faster (thread start-up dominates); measured on 2 cores.
-THREADS_MIN_LMAX = 64
+# Below this degree one thread is used: a pair of transforms takes < 1 ms there, and a
+# second thread measured no faster on 2 shared cores (hand-off ~0.1 ms).
+THREADS_MIN_LMAX = 128
 # Recurrence steps between two checks of the extended-range mantissas (the growth over a
 # block is at most ~1e20, far inside the headroom 2^(1023 - 600) above BIG), and steps per
 # pass over the rings (fewer loads and stores per flop).
@@ -87,7 +98,7 @@ def alm_index(l, m, lmax: int):
 
 def alm_lmax(size: int) -> int:
     """The ``lmax`` of a packed coefficient array of length ``size``."""
-    lmax = int(round((np.sqrt(8 * size + 1) - 3) / 2))
+    lmax = round(float(np.sqrt(8 * size + 1) - 3) / 2)
     if alm_size(lmax) != size:
         raise ValueError(f"{size} is not a number of coefficients (l+1)(l+2)/2")
     return lmax
@@ -125,7 +136,7 @@ def product_sizes(lmax: int) -> tuple[int, int]:
 
 
 def make_sht_kernels() -> tuple:
-    """Compile the Legendre stages of the numpy backend (parallel over ``m``).
+    """Compile the Legendre stages of the numpy backend (threads split the orders ``m``).
 
     Common arguments: ``x`` (nh,) the ``sin(lat) >= 0`` of the northern rings, equator
     first; ``mant, ex`` (mmax + 1, nh) the sectoral ``lambda_mm`` in extended range (see
@@ -134,208 +145,225 @@ def make_sht_kernels() -> tuple:
     ``lgrid``; ``nact`` (mmax + 1,) the number of rings, from the equator, on which
     order ``m`` is not negligible (the others are skipped); ``i_north, i_south`` (nh,) the
     rows of each northern ring and of its mirror (equal for an equatorial ring);
-    ``nthreads`` the number of chunks of orders (interleaved, for balance) run in parallel
-    (set numba's thread count to match).
+    ``m_lo, m_hi``: the call handles the orders ``m_lo <= m < m_hi``, so that calls on
+    disjoint ranges can run in threads (the kernels release the GIL). Contiguous ranges,
+    not interleaved orders: neighbouring ``m`` share cache lines of ``F``.
 
     Returns:
         ``(synthesis, analysis, active)``:
         ``synthesis(alm, lmax, x, mant, ex, A, C, lgrid, nact, i_north, i_south, F,
-        nthreads)`` writes the ring Fourier coefficients ``F[:, m] = sum_l a_lm
+        m_lo, m_hi)`` writes the ring Fourier coefficients ``F[:, m] = sum_l a_lm
         lambda_lm``, ``m <= lmax``;
         ``analysis(G, wring, lmax, x, mant, ex, A, C, lgrid, nact, i_north, i_south, alm,
-        nthreads)`` fills ``alm[index(l, m)] = sum_rings wring G[ring, m] lambda_lm``;
+        m_lo, m_hi)`` fills ``alm[index(l, m)] = sum_rings wring G[ring, m] lambda_lm``;
         ``active(x, mant, ex, A, C, lgrid, tol, nact)`` fills ``nact``: rings nearer the
         pole than ``nact[m]`` have ``|lambda_lm| < tol`` for all ``l <= lgrid`` (checked
         ring by ring from the pole).
     """
 
-    @numba.njit(cache=True, parallel=True, error_model="numpy", boundscheck=False)
+    @numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False,
+                fastmath={"contract"})
     def synthesis(alm, lmax, x, mant, ex, A, C, lgrid, nact, i_north, i_south, F,
-                  nthreads):
+                  m_lo, m_hi):
         nh = x.shape[0]
-        nchunks = max(1, min(nthreads, lmax + 1))
-        for chunk in numba.prange(nchunks):
-            p1 = np.empty(nh)
-            p2 = np.empty(nh)
-            sc = np.empty(nh)
-            e = np.empty(nh, dtype=np.int64)
-            er = np.empty(nh)
-            ei = np.empty(nh)
-            orr = np.empty(nh)
-            oi = np.empty(nh)
-            ka = np.zeros(lmax + _UNROLL + 2)     # coefficients indexed by k = l - m,
-            kc = np.zeros(lmax + _UNROLL + 2)     # zero-padded past lmax
-            kr = np.zeros(lmax + _UNROLL + 2)
-            ki = np.zeros(lmax + _UNROLL + 2)
-            for m in range(chunk, lmax + 1, nchunks):
-                base = m * (2 * lmax + 1 - m) // 2
-                gbase = m * (2 * lgrid + 1 - m) // 2
-                nst = lmax - m
-                for k in range(nst + 1):
-                    ka[k] = A[gbase + m + k]
-                    kc[k] = C[gbase + m + k]
-                    kr[k] = alm[base + m + k].real
-                    ki[k] = alm[base + m + k].imag
-                for k in range(nst + 1, nst + _UNROLL + 1):
-                    ka[k] = 0.0
-                    kc[k] = 0.0
-                    kr[k] = 0.0
-                    ki[k] = 0.0
-                nj = nact[m]
-                for j in range(nj):
-                    e[j] = ex[m, j]
-                    sc[j] = 1.0 if e[j] == 0 else (SMALL if e[j] == -1 else 0.0)
-                    p1[j] = mant[m, j]
-                    p2[j] = 0.0
-                    v = p1[j] * sc[j]
-                    er[j] = kr[0] * v
-                    ei[j] = ki[0] * v
-                    orr[j] = 0.0
-                    oi[j] = 0.0
-                k0 = 1
-                while k0 <= nst:
-                    kend = min(k0 + _BLOCK, nst + 1)
-                    for k in range(k0, kend, _UNROLL):
-                        a1, a2, a3, a4 = ka[k], ka[k + 1], ka[k + 2], ka[k + 3]
-                        c1, c2, c3, c4 = kc[k], kc[k + 1], kc[k + 2], kc[k + 3]
-                        r1, r2, r3, r4 = kr[k], kr[k + 1], kr[k + 2], kr[k + 3]
-                        i1, i2, i3, i4 = ki[k], ki[k + 1], ki[k + 2], ki[k + 3]
-                        for j in range(nj):
-                            xj = x[j]
-                            q1 = p1[j]
-                            q2 = p2[j]
-                            t1 = a1 * (xj * q1) - c1 * q2      # k odd: odd in x
-                            t2 = a2 * (xj * t1) - c2 * q1
-                            t3 = a3 * (xj * t2) - c3 * t1
-                            t4 = a4 * (xj * t3) - c4 * t2
-                            p2[j] = t3
-                            p1[j] = t4
-                            s = sc[j]
-                            orr[j] += s * (r1 * t1 + r3 * t3)
-                            oi[j] += s * (i1 * t1 + i3 * t3)
-                            er[j] += s * (r2 * t2 + r4 * t4)
-                            ei[j] += s * (i2 * t2 + i4 * t4)
-                    for j in range(nj):  # extended range: renormalise growing mantissas
-                        if e[j] < 0 and abs(p1[j]) > BIG:
-                            p1[j] *= SMALL
-                            p2[j] *= SMALL
-                            e[j] += 1
-                            sc[j] = 1.0 if e[j] == 0 else SMALL
-                    k0 = kend
-                for j in range(nj):
-                    F[i_north[j], m] = complex(er[j] + orr[j], ei[j] + oi[j])
-                    F[i_south[j], m] = complex(er[j] - orr[j], ei[j] - oi[j])
-                for j in range(nj, nh):
-                    F[i_north[j], m] = 0.0
-                    F[i_south[j], m] = 0.0
+        p1 = np.empty(nh)
+        p2 = np.empty(nh)
+        sc = np.empty(nh)
+        e = np.empty(nh, dtype=np.int64)
+        er = np.empty(nh)
+        ei = np.empty(nh)
+        orr = np.empty(nh)
+        oi = np.empty(nh)
+        ka = np.zeros(lmax + _UNROLL + 2)     # coefficients indexed by k = l - m,
+        kc = np.zeros(lmax + _UNROLL + 2)     # zero-padded past lmax
+        kr = np.zeros(lmax + _UNROLL + 2)
+        ki = np.zeros(lmax + _UNROLL + 2)
+        for m in range(m_lo, min(m_hi, lmax + 1)):
+            base = m * (2 * lmax + 1 - m) // 2
+            gbase = m * (2 * lgrid + 1 - m) // 2
+            nst = lmax - m
+            for k in range(nst + 1):
+                ka[k] = A[gbase + m + k]
+                kc[k] = C[gbase + m + k]
+                kr[k] = alm[base + m + k].real
+                ki[k] = alm[base + m + k].imag
+            for k in range(nst + 1, nst + _UNROLL + 1):
+                ka[k] = 0.0
+                kc[k] = 0.0
+                kr[k] = 0.0
+                ki[k] = 0.0
+            nj = nact[m]
+            for j in range(nj):
+                e[j] = ex[m, j]
+                sc[j] = 1.0 if e[j] == 0 else (SMALL if e[j] == -1 else 0.0)
+                p1[j] = mant[m, j]
+                p2[j] = 0.0
+                v = p1[j] * sc[j]
+                er[j] = kr[0] * v
+                ei[j] = ki[0] * v
+                orr[j] = 0.0
+                oi[j] = 0.0
+            nu = 0                   # rings [0, nu) hold true values (exponent 0)
+            while nu < nj and e[nu] == 0:
+                nu += 1
+            k0 = 1
+            while k0 <= nst:
+                kend = min(k0 + _BLOCK, nst + 1)
+                for k in range(k0, kend, _UNROLL):
+                    a1, a2, a3, a4 = ka[k], ka[k + 1], ka[k + 2], ka[k + 3]
+                    c1, c2, c3, c4 = kc[k], kc[k + 1], kc[k + 2], kc[k + 3]
+                    r1, r2, r3, r4 = kr[k], kr[k + 1], kr[k + 2], kr[k + 3]
+                    i1, i2, i3, i4 = ki[k], ki[k + 1], ki[k + 2], ki[k + 3]
+                    for j in range(nu):
+                        xj = x[j]
+                        q1 = p1[j]
+                        q2 = p2[j]
+                        t1 = a1 * (xj * q1) - c1 * q2      # k odd: odd in x
+                        t2 = a2 * (xj * t1) - c2 * q1
+                        t3 = a3 * (xj * t2) - c3 * t1
+                        t4 = a4 * (xj * t3) - c4 * t2
+                        p2[j] = t3
+                        p1[j] = t4
+                        orr[j] += r1 * t1 + r3 * t3
+                        oi[j] += i1 * t1 + i3 * t3
+                        er[j] += r2 * t2 + r4 * t4
+                        ei[j] += i2 * t2 + i4 * t4
+                    for j in range(nu, nj):               # the same, scaled
+                        xj = x[j]
+                        q1 = p1[j]
+                        q2 = p2[j]
+                        t1 = a1 * (xj * q1) - c1 * q2
+                        t2 = a2 * (xj * t1) - c2 * q1
+                        t3 = a3 * (xj * t2) - c3 * t1
+                        t4 = a4 * (xj * t3) - c4 * t2
+                        p2[j] = t3
+                        p1[j] = t4
+                        s = sc[j]
+                        orr[j] += s * (r1 * t1 + r3 * t3)
+                        oi[j] += s * (i1 * t1 + i3 * t3)
+                        er[j] += s * (r2 * t2 + r4 * t4)
+                        ei[j] += s * (i2 * t2 + i4 * t4)
+                for j in range(nu, nj):  # extended range: renormalise growing mantissas
+                    if e[j] < 0 and abs(p1[j]) > BIG:
+                        p1[j] *= SMALL
+                        p2[j] *= SMALL
+                        e[j] += 1
+                        sc[j] = 1.0 if e[j] == 0 else SMALL
+                while nu < nj and e[nu] == 0:
+                    nu += 1
+                k0 = kend
+            for j in range(nj):
+                F[i_north[j], m] = complex(er[j] + orr[j], ei[j] + oi[j])
+                F[i_south[j], m] = complex(er[j] - orr[j], ei[j] - oi[j])
+            for j in range(nj, nh):
+                F[i_north[j], m] = 0.0
+                F[i_south[j], m] = 0.0
         return F
 
-    @numba.njit(cache=True, parallel=True, error_model="numpy", boundscheck=False,
+    @numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False,
                 fastmath={"reassoc", "contract", "nsz"})
     def analysis(G, wring, lmax, x, mant, ex, A, C, lgrid, nact, i_north, i_south, alm,
-                 nthreads):
+                 m_lo, m_hi):
         nh = x.shape[0]
-        nchunks = max(1, min(nthreads, lmax + 1))
-        for chunk in numba.prange(nchunks):
-            p1 = np.empty(nh)
-            p2 = np.empty(nh)
-            e = np.empty(nh, dtype=np.int64)
-            g0 = np.empty((4, nh))      # even re, even im, odd re, odd im (unscaled)
-            ger = np.empty(nh)
-            gei = np.empty(nh)
-            gor = np.empty(nh)
-            goi = np.empty(nh)
-            ka = np.zeros(lmax + _UNROLL + 2)
-            kc = np.zeros(lmax + _UNROLL + 2)
-            for m in range(chunk, lmax + 1, nchunks):
-                base = m * (2 * lmax + 1 - m) // 2
-                gbase = m * (2 * lgrid + 1 - m) // 2
-                nst = lmax - m
-                for k in range(nst + 1):
-                    ka[k] = A[gbase + m + k]
-                    kc[k] = C[gbase + m + k]
-                for k in range(nst + 1, nst + _UNROLL + 1):
-                    ka[k] = 0.0
-                    kc[k] = 0.0
-                nj = nact[m]
-                s0r = 0.0
-                s0i = 0.0
-                for j in range(nj):
-                    jn = i_north[j]
-                    js = i_south[j]
-                    gn = G[jn, m] * wring[jn]
-                    if jn == js:
-                        gs = 0.0j
-                        ge = gn
-                    else:
-                        gs = G[js, m] * wring[js]
-                        ge = gn + gs
-                    go = gn - gs
-                    g0[0, j] = ge.real
-                    g0[1, j] = ge.imag
-                    g0[2, j] = go.real
-                    g0[3, j] = go.imag
-                    e[j] = ex[m, j]
-                    s = 1.0 if e[j] == 0 else (SMALL if e[j] == -1 else 0.0)
-                    ger[j] = ge.real * s
-                    gei[j] = ge.imag * s
-                    gor[j] = go.real * s
-                    goi[j] = go.imag * s
-                    p1[j] = mant[m, j]
-                    p2[j] = 0.0
-                    s0r += ger[j] * p1[j]
-                    s0i += gei[j] * p1[j]
-                alm[base + m] = complex(s0r, s0i)
-                k0 = 1
-                while k0 <= nst:
-                    kend = min(k0 + _BLOCK, nst + 1)
-                    for k in range(k0, kend, _UNROLL):
-                        a1, a2, a3, a4 = ka[k], ka[k + 1], ka[k + 2], ka[k + 3]
-                        c1, c2, c3, c4 = kc[k], kc[k + 1], kc[k + 2], kc[k + 3]
-                        s1r = 0.0
-                        s1i = 0.0
-                        s2r = 0.0
-                        s2i = 0.0
-                        s3r = 0.0
-                        s3i = 0.0
-                        s4r = 0.0
-                        s4i = 0.0
-                        for j in range(nj):
-                            xj = x[j]
-                            q1 = p1[j]
-                            q2 = p2[j]
-                            t1 = a1 * (xj * q1) - c1 * q2
-                            t2 = a2 * (xj * t1) - c2 * q1
-                            t3 = a3 * (xj * t2) - c3 * t1
-                            t4 = a4 * (xj * t3) - c4 * t2
-                            p2[j] = t3
-                            p1[j] = t4
-                            s1r += gor[j] * t1
-                            s1i += goi[j] * t1
-                            s2r += ger[j] * t2
-                            s2i += gei[j] * t2
-                            s3r += gor[j] * t3
-                            s3i += goi[j] * t3
-                            s4r += ger[j] * t4
-                            s4i += gei[j] * t4
-                        alm[base + m + k] = complex(s1r, s1i)
-                        if k + 1 <= nst:
-                            alm[base + m + k + 1] = complex(s2r, s2i)
-                        if k + 2 <= nst:
-                            alm[base + m + k + 2] = complex(s3r, s3i)
-                        if k + 3 <= nst:
-                            alm[base + m + k + 3] = complex(s4r, s4i)
+        p1 = np.empty(nh)
+        p2 = np.empty(nh)
+        e = np.empty(nh, dtype=np.int64)
+        g0 = np.empty((4, nh))      # even re, even im, odd re, odd im (unscaled)
+        ger = np.empty(nh)
+        gei = np.empty(nh)
+        gor = np.empty(nh)
+        goi = np.empty(nh)
+        ka = np.zeros(lmax + _UNROLL + 2)
+        kc = np.zeros(lmax + _UNROLL + 2)
+        for m in range(m_lo, min(m_hi, lmax + 1)):
+            base = m * (2 * lmax + 1 - m) // 2
+            gbase = m * (2 * lgrid + 1 - m) // 2
+            nst = lmax - m
+            for k in range(nst + 1):
+                ka[k] = A[gbase + m + k]
+                kc[k] = C[gbase + m + k]
+            for k in range(nst + 1, nst + _UNROLL + 1):
+                ka[k] = 0.0
+                kc[k] = 0.0
+            nj = nact[m]
+            s0r = 0.0
+            s0i = 0.0
+            for j in range(nj):
+                jn = i_north[j]
+                js = i_south[j]
+                gn = G[jn, m] * wring[jn]
+                if jn == js:
+                    gs = 0.0j
+                    ge = gn
+                else:
+                    gs = G[js, m] * wring[js]
+                    ge = gn + gs
+                go = gn - gs
+                g0[0, j] = ge.real
+                g0[1, j] = ge.imag
+                g0[2, j] = go.real
+                g0[3, j] = go.imag
+                e[j] = ex[m, j]
+                s = 1.0 if e[j] == 0 else (SMALL if e[j] == -1 else 0.0)
+                ger[j] = ge.real * s
+                gei[j] = ge.imag * s
+                gor[j] = go.real * s
+                goi[j] = go.imag * s
+                p1[j] = mant[m, j]
+                p2[j] = 0.0
+                s0r += ger[j] * p1[j]
+                s0i += gei[j] * p1[j]
+            alm[base + m] = complex(s0r, s0i)
+            k0 = 1
+            while k0 <= nst:
+                kend = min(k0 + _BLOCK, nst + 1)
+                for k in range(k0, kend, _UNROLL):
+                    a1, a2, a3, a4 = ka[k], ka[k + 1], ka[k + 2], ka[k + 3]
+                    c1, c2, c3, c4 = kc[k], kc[k + 1], kc[k + 2], kc[k + 3]
+                    s1r = 0.0
+                    s1i = 0.0
+                    s2r = 0.0
+                    s2i = 0.0
+                    s3r = 0.0
+                    s3i = 0.0
+                    s4r = 0.0
+                    s4i = 0.0
                     for j in range(nj):
-                        if e[j] < 0 and abs(p1[j]) > BIG:
-                            p1[j] *= SMALL
-                            p2[j] *= SMALL
-                            e[j] += 1
-                            s = 1.0 if e[j] == 0 else SMALL
-                            ger[j] = g0[0, j] * s
-                            gei[j] = g0[1, j] * s
-                            gor[j] = g0[2, j] * s
-                            goi[j] = g0[3, j] * s
-                    k0 = kend
+                        xj = x[j]
+                        q1 = p1[j]
+                        q2 = p2[j]
+                        t1 = a1 * (xj * q1) - c1 * q2
+                        t2 = a2 * (xj * t1) - c2 * q1
+                        t3 = a3 * (xj * t2) - c3 * t1
+                        t4 = a4 * (xj * t3) - c4 * t2
+                        p2[j] = t3
+                        p1[j] = t4
+                        s1r += gor[j] * t1
+                        s1i += goi[j] * t1
+                        s2r += ger[j] * t2
+                        s2i += gei[j] * t2
+                        s3r += gor[j] * t3
+                        s3i += goi[j] * t3
+                        s4r += ger[j] * t4
+                        s4i += gei[j] * t4
+                    alm[base + m + k] = complex(s1r, s1i)
+                    if k + 1 <= nst:
+                        alm[base + m + k + 1] = complex(s2r, s2i)
+                    if k + 2 <= nst:
+                        alm[base + m + k + 2] = complex(s3r, s3i)
+                    if k + 3 <= nst:
+                        alm[base + m + k + 3] = complex(s4r, s4i)
+                for j in range(nj):
+                    if e[j] < 0 and abs(p1[j]) > BIG:
+                        p1[j] *= SMALL
+                        p2[j] *= SMALL
+                        e[j] += 1
+                        s = 1.0 if e[j] == 0 else SMALL
+                        ger[j] = g0[0, j] * s
+                        gei[j] = g0[1, j] * s
+                        gor[j] = g0[2, j] * s
+                        goi[j] = g0[3, j] * s
+                k0 = kend
         return alm
 
     @numba.njit(cache=True, error_model="numpy")
@@ -349,7 +377,8 @@ def make_sht_kernels() -> tuple:
                 p2 = 0.0
                 p1 = mant[m, j]
                 e = ex[m, j]
-                big = e == 0 and abs(p1) >= tol
+                sc = 1.0 if e == 0 else (SMALL if e == -1 else 0.0)
+                big = abs(p1) * sc >= tol
                 for l in range(m + 1, lgrid + 1):
                     if big:
                         break
@@ -360,7 +389,8 @@ def make_sht_kernels() -> tuple:
                         p1 *= SMALL
                         p2 *= SMALL
                         e += 1
-                    big = e == 0 and abs(p1) >= tol
+                        sc = 1.0 if e == 0 else SMALL
+                    big = abs(p1) * sc >= tol
                 if big:
                     break
                 nj -= 1
@@ -371,6 +401,7 @@ def make_sht_kernels() -> tuple:
 
 
 _sht_kernels = None
+_thread_pool = None
 
 
 def sht_kernels() -> tuple:
@@ -379,6 +410,20 @@ def sht_kernels() -> tuple:
     if _sht_kernels is None:
         _sht_kernels = make_sht_kernels()
     return _sht_kernels
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads running chunks of orders (created on first use).
+
+    Python threads blocked on futures, rather than numba's OpenMP layer: OpenMP threads
+    spin at barriers, which cost 10-20 ms per transform when the cores are shared with
+    other processes.
+    """
+    global _thread_pool
+    if _thread_pool is None:
+        _thread_pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
+                                          thread_name_prefix="sht")
+    return _thread_pool
 
 
 class _RingFFT:
@@ -447,9 +492,14 @@ class SphereGrid:
     Attributes:
         lat, lon: latitudes (ascending, in (-pi/2, pi/2)) and longitudes (``2 pi k/nlon``).
         x: ``sin(lat)``, the Gauss–Legendre nodes.
-        weights: ``(nlat, nlon)`` area weights (sum ``4 pi``): ``sum(weights * f)`` is the
-            exact integral of fields of degree ``<= 2 nlat - 1``.
+        ring_weights: ``(nlat,)`` Gauss weights times ``2 pi / nlon``.
+        weights: ``(nlat, nlon)`` area weights (sum ``4 pi``; a read-only broadcast of
+            ``ring_weights``): ``sum(weights * f)`` is the exact integral of fields of
+            degree ``<= 2 nlat - 1`` and ``< nlon`` in longitude.
         l, m: degree and order of each packed coefficient; ``laplacian = -l(l+1)``.
+
+    The numpy backend transforms through buffers of the grid: one grid must not be used
+    from two threads at once.
     """
 
     def __init__(self, lmax: int, nlat: int | None = None, nlon: int | None = None,
@@ -477,7 +527,7 @@ class SphereGrid:
         self.lon = 2 * np.pi * np.arange(nlon) / nlon
         self.x = np.sin(self.lat)
         self.ring_weights = wx * (2 * np.pi / nlon)
-        self.weights = np.repeat(self.ring_weights[:, None], nlon, axis=1)
+        self.weights = np.broadcast_to(self.ring_weights[:, None], (nlat, nlon))
         self.l, self.m = self.degrees(lmax)
         self.laplacian = -(self.l * (self.l + 1.0))
         self._numpy_ready = False
@@ -523,17 +573,34 @@ class SphereGrid:
         self._A, self._C = a, c
         self._nact = sht_kernels()[2](self._xh, self._mant, self._ex, a, c, self.lmax,
                                       POLAR_TOL, np.empty(self.lmax + 1, dtype=np.int64))
-        self._rfft = _RingFFT(self.nlat, self.nlon, self.threads)
+        # the FFTs are ~10% of the work: threads by ring length, as solvers.fft
+        self._rfft = _RingFFT(self.nlat, self.nlon,
+                              min(self.threads, _fft.default_threads(self.nlon)))
+        self._ranges: dict[int, list[int]] = {}
         self._numpy_ready = True
 
-    def _numba(self, fn, *args):
-        n = max(1, min(self.threads, numba.config.NUMBA_NUM_THREADS))
-        prev = numba.get_num_threads()
-        numba.set_num_threads(n)
-        try:
-            return fn(*args, n)
-        finally:
-            numba.set_num_threads(prev)
+    def _order_ranges(self, lmax: int) -> list[int]:
+        """Bounds splitting the orders ``0..lmax`` into ``self.threads`` contiguous ranges
+        of equal work (``(lmax + 1 - m)`` recurrence steps on ``nact[m]`` rings)."""
+        bounds = self._ranges.get(lmax)
+        if bounds is None:
+            m = np.arange(lmax + 1)
+            work = np.cumsum((lmax + 1 - m) * np.maximum(self._nact[: lmax + 1], 1))
+            cuts = np.searchsorted(work, work[-1] * np.arange(1, self.threads) / self.threads)
+            bounds = [0] + [int(c) + 1 for c in cuts] + [lmax + 1]
+            self._ranges[lmax] = bounds
+        return bounds
+
+    def _run(self, kernel, lmax: int, *args) -> None:
+        """Run a kernel over the orders ``0..lmax``, split over ``self.threads`` threads."""
+        if self.threads == 1 or lmax < 4 * self.threads:
+            kernel(*args, 0, lmax + 1)
+            return
+        b = self._order_ranges(lmax)
+        futures = [_pool().submit(kernel, *args, b[i], b[i + 1]) for i in range(1, len(b) - 1)]
+        kernel(*args, b[0], b[1])
+        for fut in futures:
+            fut.result()
 
     # --- transforms --------------------------------------------------------------------
     def _check_lmax(self, lmax: int) -> int:
@@ -559,7 +626,7 @@ class SphereGrid:
         spec = self._rfft.spec
         spec[:, lmax + 1:] = 0.0
         syn = sht_kernels()[0]
-        self._numba(syn, alm, lmax, self._xh, self._mant, self._ex, self._A, self._C,
+        self._run(syn, lmax, alm, lmax, self._xh, self._mant, self._ex, self._A, self._C,
                     self.lmax, self._nact, self._i_north, self._i_south, spec)
         return self._rfft.inverse().copy()
 
@@ -581,7 +648,7 @@ class SphereGrid:
         spec = self._rfft.forward(field)
         alm = np.empty(alm_size(lmax), dtype=complex)
         ana = sht_kernels()[1]
-        self._numba(ana, spec, self.ring_weights, lmax, self._xh, self._mant, self._ex,
+        self._run(ana, lmax, spec, self.ring_weights, lmax, self._xh, self._mant, self._ex,
                     self._A, self._C, self.lmax, self._nact, self._i_north, self._i_south,
                     alm)
         return alm
