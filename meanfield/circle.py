@@ -21,10 +21,10 @@ import numba
 import numpy as np
 
 from meanfield.kernels import kernel_multiplier, potential_multiplier
+from meanfield.solving import FiniteVolumeSolver, SpectralSolver
 from solvers.circle import CircleGrid, make_transport_operator
 from solvers.fft import RealFFT
 from solvers.finite_volume import GradientFlowFV
-from solvers.steppers import ETDRK4, SSPRK3, StepDoubling
 
 
 def make_potential_differences():
@@ -119,22 +119,16 @@ class CircleModel:
         return out
 
 
-class SpectralCircle:
+class SpectralCircle(SpectralSolver):
     """Fourier pseudo-spectral solver: state = coefficients, ETDRK4 (order 4 in time),
     diffusion exact, products dealiased by the 3/2 rule; fixed or step-doubling steps."""
 
-    method = "spectral"
-
     def __init__(self, model: CircleModel, dt: float | str, tolerance: float,
                  negativity_tolerance: float):
-        self.model = model
         grid = model.grid
-        linear = -model.noise * grid.k.astype(float) ** 2
-        tendency = make_transport_operator(grid, model.velocity)
-        self.scheme = ETDRK4(linear, tendency, None if dt == "auto" else float(dt))
-        self.adaptive = dt == "auto"
-        self.tolerance = tolerance
-        self.negativity_tolerance = negativity_tolerance
+        super().__init__(model, -model.noise * grid.k.astype(float) ** 2,
+                         make_transport_operator(grid, model.velocity), dt, tolerance,
+                         negativity_tolerance, f"the {grid.n} points")
 
     def to_state(self, rho: np.ndarray) -> np.ndarray:
         c = self.model.grid.coefficients(rho)
@@ -145,63 +139,11 @@ class SpectralCircle:
     def to_density(self, state: np.ndarray) -> np.ndarray:
         return self.model.grid.values(state)
 
-    def first_step(self, t_final: float) -> float:
-        """A cautious first step: the fastest linear rate, and the velocity scale."""
-        if not self.adaptive:
-            return self.scheme.dt
-        return min(1e-3 * t_final, 1e-2 / max(self.model.scale, 1.0))
 
-    def stepper(self):
-        if not self.adaptive:
-            return self.scheme
-        return StepDoubling(self.scheme, self.tolerance)
-
-    def check(self, state: np.ndarray, t: float) -> None:
-        """Stop with a clear error on NaN or a density that goes negative."""
-        from meanfield.errors import SolverError
-        if not np.all(np.isfinite(state)):
-            raise SolverError(
-                f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
-                "discretization.resolution, lower time.dt (or use dt = \"auto\"), or use "
-                "method = \"finite-volume\"")
-        rho = self.model.grid.fft.inverse(state)
-        low, high = float(rho.min()), float(rho.max())
-        if low < -self.negativity_tolerance * high:
-            raise SolverError(
-                f"the spectral density went negative at t = {t:.6g} (min {low:.3g}, max "
-                f"{high:.3g}; tolerance {self.negativity_tolerance:g} of the max): the "
-                f"solution is not resolved by {self.model.grid.n} points; raise "
-                "discretization.resolution or use method = \"finite-volume\"")
-
-
-class FiniteVolumeCircle:
+class FiniteVolumeCircle(FiniteVolumeSolver):
     """Carrillo-Chertock-Huang finite volumes (second order in space) with SSP-RK3 (third
     order in time) under the positivity and diffusion step bounds."""
 
-    method = "finite-volume"
-
     def __init__(self, model: CircleModel, dt: float | str, cfl: float):
-        self.model = model
-        self.rhs = GradientFlowFV(model.grid.dx, model.potential_difference, model.noise, cfl)
-        self.scheme = SSPRK3(self.rhs, None if dt == "auto" else float(dt))
-
-    def to_state(self, rho: np.ndarray) -> np.ndarray:
-        return np.array(rho, dtype=float)
-
-    def to_density(self, state: np.ndarray) -> np.ndarray:
-        return state.copy()
-
-    def first_step(self, t_final: float) -> float:
-        return self.scheme.dt if self.scheme.dt is not None else t_final
-
-    def stepper(self):
-        return self.scheme
-
-    def check(self, state: np.ndarray, t: float) -> None:
-        from meanfield.errors import SolverError
-        if not np.all(np.isfinite(state)):
-            raise SolverError(f"the finite-volume solution became NaN/inf at t = {t:.6g}: "
-                              "lower discretization.cfl or time.dt")
-        if state.min() < 0:
-            raise SolverError(f"the finite-volume density went negative at t = {t:.6g} "
-                              f"(min {state.min():.3g}): lower discretization.cfl")
+        super().__init__(model, GradientFlowFV(model.grid.dx, model.potential_difference,
+                                               model.noise, cfl), dt)

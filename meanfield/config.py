@@ -3,11 +3,14 @@
 Sections and keys (defaults in brackets)::
 
     [model]           beta [1.0] >= 0, kappa ["inf"] > 0 or "inf", normalized [true]
-    [domain]          geometry ["circle"], dim (particles only)
-    [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8,
+    [domain]          geometry ["circle" | "sphere"], dim (particles only)
+    [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
+                      (circle: points; sphere spectral: band limit L <= 2047; sphere
+                      finite volumes: cells, one of 10 4^k + 2),
                       negativity_tolerance [1e-6], cfl [0.8], threads ["auto"]
     [initial]         kind ["perturbed"] and the parameters of that kind (see
-                      ``meanfield.initial``); kind "mixture" takes [[initial.components]]
+                      ``meanfield.initial`` and ``meanfield.initial_sphere``); kind
+                      "mixture" takes [[initial.components]]
     [time]            t_final [10.0] > 0, dt ["auto"] > 0, save_every [t_final/100],
                       tolerance [1e-8] (error per step of the adaptive stepper)
     [particles]       n [1000] >= 2, seed [0]
@@ -30,8 +33,9 @@ from meanfield.errors import ConfigError
 
 GEOMETRIES = ("circle", "sphere")
 METHODS = ("spectral", "finite-volume")
-# Methods built so far for each geometry (the finite-volume sphere solver is to come).
-METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": ("spectral",)}
+METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS}
+# Finite volumes on the sphere use icosahedral Voronoi meshes of 10 4^k + 2 cells.
+SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
 INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples")
 
 # Parameters each initial kind accepts on each geometry, with defaults (None: required).
@@ -305,9 +309,15 @@ def _cross_checks(cfg: dict) -> None:
                           f"{geometry} yet; available: "
                           + ", ".join(repr(m) for m in METHODS_BY_GEOMETRY[geometry]),
                           "discretization.method")
-    if geometry == "sphere" and cfg["discretization"]["resolution"] > 2047:
-        raise ConfigError(f"discretization.resolution = {cfg['discretization']['resolution']}"
-                          " is the band limit on the sphere and must be <= 2047",
+    res = cfg["discretization"]["resolution"]
+    if geometry == "sphere" and method == "spectral" and res > 2047:
+        raise ConfigError(f"discretization.resolution = {res} is the band limit of the "
+                          "spectral sphere solver and must be <= 2047",
+                          "discretization.resolution")
+    if geometry == "sphere" and method == "finite-volume" and res not in SPHERE_MESH_CELLS:
+        raise ConfigError(f"discretization.resolution = {res} is the number of cells of the "
+                          "icosahedral finite-volume mesh; accepted: "
+                          + ", ".join(str(c) for c in SPHERE_MESH_CELLS),
                           "discretization.resolution")
     t = cfg["time"]
     if t["save_every"] is None:

@@ -23,9 +23,11 @@ from meanfield.circle import CircleModel, FiniteVolumeCircle, SpectralCircle
 from meanfield.errors import ConfigError
 from meanfield.io import check_writable, read_netcdf, write_netcdf
 from meanfield.kernels import required_resolution, sphere_required_lmax
-from meanfield.sphere import SpectralSphere, SphereModel
+from meanfield.sphere import (FiniteVolumeSphere, SpectralSphere, SphereFVModel, SphereModel,
+                              mesh_level)
 from solvers.circle import CircleGrid
 from solvers.sht import SphereGrid
+from solvers.sphere_mesh import SphereMesh, cell_averages, icosahedral_mesh
 from solvers.steppers import integrate
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
@@ -60,6 +62,9 @@ def build_solver(cfg: dict, threads: int | None = None):
     sphere = cfg["domain"]["geometry"] == "sphere"
     n = disc["resolution"]
     needed = (sphere_required_lmax if sphere else required_resolution)(model_cfg["beta"])
+    if sphere and disc["method"] == "finite-volume":
+        # as many cells as the degrees of freedom of the band limit the kernel needs
+        needed = next(c for c in cfgmod.SPHERE_MESH_CELLS + (10**9,) if c >= (needed + 1)**2)
     if n < needed:
         raise ConfigError(
             f"discretization.resolution = {n} is too small for model.beta = "
@@ -68,7 +73,10 @@ def build_solver(cfg: dict, threads: int | None = None):
     if threads is None and disc["threads"] != "auto":
         threads = disc["threads"]
     args = (model_cfg["beta"], model_cfg["kappa"], model_cfg["normalized"])
-    if sphere:
+    if sphere and disc["method"] == "finite-volume":
+        grid = icosahedral_mesh(mesh_level(n))
+        model = SphereFVModel(grid, *args)
+    elif sphere:
         grid = SphereGrid(n, threads=threads)
         model = SphereModel(grid, *args, threads=threads)
     else:
@@ -79,7 +87,9 @@ def build_solver(cfg: dict, threads: int | None = None):
     if dt != "auto":
         # A fixed step that divides save_every, so that saves fall on steps.
         dt = t["save_every"] / math.ceil(t["save_every"] / dt * (1 - 1e-12))
-    if sphere:
+    if sphere and disc["method"] == "finite-volume":
+        solver = FiniteVolumeSphere(model, dt, disc["cfl"])
+    elif sphere:
         solver = SpectralSphere(model, dt, t["tolerance"], disc["negativity_tolerance"])
     elif disc["method"] == "spectral":
         solver = SpectralCircle(model, dt, t["tolerance"], disc["negativity_tolerance"])
@@ -99,16 +109,26 @@ def save_times(t_final: float, save_every: float) -> np.ndarray:
     return times
 
 
-def initial_density(cfg: dict, grid: CircleGrid | SphereGrid) -> np.ndarray:
+def initial_density(cfg: dict, grid: CircleGrid | SphereGrid | SphereMesh) -> np.ndarray:
     """Checked initial grid values of mass 1 (raises ConfigError)."""
+    if isinstance(grid, SphereMesh):
+        f = initial_sphere.density_function(cfg["initial"])
+        return initial.normalized_density(cell_averages(grid, f), grid.total)
     if isinstance(grid, SphereGrid):
         return initial_sphere.initial_values(cfg["initial"], grid)
     return initial.initial_values(cfg["initial"], grid.theta, grid.dx,
                                   cfg["discretization"]["method"])
 
 
-def _space(grid: CircleGrid | SphereGrid) -> tuple[tuple[str, ...], dict, list[str]]:
-    """Dimensions, coordinates and vector components of a grid."""
+def _space(grid: CircleGrid | SphereGrid | SphereMesh
+           ) -> tuple[tuple[str, ...], dict, list[str]]:
+    """Dimensions, coordinates and vector components of a grid (or mesh: the cells, with
+    the latitude and longitude of their centres)."""
+    if isinstance(grid, SphereMesh):
+        c = grid.centers
+        lat = np.arcsin(np.clip(c[:, 2], -1, 1))
+        lon = np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi)
+        return ("cell",), {"lat": ("cell", lat), "lon": ("cell", lon)}, ["x", "y", "z"]
     if isinstance(grid, SphereGrid):
         return ("lat", "lon"), {"lat": grid.lat.copy(), "lon": grid.lon.copy()}, \
             ["x", "y", "z"]
@@ -123,7 +143,8 @@ def to_dataset(cfg: dict, grid: CircleGrid | SphereGrid, times: list[float],
     geometry = cfg["domain"]["geometry"]
     data: dict[str, Any] = {
         "density": (("time",) + dims, np.array(densities)),
-        "weights": (dims, grid.weights.copy()),
+        "weights": (dims, (grid.areas if isinstance(grid, SphereMesh)
+                           else grid.weights).copy()),
     }
     names = ["mass", "energy", "order_parameter"]
     if diags and "free_energy" in diags[0]:

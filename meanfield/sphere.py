@@ -28,11 +28,11 @@ import math
 
 import numpy as np
 
-from meanfield.errors import SolverError
+from meanfield.solving import FiniteVolumeSolver, SpectralSolver
 from meanfield.initial_sphere import unit_vectors
 from meanfield.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
 from solvers.sht import SphereGrid, alm_lmax, product_grid, resize_alm
-from solvers.steppers import ETDRK4, StepDoubling
+from solvers.finite_volume import GradientFlowMeshFV
 
 Y00 = 1 / math.sqrt(4 * math.pi)
 # Potential coefficients below this fraction of the largest are dropped before synthesis:
@@ -133,19 +133,13 @@ class SphereModel:
         return out
 
 
-class SpectralSphere:
+class SpectralSphere(SpectralSolver):
     """Spherical-harmonic solver (ETDRK4, diffusion exact, fixed or adaptive steps)."""
-
-    method = "spectral"
 
     def __init__(self, model: SphereModel, dt: float | str, tolerance: float,
                  negativity_tolerance: float):
-        self.model = model
-        linear = model.noise * model.laplacian
-        self.scheme = ETDRK4(linear, model.tendency, None if dt == "auto" else float(dt))
-        self.adaptive = dt == "auto"
-        self.tolerance = tolerance
-        self.negativity_tolerance = negativity_tolerance
+        super().__init__(model, model.noise * model.laplacian, model.tendency, dt, tolerance,
+                         negativity_tolerance, f"band limit {model.grid.lmax}")
 
     def to_state(self, rho: np.ndarray) -> np.ndarray:
         return self.model.grid.analysis(rho)
@@ -153,24 +147,87 @@ class SpectralSphere:
     def to_density(self, state: np.ndarray) -> np.ndarray:
         return self.model.grid.synthesis(state)
 
-    def first_step(self, t_final: float) -> float:
-        if not self.adaptive:
-            return self.scheme.dt
-        return min(1e-3 * t_final, 1e-2 / max(self.model.scale, 1.0))
 
-    def stepper(self):
-        return StepDoubling(self.scheme, self.tolerance) if self.adaptive else self.scheme
+# --- finite volumes on the icosahedral Voronoi mesh ---------------------------------------
+def mesh_level(cells: int) -> int:
+    """The refinement level of an icosahedral mesh of ``cells`` = 10 4^level + 2 cells."""
+    for level in range(8):
+        if 10 * 4**level + 2 == cells:
+            return level
+    raise ValueError(cells)
 
-    def check(self, state: np.ndarray, t: float) -> None:
-        if not np.all(np.isfinite(state)):
-            raise SolverError(
-                f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
-                "discretization.resolution or lower time.dt (or use dt = \"auto\")")
-        rho = self.model.grid.synthesis(state)
-        low, high = float(rho.min()), float(rho.max())
-        if low < -self.negativity_tolerance * high:
-            raise SolverError(
-                f"the spectral density went negative at t = {t:.6g} (min {low:.3g}, max "
-                f"{high:.3g}; tolerance {self.negativity_tolerance:g} of the max): the "
-                f"solution is not resolved by band limit {self.model.grid.lmax}; raise "
-                "discretization.resolution")
+
+class SphereFVModel:
+    """The attention model on the cells of a ``SphereMesh`` (finite volumes).
+
+    The potential at the cell centres is ``phi = S G S^T (A rho)``: ``S^T`` the adjoint
+    spherical-harmonic synthesis at the centres (the midpoint-rule coefficients
+    ``sum_c A_c rho_c conj(Y_lm(x_c))``), ``G`` the multipliers ``g_l`` up to the degree
+    they carry, ``S`` the synthesis at the centres (ducc0's transforms at arbitrary
+    points, accuracy 1e-13). The operator is symmetric, so ``phi`` is the exact gradient
+    of the discrete energy ``E_h = (1/2) sum_c A_c rho_c phi_c`` and the CCH fluxes keep
+    the discrete free energy ``sum_c A_c rho_c log rho_c / kappa - E_h`` non-increasing.
+    """
+
+    def __init__(self, mesh, beta: float, kappa: float, normalized: bool):
+        self.mesh, self.beta, self.kappa, self.normalized = mesh, beta, kappa, normalized
+        full = sphere_potential_multiplier(400, beta)
+        self.lmax = max(1, effective_lmax(full, np.arange(401)))
+        l, _ = SphereGrid.degrees(self.lmax)
+        self.g = full[l]
+        self.s0 = float(sphere_kernel_multiplier(0, beta)[0])
+        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        self.scale = 1.0 if normalized else math.exp(beta)
+        c = mesh.centers
+        self.loc = np.ascontiguousarray(np.stack(
+            [np.arccos(np.clip(c[:, 2], -1, 1)), np.mod(np.arctan2(c[:, 1], c[:, 0]),
+                                                        2 * np.pi)], axis=1))
+        self.points = c
+
+    def _phi(self, rho: np.ndarray) -> tuple[np.ndarray, complex]:
+        import ducc0
+        coeffs = ducc0.sht.experimental.adjoint_synthesis_general(
+            map=(self.mesh.areas * rho)[None], spin=0, lmax=self.lmax, loc=self.loc,
+            epsilon=1e-13)[0]
+        phi = ducc0.sht.experimental.synthesis_general(
+            alm=(self.g * coeffs)[None], spin=0, lmax=self.lmax, loc=self.loc,
+            epsilon=1e-13)[0]
+        return phi, coeffs[0]
+
+    def potential_difference(self, rho: np.ndarray) -> np.ndarray:
+        """``psi_b - psi_a`` on every edge ``(a, b)``."""
+        phi, c00 = self._phi(rho)
+        dphi = self.mesh.difference(phi)
+        if not self.normalized:
+            return self.scale * dphi
+        kernel = self.s0 * c00.real * Y00 + self.beta * phi  # e^{-beta} K*rho at centres
+        ratio = dphi / kernel[self.mesh.edges[:, 0]]
+        y = self.beta * ratio
+        small = np.abs(y) < 1e-8
+        safe = np.where(small, 1.0, y)
+        return ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+
+    def diagnostics(self, rho: np.ndarray) -> dict:
+        areas = self.mesh.areas
+        phi, _ = self._phi(rho)
+        mass = float(areas @ rho)
+        with np.errstate(over="ignore"):
+            energy = 0.5 * float(areas @ (rho * phi)) * (
+                1.0 if self.beta == 0 else math.exp(self.beta))
+        positive = rho > 0
+        entropy = float(np.sum((areas * rho * np.log(np.where(positive, rho, 1.0)))[positive]))
+        m = (areas * rho) @ self.points
+        r = float(np.linalg.norm(m))
+        out = {"mass": mass, "energy": energy, "order_parameter": r,
+               "mean_direction": m / r if r > 0 else np.full(3, np.nan), "entropy": entropy}
+        if self.noise > 0:
+            out["free_energy"] = self.noise * entropy - energy
+        return out
+
+
+class FiniteVolumeSphere(FiniteVolumeSolver):
+    """CCH finite volumes on the icosahedral Voronoi mesh with SSP-RK3."""
+
+    def __init__(self, model: SphereFVModel, dt: float | str, cfl: float):
+        super().__init__(model, GradientFlowMeshFV(model.mesh, model.potential_difference,
+                                                   model.noise, cfl), dt)

@@ -540,3 +540,28 @@ def test_sphere_detected_without_geometry_attr_and_unsorted(sph):
     _, (ax2,) = mollweide_axes()
     original = map_mollweide(sph, ax2, smooth=False, colorbar=False)
     assert np.allclose(mesh.get_array(), original.get_array())
+
+
+def test_sphere_cell_dataset_is_drawn_by_nearest_cell(tmp_path):
+    """Finite-volume results hold densities on mesh cells: (time, cell) with the centres'
+    lat(cell), lon(cell); the maps sample that piecewise-constant function."""
+    import xarray as xr
+
+    from meanfield.plotting.sphere import _cells_to_latlon
+    from solvers.sphere_mesh import icosahedral_mesh
+
+    mesh = icosahedral_mesh(3)
+    c = mesh.centers
+    rho = np.stack([np.exp(3 * c[:, 2]), np.exp(6 * c[:, 0])])
+    rho /= (rho @ mesh.areas)[:, None]
+    ds = xr.Dataset({"density": (("time", "cell"), rho), "weights": (("cell",), mesh.areas),
+                     "order_parameter": (("time",), [0.5, 0.8])},
+                    coords={"time": [0.0, 1.0], "lat": ("cell", np.arcsin(c[:, 2])),
+                            "lon": ("cell", np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi))},
+                    attrs={"geometry": "sphere", "model": "SA", "beta": 1.0,
+                           "kappa": float("inf"), "method": "finite-volume"})
+    grid = _cells_to_latlon(ds)
+    assert grid.density.dims == ("time", "lat", "lon")
+    assert set(np.unique(grid.density.values[0])) <= set(rho[0])  # values of cells only
+    written = plot_result(ds, tmp_path, stem="cells")
+    assert all(p.stat().st_size > 5000 for p in written)

@@ -62,8 +62,38 @@ _SMOOTH_MAX_FACTOR = 4  # ...cutting each grid cell into at most 4 x 4
 # --------------------------------------------------------------------------------------
 # validation and grid
 # --------------------------------------------------------------------------------------
+def _cells_to_latlon(ds: xr.Dataset) -> xr.Dataset:
+    """A finite-volume result (density on mesh cells, centres at ``lat(cell)``,
+    ``lon(cell)``) sampled on a regular latitude-longitude grid by the nearest cell: the
+    piecewise-constant function the cell values stand for, shown without smoothing."""
+    from scipy.spatial import cKDTree
+
+    for name in ("lat", "lon"):
+        if name not in ds.coords or ds[name].dims != ("cell",):
+            raise ConfigError(f"a density on cells needs the coordinate {name!r} (cell) of "
+                              "the cell centres in radians", name)
+    n = ds.sizes["cell"]
+    nlat = max(8, 2 * int(round(np.sqrt(n / 2))))
+    lat = -HALF_PI + np.pi * (np.arange(nlat) + 0.5) / nlat
+    lon = TWO_PI * np.arange(2 * nlat) / (2 * nlat)
+    centres = _unit_vectors(np.asarray(ds["lat"].values, float),
+                            np.asarray(ds["lon"].values, float))
+    targets = _unit_vectors(lat[:, None] + 0 * lon[None, :], lon[None, :] + 0 * lat[:, None])
+    nearest = cKDTree(centres).query(targets.reshape(-1, 3))[1].reshape(nlat, 2 * nlat)
+    out = ds.drop_vars([v for v in ds.variables if "cell" in ds[v].dims])
+    out = out.assign_coords(lat=lat, lon=lon)
+    out["density"] = (("time", "lat", "lon"), ds["density"].values[:, nearest])
+    out["density"].attrs = ds["density"].attrs
+    return out
+
+
 def _check_sphere(ds: xr.Dataset) -> xr.Dataset:
-    """Validate a sphere dataset; return it with lon in [0, 2π) and all axes sorted."""
+    """Validate a sphere dataset; return it with lon in [0, 2π) and all axes sorted.
+
+    A density on finite-volume cells ``(time, cell)`` is first sampled on a regular grid.
+    """
+    if "density" in ds.data_vars and ds["density"].dims == ("time", "cell"):
+        ds = _cells_to_latlon(ds)
     _check_density(ds, ("time", "lat", "lon"), "sphere")
     for name in ("lat", "lon"):
         if name not in ds.coords:
