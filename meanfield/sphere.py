@@ -58,9 +58,16 @@ class SphereModel:
     def __init__(self, grid: SphereGrid, beta: float, kappa: float, normalized: bool,
                  threads: int | None = None):
         self.grid, self.beta, self.kappa, self.normalized = grid, beta, kappa, normalized
-        self.products = product_grid(grid.lmax, threads=threads)
         l = grid.l
         self.g = sphere_potential_multiplier(grid.lmax, beta)[l]
+        # The kernel multipliers decay super-exponentially in l: g*rho carries degrees up
+        # to about beta + O(sqrt(beta)) only, and is synthesised at that band limit.
+        self.g_lmax = effective_lmax(self.g, l)
+        # Every product pairs rho (or Delta rho) with the potential. USA's potential has
+        # degree g_lmax, so a grid for degree lmax + g_lmax is exact (1.1-1.3 times the
+        # output grid instead of 2.25); SA's log-potential is not band-limited: 3/2 rule.
+        self.products = product_grid(grid.lmax, threads=threads,
+                                     other_lmax=None if normalized else self.g_lmax)
         self.s = sphere_kernel_multiplier(grid.lmax, beta)[l]
         self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
         self.scale = 1.0 if normalized else math.exp(beta)
@@ -68,9 +75,6 @@ class SphereModel:
         # weight of each packed coefficient in sums over all orders m = -l..l
         self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
         self.points = unit_vectors(grid.lat[:, None], grid.lon[None, :])
-        # The kernel multipliers decay super-exponentially in l: g*rho carries degrees up
-        # to about beta + O(sqrt(beta)) only, and is synthesised at that band limit.
-        self.g_lmax = effective_lmax(self.g, l)
         self._degree_cache: dict[int, np.ndarray] = {}
 
     def potential(self, a: np.ndarray) -> np.ndarray:

@@ -128,11 +128,18 @@ def _fft_size(n: int) -> int:
         k += 1
 
 
-def product_sizes(lmax: int) -> tuple[int, int]:
-    """``(nlat, nlon)`` of ``product_grid(lmax)``: ``nlat >= (3 lmax)//2 + 1`` (even),
-    ``nlon >= 3 lmax + 1`` (an even 5-smooth FFT size)."""
-    nlat = (3 * lmax) // 2 + 1
-    return nlat + nlat % 2, _fft_size(3 * lmax + 1)
+def product_sizes(lmax: int, other_lmax: int | None = None) -> tuple[int, int]:
+    """``(nlat, nlon)`` of ``product_grid(lmax, other_lmax)``.
+
+    The integrand ``f g conj(Y_lm)`` of the truncated product of ``f`` (degree ``lmax``)
+    and ``g`` (degree ``other_lmax``, default ``lmax``) has degree ``D = 2 lmax +
+    other_lmax``: ``nlat >= (D + 1)/2`` Gauss nodes (even) and ``nlon >= D + 1``
+    longitudes (an even 5-smooth FFT size) integrate it exactly. ``other_lmax = lmax``
+    is the 3/2 rule.
+    """
+    degree = 2 * lmax + (lmax if other_lmax is None else min(int(other_lmax), lmax))
+    nlat = degree // 2 + 1
+    return nlat + nlat % 2, _fft_size(degree + 1)
 
 
 def make_sht_kernels() -> tuple:
@@ -659,13 +666,12 @@ class SphereGrid:
 
 
 def product_grid(lmax: int, threads: int | None = None,
-                 backend: str | None = None) -> SphereGrid:
-    """Grid on which the product of two fields of degree ``<= lmax`` is sampled exactly
-    enough that ``analysis`` (to degree ``lmax``) returns its exact truncation.
-
-    Sizes from ``product_sizes``: the integrand ``f g conj(Y_lm)`` has degree ``3 lmax``,
-    integrated exactly by ``nlat >= (3 lmax + 1)/2`` Gauss nodes and ``nlon >= 3 lmax + 1``
-    longitudes.
+                 backend: str | None = None, other_lmax: int | None = None) -> SphereGrid:
+    """Grid on which the product of two fields of degree ``<= lmax`` (or of one of degree
+    ``lmax`` and one of degree ``other_lmax``) is sampled exactly enough that ``analysis``
+    (to degree ``lmax``) returns its exact truncation (sizes: ``product_sizes``). A
+    smooth factor of low degree, such as a convolution potential, needs a grid barely
+    larger than ``SphereGrid(lmax)`` instead of the 3/2 rule's 2.25 times the points.
     """
-    nlat, nlon = product_sizes(lmax)
+    nlat, nlon = product_sizes(lmax, other_lmax)
     return SphereGrid(lmax, nlat, nlon, threads=threads, backend=backend)
