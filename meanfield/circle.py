@@ -20,6 +20,7 @@ import math
 import numba
 import numpy as np
 
+from meanfield.diagnostics import summarize
 from meanfield.kernels import kernel_multiplier, potential_multiplier
 from meanfield.solving import FiniteVolumeSolver, SpectralSolver
 from solvers.circle import CircleGrid, make_transport_operator
@@ -77,6 +78,7 @@ class CircleModel:
         # USA velocities carry e^beta; SA's cancel it.
         self.scale = 1.0 if normalized else math.exp(beta)
         self._ikg = 1j * grid.k * self.g * self.scale
+        self.points = np.stack([np.cos(grid.theta), np.sin(grid.theta)], axis=-1)
 
     # --- velocity fields ---------------------------------------------------------------
     def velocity(self, c: np.ndarray, fft: RealFFT) -> np.ndarray:
@@ -101,22 +103,11 @@ class CircleModel:
     # --- diagnostics -------------------------------------------------------------------
     def diagnostics(self, rho: np.ndarray) -> dict[str, float | np.ndarray]:
         """Mass, energy, free energy, order parameter, mean direction of grid values."""
-        grid = self.grid
-        c = grid.fft.forward(rho).copy()
-        mass = grid.integrate(rho)
+        c = self.grid.fft.forward(rho)
         s = 2 * np.pi * float(np.sum(self.g[1:] * np.abs(c[1:]) ** 2))
         with np.errstate(over="ignore"):
             energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
-        positive = rho > 0
-        entropy = grid.dx * float(np.sum(rho[positive] * np.log(rho[positive])))
-        m = 2 * np.pi * np.array([c[1].real, -c[1].imag])
-        r = float(np.hypot(*m))
-        direction = m / r if r > 0 else np.full(2, np.nan)
-        out = {"mass": mass, "energy": energy, "order_parameter": r,
-               "mean_direction": direction, "entropy": entropy}
-        if self.noise > 0:
-            out["free_energy"] = self.noise * entropy - energy
-        return out
+        return summarize(self.grid.weights, rho, self.points, energy, self.noise)
 
 
 class SpectralCircle(SpectralSolver):

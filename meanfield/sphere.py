@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from meanfield.solving import FiniteVolumeSolver, SpectralSolver
+from meanfield.diagnostics import summarize
 from meanfield.initial_sphere import unit_vectors
 from meanfield.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
 from solvers.sht import SphereGrid, alm_lmax, product_grid, resize_alm
@@ -121,20 +122,10 @@ class SphereModel:
         grid = self.grid
         if a is None:
             a = grid.analysis(rho)
-        w = grid.weights
-        mass = float(np.sum(w * rho))
         s = 0.5 * float(np.sum(self.g * self.order_weight * np.abs(a) ** 2))
         with np.errstate(over="ignore"):
             energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
-        positive = rho > 0
-        entropy = float(np.sum((w * rho * np.log(np.where(positive, rho, 1.0)))[positive]))
-        m = np.einsum("ij,ij,ijk->k", w, rho, self.points)
-        r = float(np.linalg.norm(m))
-        out = {"mass": mass, "energy": energy, "order_parameter": r,
-               "mean_direction": m / r if r > 0 else np.full(3, np.nan), "entropy": entropy}
-        if self.noise > 0:
-            out["free_energy"] = self.noise * entropy - energy
-        return out
+        return summarize(grid.weights, rho, self.points, energy, self.noise)
 
 
 class SpectralSphere(SpectralSolver):
@@ -212,21 +203,11 @@ class SphereFVModel:
         return ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
 
     def diagnostics(self, rho: np.ndarray) -> dict:
-        areas = self.mesh.areas
         phi, _ = self._phi(rho)
-        mass = float(areas @ rho)
         with np.errstate(over="ignore"):
-            energy = 0.5 * float(areas @ (rho * phi)) * (
+            energy = 0.5 * float(self.mesh.areas @ (rho * phi)) * (
                 1.0 if self.beta == 0 else math.exp(self.beta))
-        positive = rho > 0
-        entropy = float(np.sum((areas * rho * np.log(np.where(positive, rho, 1.0)))[positive]))
-        m = (areas * rho) @ self.points
-        r = float(np.linalg.norm(m))
-        out = {"mass": mass, "energy": energy, "order_parameter": r,
-               "mean_direction": m / r if r > 0 else np.full(3, np.nan), "entropy": entropy}
-        if self.noise > 0:
-            out["free_energy"] = self.noise * entropy - energy
-        return out
+        return summarize(self.mesh.areas, rho, self.points, energy, self.noise)
 
 
 class FiniteVolumeSphere(FiniteVolumeSolver):

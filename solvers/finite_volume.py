@@ -45,6 +45,7 @@ diffusion but ~1 for pure drift, near the 12 pentagons.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numba
@@ -108,15 +109,8 @@ def make_cch_tendency() -> Callable:
     return tendency
 
 
-_cch_tendency = None
-
-
-def cch_tendency_kernel() -> Callable:
-    """The compiled kernel (compiled on first use, cached on disk by numba)."""
-    global _cch_tendency
-    if _cch_tendency is None:
-        _cch_tendency = make_cch_tendency()
-    return _cch_tendency
+# The compiled kernels: compiled on first use, cached on disk by numba.
+cch_tendency_kernel = functools.cache(make_cch_tendency)
 
 
 class GradientFlowFV:
@@ -233,15 +227,7 @@ def make_cch_mesh_tendency() -> Callable:
     return tendency
 
 
-_cch_mesh_tendency = None
-
-
-def cch_mesh_tendency_kernel() -> Callable:
-    """The compiled mesh kernel (compiled on first use, cached on disk by numba)."""
-    global _cch_mesh_tendency
-    if _cch_mesh_tendency is None:
-        _cch_mesh_tendency = make_cch_mesh_tendency()
-    return _cch_mesh_tendency
+cch_mesh_tendency_kernel = functools.cache(make_cch_mesh_tendency)
 
 
 class GradientFlowMeshFV:
