@@ -78,30 +78,53 @@ class SphereModel:
         self.points = unit_vectors(grid.lat[:, None], grid.lon[None, :])
         self._degree_cache: dict[int, np.ndarray] = {}
 
-    def potential(self, a: np.ndarray) -> np.ndarray:
-        """Coefficients of the velocity potential (Phi for USA, Psi for SA), truncated
-        where they fall under round-off."""
-        phi_lm = resize_alm(self.g * a, self.g_lmax)
-        if not self.normalized:
-            return self.scale * phi_lm
+    def _laplacian_of(self, coeffs: np.ndarray) -> np.ndarray:
+        d = self._degrees(coeffs.size)
+        return -(d * (d + 1.0)) * coeffs
+
+    def potential_fields(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The velocity potential U and its Laplacian on the product grid.
+
+        USA: ``U = e^beta phi`` with ``phi = g*rho`` of degree ``g_lmax``: two syntheses
+        at that degree. SA: ``U = Psi = log(K)/beta`` with ``K = M + beta phi`` the scaled
+        ``K*rho``, evaluated pointwise (never truncated), and
+        ``Delta Psi = Delta phi / K - beta |grad phi|^2 / K^2`` with
+        ``|grad phi|^2 = Delta(phi^2)/2 - phi Delta phi``; ``phi^2`` has degree
+        ``2 g_lmax``, so every transform here runs at degree <= 2 g_lmax, not L.
+        """
         p = self.products
+        phi_lm = resize_alm(self.g * a, self.g_lmax)
         phi = p.synthesis(phi_lm)
+        lap_phi = p.synthesis(self._laplacian_of(phi_lm))
+        if not self.normalized:
+            return self.scale * phi, self.scale * lap_phi
+        square_lmax = 2 * self.g_lmax
+        if square_lmax > p.lmax:  # kernel barely resolved: Psi through its coefficients
+            return self._potential_fields_by_analysis(a, phi)
+        lap_square = p.synthesis(self._laplacian_of(p.analysis(phi * phi, square_lmax)))
+        grad2 = 0.5 * lap_square - phi * lap_phi
         mean = self.s[0] * a[0].real * Y00
+        kernel = mean + self.beta * phi
+        return self._log_ratio(phi, mean), lap_phi / kernel - self.beta * grad2 / kernel**2
+
+    def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
+        """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
         y = self.beta * phi / mean
         small = np.abs(y) < 1e-8
         safe = np.where(small, 1.0, y)
-        psi = (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
-        psi_lm = p.analysis(psi)
-        return resize_alm(psi_lm, effective_lmax(psi_lm, self.grid.l))
+        return (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+
+    def _potential_fields_by_analysis(self, a: np.ndarray, phi: np.ndarray):
+        p = self.products
+        psi_lm = p.analysis(self._log_ratio(phi, self.s[0] * a[0].real * Y00))
+        psi_lm = resize_alm(psi_lm, effective_lmax(psi_lm, self.grid.l))
+        return p.synthesis(psi_lm), p.synthesis(self._laplacian_of(psi_lm))
 
     def tendency(self, a: np.ndarray) -> np.ndarray:
         """Coefficients of ``-div(rho grad U)`` (dealiased)."""
         p, lap = self.products, self.laplacian
-        u = self.potential(a)
-        lap_u = -(self._degrees(u.size) * (self._degrees(u.size) + 1.0)) * u
+        pot, lap_pot = self.potential_fields(a)
         rho = p.synthesis(a)
-        pot = p.synthesis(u)
-        lap_pot = p.synthesis(lap_u)
         lap_rho = p.synthesis(lap * a)
         first = p.analysis(rho * pot)
         second = p.analysis(rho * lap_pot - pot * lap_rho)
