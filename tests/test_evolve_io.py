@@ -171,3 +171,32 @@ def test_progress_bar_reports_simulated_time(capsys):
     evolve({**CFG, "time": {"t_final": 0.5, "save_every": 0.25}}, progress=True)
     err = capsys.readouterr().err
     assert "t = 0.5/0.5" in err
+
+
+@pytest.mark.parametrize("method,resolution", [("spectral", 24), ("finite-volume", 162)])
+def test_sphere_interrupt_and_bit_identical_resume(tmp_path, monkeypatch, method,
+                                                   resolution):
+    import meanfield.sphere as sphere_module
+
+    cfg = {"domain": {"geometry": "sphere"}, "model": {"beta": 1.0, "kappa": 5.0},
+           "discretization": {"method": method, "resolution": resolution},
+           "initial": {"kind": "von_mises", "center": [0.0, 0.6, 0.8], "concentration": 2.0},
+           "time": {"t_final": 0.5, "save_every": 0.1}}
+    full = evolve(cfg)
+    out = tmp_path / "run.nc"
+    real = sphere_module.summarize
+    calls = {"n": 0}
+
+    def interrupting(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sphere_module, "summarize", interrupting)
+    part = evolve(cfg, out=out)
+    monkeypatch.setattr(sphere_module, "summarize", real)
+    assert part.attrs["status"] == -1 and part.sizes["time"] == 3
+    resumed = evolve(cfg, out=out, resume=True)
+    np.testing.assert_array_equal(resumed.density.values, full.density.values)
+    assert read_netcdf(out).density.dims == full.density.dims
