@@ -237,7 +237,10 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     wall = _time.perf_counter()
     try:
         res = integrate(solver.stepper(), state, t0, pending, h0, on_save=on_save,
-                        check=solver.check, on_step=on_step)
+                        check=solver.check, on_step=on_step,
+                        underflow_advice="the solution is not resolved; raise "
+                        "discretization.resolution, loosen time.tolerance or use "
+                        "method = \"finite-volume\"")
     finally:
         if bar is not None:
             bar.close()

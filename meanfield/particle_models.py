@@ -395,7 +395,8 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
 
         h0 = dt if dt is not None else min(0.01, float(save_times[0]))
         res = integrate(stepper, x0, 0.0, save_times, h0, on_save=on_save, check=check,
-                        on_step=on_step)
+                        on_step=on_step, underflow_advice="the tokens move too fast for "
+                        "time.tolerance; loosen it, or use a fixed time.dt")
         run.steps, run.status, run.message = res.steps, res.status, res.message
         run.evaluations = rk4.evaluations
         run.rejected = getattr(stepper, "rejected", 0)

@@ -187,7 +187,9 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
               *, on_save: Callable[[float, np.ndarray, float], None],
               check: Callable[[np.ndarray, float], None] | None = None,
               on_step: Callable[[float], None] | None = None,
-              h_min: float | None = None) -> IntegrationResult:
+              h_min: float | None = None,
+              underflow_advice: str = "loosen the tolerance or check the problem"
+              ) -> IntegrationResult:
     """Advance ``u0`` from ``t0`` through ``save_times`` (all > t0), landing on each.
 
     Args:
@@ -198,6 +200,8 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
         check: called as ``check(u, t)`` after each accepted step; raises to stop.
         on_step: called with the new time after each accepted step (progress bars).
         h_min: the run stops with ``StepSizeError`` if the step falls below this.
+        underflow_advice: what that error tells the user to change (the caller knows
+            its settings).
 
     Returns:
         IntegrationResult. A KeyboardInterrupt is caught: the result then has status -1
@@ -230,9 +234,7 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
                     h = h_next
                 if h < h_min:
                     raise StepSizeError(
-                        f"the time step fell to {h:.3g} at t = {t:.6g}: the solution is "
-                        "not resolved; raise discretization.resolution, loosen time.tolerance "
-                        "or use method = \"finite-volume\"")
+                        f"the time step fell to {h:.3g} at t = {t:.6g}: {underflow_advice}")
             res.t.append(t_save)
             res.h_next = h
             on_save(t_save, u, h)
