@@ -3,7 +3,8 @@
 Sections and keys (defaults in brackets)::
 
     [model]           beta [1.0] >= 0, kappa ["inf"] > 0 or "inf", normalized [true]
-    [domain]          geometry ["circle" | "sphere"], dim (particles only)
+    [domain]          geometry ["circle" | "sphere"], dim: the particles' R^d (circle: 2;
+                      sphere: 3 [default], or any d > 3 for particle runs)
     [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
                       (circle: points; sphere spectral: band limit L <= 2047; sphere
                       finite volumes: cells, one of 10 4^k + 2),
@@ -13,7 +14,12 @@ Sections and keys (defaults in brackets)::
                       "mixture" takes [[initial.components]]
     [time]            t_final [10.0] > 0, dt ["auto"] > 0, save_every [t_final/100],
                       tolerance [1e-8] (error per step of the adaptive stepper)
-    [particles]       n [1000] >= 2, seed [0]
+    [particles]       n [1000; a token file: its rows] >= 2, seed [0] (initial tokens and
+                      noise), model ["post-ln" | "pre-ln" | "hardmax"], method ["auto" |
+                      "direct" | "fourier" (circle) | "harmonic" (sphere, d = 3)],
+                      accuracy [1e-10] of the fast interaction sums, ensemble [8] runs
+                      (compare), cluster_threshold [1e-2] (chordal distance),
+                      attention_rank [false], rank_tolerance [1e-6], bins ["auto"]
     [output]          path [none], checkpoint_every [60.0] seconds of wall time
 
 ``validate`` returns a new dict with every section present and every default filled in;
@@ -36,7 +42,14 @@ METHODS = ("spectral", "finite-volume")
 METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS}
 # Finite volumes on the sphere use icosahedral Voronoi meshes of 10 4^k + 2 cells.
 SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
-INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples")
+INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples", "equiangular",
+                 "tokens")
+# Kinds that define tokens rather than a density: particle runs only.
+PARTICLE_ONLY_KINDS = ("equiangular", "tokens")
+# Kinds defined on S^{d-1} for every d (the others only on S^1 and S^2).
+ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
+PARTICLE_MODELS = ("post-ln", "pre-ln", "hardmax")
+SUM_METHODS = ("auto", "direct", "fourier", "harmonic")
 
 # Parameters each initial kind accepts on each geometry, with defaults (None: required).
 INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
@@ -46,6 +59,8 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
         "von_mises": {"center": 0.0, "concentration": 1.0},
         "samples": {"path": None, "bandwidth": "auto"},
         "mixture": {"components": None},
+        "equiangular": {"rho": 0.0},
+        "tokens": {"path": None, "normalize": True},
     },
     "sphere": {
         "uniform": {},
@@ -53,6 +68,8 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
         "von_mises": {"center": [0.0, 0.0, 1.0], "concentration": 1.0},
         "samples": {"path": None, "bandwidth": "auto"},
         "mixture": {"components": None},
+        "equiangular": {"rho": 0.0},
+        "tokens": {"path": None, "normalize": True},
     },
 }
 # A von Mises-Fisher centre must be a unit vector to this tolerance (it is not normalised).
@@ -120,6 +137,14 @@ def _auto_or_positive(key: str, value: Any) -> float | str:
     return finite_number(key, value, minimum=0.0, strict=True)
 
 
+def _auto_or_count(key: str, value: Any) -> int | str:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} must be \"auto\" or an integer >= 2", key)
+    return integer(key, value, minimum=2)
+
+
 def _bool(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{key} = {value!r} must be true or false", key)
@@ -138,17 +163,18 @@ def _geometry(key: str, value: Any) -> str:
     return _choice(GEOMETRIES)(key, value)
 
 
-def _unit_vector(key: str, value: Any) -> list[float]:
-    if (not isinstance(value, (list, tuple)) or len(value) != 3
+def _unit_vector(key: str, value: Any, dim: int = 3) -> list[float]:
+    what = "unit 3-vector [x, y, z]" if dim == 3 else f"unit {dim}-vector"
+    if (not isinstance(value, (list, tuple)) or len(value) != dim
             or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)):
-        raise ConfigError(f"{key} = {value!r} must be a unit 3-vector [x, y, z]", key)
+        raise ConfigError(f"{key} = {value!r} must be a {what}", key)
     vec = [float(v) for v in value]
     if not all(math.isfinite(v) for v in vec):
-        raise ConfigError(f"{key} = {value!r} must be a finite unit 3-vector", key)
+        raise ConfigError(f"{key} = {value!r} must be a finite {what}", key)
     norm = math.sqrt(sum(v * v for v in vec))
     if abs(norm - 1) > UNIT_TOLERANCE:
-        raise ConfigError(f"{key} = {value!r} has length {norm:.12g}, not 1: give a unit "
-                          "3-vector (it is not normalised for you)", key)
+        raise ConfigError(f"{key} = {value!r} has length {norm:.12g}, not 1: give a "
+                          f"{what} (it is not normalised for you)", key)
     return vec
 
 
@@ -193,8 +219,18 @@ SCHEMA: dict[str, dict[str, tuple[Callable, Any]]] = {
                                                  maximum=1e-1), 1e-8),
     },
     "particles": {
-        "n": (lambda k, v: integer(k, v, minimum=2), 1000),
+        "n": (lambda k, v: integer(k, v, minimum=2), None),
         "seed": (lambda k, v: integer(k, v, minimum=0), 0),
+        "model": (_choice(PARTICLE_MODELS), "post-ln"),
+        "method": (_choice(SUM_METHODS), "auto"),
+        "accuracy": (lambda k, v: finite_number(k, v, minimum=1e-14, maximum=1e-2), 1e-10),
+        "ensemble": (lambda k, v: integer(k, v, minimum=1), 8),
+        "cluster_threshold": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True,
+                                                         maximum=2.0), 1e-2),
+        "attention_rank": (_bool, False),
+        "rank_tolerance": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True,
+                                                      maximum=1.0), 1e-6),
+        "bins": (_auto_or_count, "auto"),
     },
     "output": {
         "path": (_path, None),
@@ -203,14 +239,19 @@ SCHEMA: dict[str, dict[str, tuple[Callable, Any]]] = {
 }
 
 
-def _validate_initial(raw: dict, geometry: str, key: str = "initial",
+def _validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
                       allow_mixture: bool = True) -> dict:
     if not isinstance(raw, dict):
         raise ConfigError(f"{key} must be a table, got {raw!r}", key)
-    kinds = INITIAL_KINDS if allow_mixture else tuple(k for k in INITIAL_KINDS if k != "mixture")
-    kind = raw.get("kind", "perturbed")
+    kinds = INITIAL_KINDS if allow_mixture else tuple(
+        k for k in INITIAL_KINDS if k not in ("mixture", *PARTICLE_ONLY_KINDS))
+    if dim > 3:
+        kinds = tuple(k for k in kinds if k in ANY_DIM_KINDS)
+    kind = raw.get("kind", "perturbed" if dim <= 3 else "uniform")
     if kind not in kinds:
-        raise unknown_name(f"{key}.kind", kind, kinds, "initial kind")
+        where = f" in dimension {dim}" if dim > 3 else ("" if allow_mixture else
+                                                         " as a mixture component")
+        raise unknown_name(f"{key}.kind", kind, kinds, f"initial kind{where}")
     params = INITIAL_PARAMS[geometry][kind]
     allowed = {"kind", *params} | ({"weight"} if not allow_mixture else set())
     for name in raw:
@@ -238,18 +279,26 @@ def _validate_initial(raw: dict, geometry: str, key: str = "initial",
                                          maximum=1.0)
     elif kind == "von_mises":
         out["center"] = (finite_number(k("center"), out["center"]) if geometry == "circle"
-                         else _unit_vector(k("center"), out["center"]))
+                         else _unit_vector(k("center"), out["center"], dim))
         out["concentration"] = finite_number(k("concentration"), out["concentration"],
                                              minimum=0.0, maximum=1e8)
-    elif kind == "samples":
+    elif kind in ("samples", "tokens"):
         out["path"] = _path(k("path"), out["path"])
-        out["bandwidth"] = _auto_or_positive(k("bandwidth"), out["bandwidth"])
+        if kind == "samples":
+            out["bandwidth"] = _auto_or_positive(k("bandwidth"), out["bandwidth"])
+        else:
+            out["normalize"] = _bool(k("normalize"), out["normalize"])
+    elif kind == "equiangular":
+        out["rho"] = finite_number(k("rho"), out["rho"], minimum=-1.0)
+        if out["rho"] >= 1:
+            raise ConfigError(f"{k('rho')} = {out['rho']!r} must be < 1 (equiangular "
+                              "tokens with <x_i, x_j> = rho)", k("rho"))
     elif kind == "mixture":
         comps = out["components"]
         if not isinstance(comps, list) or not comps:
             raise ConfigError(f"{k('components')} must be a non-empty list of tables "
                               "([[initial.components]] in TOML)", k("components"))
-        out["components"] = [_validate_initial(c, geometry, f"{k('components')}[{i}]",
+        out["components"] = [_validate_initial(c, geometry, dim, f"{k('components')}[{i}]",
                                                allow_mixture=False)
                              for i, c in enumerate(comps)]
     if not allow_mixture:
@@ -285,7 +334,8 @@ def validate(config: dict | None) -> dict:
     for section, keys in SCHEMA.items():
         given = copy.deepcopy(config.get(section, {}))
         if section == "initial":
-            out[section] = _validate_initial(given, out["domain"]["geometry"])
+            out[section] = _validate_initial(given, out["domain"]["geometry"],
+                                             out["domain"]["dim"])
             continue
         for name in given:
             if name not in keys:
@@ -298,8 +348,40 @@ def validate(config: dict | None) -> dict:
             else:
                 clean[name] = default
         out[section] = clean
+        if section == "domain":
+            _check_dim(clean)
     _cross_checks(out)
     return out
+
+
+def _check_dim(domain: dict) -> None:
+    """Fill in ``domain.dim`` (2 on the circle, 3 on the sphere) and check it."""
+    geometry, dim = domain["geometry"], domain["dim"]
+    if geometry == "circle":
+        if dim not in (None, 2):
+            raise ConfigError(f"domain.dim = {dim!r}: the circle S^1 lives in R^2, so dim "
+                              "must be 2; use geometry = \"sphere\" for S^{d-1}, d >= 3",
+                              "domain.dim")
+        domain["dim"] = 2
+    elif dim is None:
+        domain["dim"] = 3
+    elif dim < 3:
+        raise ConfigError(f"domain.dim = {dim!r}: the sphere S^{{d-1}} needs d >= 3 (d = 2 is "
+                          "geometry = \"circle\")", "domain.dim")
+
+
+def check_pde_dim(cfg: dict) -> None:
+    """The PDE solvers work on S^1 and S^2 only, with initial densities (not token sets)."""
+    if cfg["domain"]["dim"] > 3:
+        raise ConfigError(f"domain.dim = {cfg['domain']['dim']}: the PDE solvers are for S^1 "
+                          "(dim 2) and S^2 (dim 3); higher dimensions are for particle runs "
+                          "(meanfield particles)", "domain.dim")
+    kind = cfg["initial"]["kind"]
+    if kind in PARTICLE_ONLY_KINDS:
+        raise ConfigError(f"initial.kind = {kind!r} defines tokens, not a density: it is for "
+                          "particle runs (meanfield particles); the PDE accepts "
+                          + ", ".join(repr(k) for k in INITIAL_KINDS
+                                      if k not in PARTICLE_ONLY_KINDS), "initial.kind")
 
 
 def _cross_checks(cfg: dict) -> None:
@@ -383,7 +465,7 @@ def load(path: str | Path, overrides: list[str] | None = None) -> dict:
 
 
 def _resolve_sample_paths(initial: dict, base: Path) -> None:
-    if initial["kind"] == "samples" and not Path(initial["path"]).is_absolute():
+    if initial["kind"] in ("samples", "tokens") and not Path(initial["path"]).is_absolute():
         initial["path"] = str(base / initial["path"])
     for comp in initial.get("components") or []:
         _resolve_sample_paths(comp, base)
@@ -407,3 +489,12 @@ def from_json(text: str) -> dict:
     raw = json.loads(text)
     return validate({s: {k: v for k, v in keys.items() if v is not None}
                      if isinstance(keys, dict) else keys for s, keys in raw.items()})
+
+
+def same_run(saved_json: str, cfg: dict) -> bool:
+    """Whether a config saved by ``to_json`` describes the same run as ``cfg`` (the
+    ``[output]`` section aside): the test before resuming from a checkpoint."""
+    saved, mine = from_json(saved_json), from_json(to_json(cfg))
+    for c in (saved, mine):
+        c.pop("output", None)
+    return saved == mine

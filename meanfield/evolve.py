@@ -196,6 +196,7 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
         SolverError: the run became unstable; the message says what to change.
     """
     cfg = cfgmod.validate(config)
+    cfgmod.check_pde_dim(cfg)
     out = out if out is not None else cfg["output"]["path"]
     if out is not None:
         check_writable(out, overwrite or resume)
@@ -284,11 +285,7 @@ def _write_checkpoint(path: Path, cfg: dict, grid: CircleGrid | SphereGrid, fram
 
 def _load_checkpoint(path: Path, cfg: dict, model: CircleModel | SphereModel):
     ds = read_netcdf(path)
-    saved = cfgmod.from_json(ds.attrs["config"])
-    mine = cfgmod.from_json(cfgmod.to_json(cfg))
-    for c in (saved, mine):
-        c.pop("output", None)
-    if saved != mine:
+    if not cfgmod.same_run(ds.attrs["config"], cfg):
         raise ConfigError(f"the checkpoint {str(path)!r} was made with another config; "
                           "delete it or run with the same config", "resume")
     state = ds["checkpoint_state_real"].values

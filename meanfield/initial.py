@@ -86,6 +86,15 @@ def taylor_bandwidth_concentration(angles: np.ndarray) -> float:
     return float((3 * n * k**2 * ratio / (4 * np.sqrt(np.pi))) ** 0.4)
 
 
+def kde_concentration(initial: dict, angles: np.ndarray | None = None) -> float:
+    """Kernel concentration of the ``samples`` estimate: ``1/h^2`` for ``bandwidth = h``,
+    Taylor's rule for ``"auto"``; ``angles`` are the samples if already loaded."""
+    if angles is None:
+        angles = load_sample_angles(initial["path"])
+    bw = initial["bandwidth"]
+    return taylor_bandwidth_concentration(angles) if bw == "auto" else 1.0 / bw**2
+
+
 def _kde(angles: np.ndarray, concentration: float) -> Callable[[np.ndarray], np.ndarray]:
     # Fourier series of the KDE: c_k = (1/2pi) I_k(c)/I_0(c) * mean(e^{-ik theta_i}).
     k = np.arange(1, 1_000_000)
@@ -120,9 +129,7 @@ def density_function(initial: dict) -> Callable[[np.ndarray], np.ndarray]:
         return lambda th: np.exp(c * (np.cos(np.asarray(th) - mu) - 1)) / norm
     if kind == "samples":
         angles = load_sample_angles(initial["path"])
-        bw = initial["bandwidth"]
-        conc = taylor_bandwidth_concentration(angles) if bw == "auto" else 1.0 / bw**2
-        return _kde(angles, conc)
+        return _kde(angles, kde_concentration(initial, angles))
     if kind == "mixture":
         parts = [(c["weight"], density_function(c)) for c in initial["components"]]
         total = sum(w for w, _ in parts)

@@ -103,14 +103,23 @@ def vmf_density(center: np.ndarray, concentration: float
     return lambda x: norm * np.exp(c * (np.asarray(x) @ center - 1))
 
 
-def _kde(points: np.ndarray, bandwidth: float) -> Callable[[np.ndarray], np.ndarray]:
+def kde_concentration(initial: dict, points: np.ndarray | None = None) -> float:
+    """Kernel concentration ``1/h^2`` of the ``samples`` estimate (``h`` the bandwidth, or
+    the rule of thumb for ``"auto"``); ``points`` are the samples if already loaded."""
+    if points is None:
+        points = load_sample_vectors(initial["path"])
+    bw = initial["bandwidth"]
+    h = garcia_portugues_bandwidth(points) if bw == "auto" else bw
+    return 1.0 / h**2
+
+
+def _kde(points: np.ndarray, c: float) -> Callable[[np.ndarray], np.ndarray]:
     # Spectrally: the vMF kernel of concentration c acts on degree l by
     # k_l = i_l(c)/i_0(c) (Funk-Hecke), so a_lm = k_l (1/n) sum_i conj(Y_lm(x_i)); the
     # sample moments and the evaluation are ducc0's transforms at arbitrary points, exact
     # to ~1e-13 and O(n + L^2 log L) instead of O(n x points).
     import ducc0
 
-    c = 1.0 / bandwidth**2
     degrees = np.arange(4097)
     k = special.ive(degrees + 0.5, c) / special.ive(0.5, c)
     lmax = int(np.argmax(k < 1e-17)) if np.any(k < 1e-17) else 4096
@@ -165,8 +174,7 @@ def density_function(initial: dict) -> Callable[[np.ndarray], np.ndarray]:
         return vmf_density(initial["center"], initial["concentration"])
     if kind == "samples":
         pts = load_sample_vectors(initial["path"])
-        bw = initial["bandwidth"]
-        return _kde(pts, garcia_portugues_bandwidth(pts) if bw == "auto" else bw)
+        return _kde(pts, kde_concentration(initial, pts))
     if kind == "mixture":
         parts = [(c["weight"], density_function(c)) for c in initial["components"]]
         total = sum(w for w, _ in parts)

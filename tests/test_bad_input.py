@@ -154,6 +154,8 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, capsys, text, overrides, word
 def test_cli_unknown_command_and_missing_result(capsys, tmp_path):
     assert main(["frobnicate"]) == 2
     assert main(["plot", str(tmp_path / "none.nc")]) == 2
-    assert main(["particles", "x.toml"]) == 2
+    assert main(["particles", str(tmp_path / "x.toml")]) == 2
+    assert main(["bifurcation", "x.toml"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 3 and "not available yet" in lines[2]
+    assert len(lines) == 4 and "does not exist" in lines[2]
+    assert "not available yet" in lines[3]
