@@ -24,15 +24,28 @@ Functions drawing into caller-supplied axes (``spacetime``, ``snapshots``,
 ``diagnostics``, the maps) respect the caller's rcParams; figures made here use a
 compact style sized for a two-column paper.
 
+Token datasets (``attrs["kind"] = "particles"``, from ``meanfield.particles``) and
+comparisons of the PDE with tokens (``"compare"``, from ``meanfield.compare``) go through
+the same ``figure`` and ``plot_result``; their panels are also public::
+
+    trajectories(ds, ax)          # circle tokens: θ_i(t), or their density over (θ, t)
+    token_map(ds, time=2.0)       # sphere tokens on an orthographic view (or Mollweide)
+    gram(ds, ax)                  # any d: the Gram matrix <x_i, x_j>, clustered order
+    density_vs_histogram(cmp, ax, time=1.0)  # circle: PDE density over token histogram
+    histogram_map(cmp, ax)        # sphere: token histogram per mesh cell, Mollweide
+    l1_distance(cmp, ax); order_comparison(cmp, ax)
+
 Layout: ``common`` (validation, dispatch, diagnostics and the functions above that
 work for every geometry), ``circle`` and ``sphere`` (the geometry-specific drawing,
-registered on import).
+registered on import), ``particles`` and ``comparison`` (the dataset kinds; the token
+panels in ``tokens``).
 """
 from __future__ import annotations
 
 from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
 from meanfield.plotting import sphere as _sphere  # noqa: F401  (registers "sphere")
 from meanfield.plotting.common import (
+    _KINDS,
     _PLOTTERS,
     diagnostics,
     figure,
@@ -40,17 +53,33 @@ from meanfield.plotting.common import (
     snapshots,
     spacetime,
 )
+from meanfield.plotting.comparison import (  # registers "compare"
+    density_vs_histogram,
+    histogram_map,
+    l1_distance,
+    order_comparison,
+)
+from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
 from meanfield.plotting.sphere import map_mollweide, map_orthographic
 
 SUPPORTED_GEOMETRIES: tuple[str, ...] = tuple(_PLOTTERS)
+SUPPORTED_KINDS: tuple[str, ...] = tuple(_KINDS)
 
 __all__ = [
     "SUPPORTED_GEOMETRIES",
+    "SUPPORTED_KINDS",
+    "density_vs_histogram",
     "diagnostics",
     "figure",
+    "gram",
+    "histogram_map",
+    "l1_distance",
     "map_mollweide",
     "map_orthographic",
+    "order_comparison",
     "plot_result",
     "snapshots",
     "spacetime",
+    "token_map",
+    "trajectories",
 ]

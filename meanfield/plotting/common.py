@@ -3,7 +3,10 @@ and the geometry-independent public functions.
 
 Each geometry module (``circle``, ``sphere``) registers a ``_GeometryPlots`` in
 ``_PLOTTERS`` when imported; the package ``__init__`` imports them all, so the registry is
-complete whenever this module is used through the package.
+complete whenever this module is used through the package. Datasets of another kind
+(``attrs["kind"]``: ``"particles"``, ``"compare"``) are drawn by the ``_KindPlots`` that
+``particles`` and ``comparison`` register in ``_KINDS``; ``figure``, ``plot_result`` and
+``diagnostics`` dispatch on the kind first.
 """
 from __future__ import annotations
 
@@ -317,7 +320,59 @@ def _geometry_of(ds: Any) -> str:
 
 def _prepare(ds: Any) -> tuple[_GeometryPlots, xr.Dataset]:
     plots = _PLOTTERS[_geometry_of(ds)]
+    kind = _kind_plots(ds)
+    if kind is not None and not kind.has_density:
+        raise ConfigError(
+            f"a {ds.attrs['kind']!r} dataset holds tokens, not a density; draw it with "
+            "figure(), plot_result() or the token functions (trajectories, token_map, "
+            "gram)", "kind")
     return plots, plots.check(ds)
+
+
+@dataclass(frozen=True)
+class _KindPlots:
+    """The figures of a dataset kind other than a PDE result (``attrs["kind"]``).
+
+    ``check`` validates (ConfigError naming what is missing) and returns the dataset to
+    draw; ``summary(ds, log)`` is ``figure``'s; ``pages`` are ``plot_result``'s files as
+    (suffix, builder(ds, log) -> Figure or None for "nothing to draw"); ``animate(ds,
+    path, dpi, fps, max_frames, log)`` writes the GIF; ``diagnostics(ds, axes)``, if
+    given, replaces the PDE diagnostics; ``has_density``: the dataset also holds a PDE
+    density that ``spacetime``, ``snapshots`` and the maps can draw.
+    """
+
+    check: Callable[[xr.Dataset], xr.Dataset]
+    summary: Callable[..., Figure]
+    pages: tuple[tuple[str, Callable[..., Figure | None]], ...]
+    animate: Callable[..., None]
+    diagnostics: Callable[..., list[Axes]] | None = None
+    has_density: bool = False
+
+
+_KINDS: dict[str, _KindPlots] = {}
+_PDE_KINDS = ("pde",)  # kinds drawn as PDE results, like a dataset without the attribute
+
+
+def _register_kind(kind: str, plots: _KindPlots) -> None:
+    _KINDS[kind] = plots
+
+
+def _kind_plots(ds: Any) -> _KindPlots | None:
+    """The registered plots of ``ds.attrs["kind"]``; None for a PDE result."""
+    kind = getattr(ds, "attrs", {}).get("kind")
+    if kind is None or str(kind) in _PDE_KINDS:
+        return None
+    if str(kind) in _KINDS:
+        return _KINDS[str(kind)]
+    raise ConfigError(f"dataset kind {str(kind)!r} is not known; supported: "
+                      f"{', '.join(repr(k) for k in _PDE_KINDS + tuple(_KINDS))} (or no "
+                      "'kind' attribute for a PDE result)", "kind")
+
+
+def _check_no_points(points: Any, ds: xr.Dataset) -> None:
+    if points is not None:
+        raise ConfigError(f"points: a {ds.attrs['kind']!r} dataset draws its own tokens; "
+                          "pass points=None", "points")
 
 
 def _check_points_allowed(plots: _GeometryPlots, points: Any) -> None:
@@ -490,6 +545,9 @@ def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes
         ConfigError: the dataset cannot be plotted or has none of these variables.
         ValueError: ``axes`` has the wrong length.
     """
+    kind = _kind_plots(ds)
+    if kind is not None and kind.diagnostics is not None:
+        return kind.diagnostics(kind.check(ds), axes)
     _, ds = _prepare(ds)
     panels = _diagnostic_panels(ds)
     if not panels:
@@ -522,7 +580,9 @@ def figure(ds: xr.Dataset, *, log: bool | str = "auto", points: Any = None) -> F
     Sphere: Mollweide maps at the first and last saved times and an orthographic view
     of the last time (facing its mean direction) on top, one shared colour scale. The
     title is the dataset's ``title`` attr (if any) with model, β, κ (∞ when infinite)
-    and method.
+    and method. Tokens (``kind = "particles"``) and PDE-vs-token comparisons
+    (``kind = "compare"``): see ``meanfield.plotting.particles`` and
+    ``meanfield.plotting.comparison``; ``points`` must then be None.
 
     Args:
         ds: a result dataset.
@@ -539,6 +599,10 @@ def figure(ds: xr.Dataset, *, log: bool | str = "auto", points: Any = None) -> F
         ConfigError: the dataset cannot be plotted, or ``log``/``points`` are invalid.
     """
     _check_log(log)
+    kind = _kind_plots(ds)
+    if kind is not None:
+        _check_no_points(points, ds)
+        return kind.summary(kind.check(ds), log=log)
     plots, ds = _prepare(ds)
     _check_points_allowed(plots, points)
     return plots.summary(ds, log=log, points=points)
@@ -558,6 +622,12 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
       maps at the last saved time), ``{stem}_spacetime.png`` (latitude-time image of
       the maximum over longitude), ``{stem}_snapshots.png`` (row of Mollweide maps),
       ``{stem}_diagnostics.png``;
+    - tokens (``kind = "particles"``): ``{stem}_summary.png``, ``{stem}_tokens.png``,
+      ``{stem}_diagnostics.png``, and the GIF of the tokens moving (see
+      ``meanfield.plotting.particles``);
+    - PDE vs tokens (``kind = "compare"``): ``{stem}_summary.png``,
+      ``{stem}_snapshots.png``, ``{stem}_distance.png`` and the GIF of the density and
+      the token histogram (see ``meanfield.plotting.comparison``);
 
     ``_diagnostics.png`` only if the dataset has diagnostic series; with
     ``animate=True`` then ``{stem}_animation.gif`` (the density curve over θ, or the
@@ -584,15 +654,20 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
             ``points`` are invalid. Nothing is written then.
     """
     _check_log(log)
-    plots, ds = _prepare(ds)
-    _check_points_allowed(plots, points)
+    kind = _kind_plots(ds)
+    if kind is not None:
+        _check_no_points(points, ds)
+        ds = kind.check(ds)
+    else:
+        plots, ds = _prepare(ds)
+        _check_points_allowed(plots, points)
     stem = "result" if stem is None else str(stem)
     if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", ".."):
         raise ConfigError(f"stem = {stem!r} must be a non-empty file name prefix without "
                           "path separators", "stem")
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0:
         raise ConfigError(f"dpi = {dpi!r} must be a positive number", "dpi")
-    if plots.takes_points:
+    if kind is None and plots.takes_points:
         from meanfield.plotting.sphere import _points_array
 
         points = _points_array(points)  # validated before anything is written
@@ -606,6 +681,18 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
             written.append(write_atomic(path, lambda tmp: fig.savefig(tmp, format="png",
                                                                       dpi=dpi)))
 
+    if kind is not None:
+        save(kind.summary(ds, log=log), "summary")
+        for name, build in kind.pages:
+            fig = build(ds, log=log)
+            if fig is not None:
+                save(fig, name)
+        if animate:
+            path = out / f"{stem}_animation.gif"
+            kind.animate(ds, path, dpi=min(float(dpi), 100.0), fps=_FPS,
+                         max_frames=_MAX_FRAMES, log=log)
+            written.append(path)
+        return written
     save(plots.summary(ds, log=log, points=points), "summary")
     for name, build in plots.pages:
         save(build(ds, log=log, points=points), name)
