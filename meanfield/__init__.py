@@ -4,7 +4,9 @@ The entry points take one config (a dict, or a TOML file through the CLI) and re
 ``xarray.Dataset``::
 
     import meanfield
-    ds = meanfield.evolve({"model": {"beta": 1.0, "kappa": 4.0}})
+    ds = meanfield.evolve({"model": {"beta": 1.0, "kappa": 4.0}})      # the PDE
+    ps = meanfield.particles({"particles": {"n": 2000}})                # tokens
+    cmp = meanfield.compare({"particles": {"n": 500, "ensemble": 4}})   # both
 
 See ``meanfield.config`` for the keys and their defaults.
 """
@@ -15,4 +17,16 @@ __version__ = "0.1.0"
 from meanfield.errors import ConfigError, SolverError  # noqa: E402
 from meanfield.evolve import evolve  # noqa: E402
 
-__all__ = ["ConfigError", "SolverError", "evolve", "__version__"]
+__all__ = ["ConfigError", "SolverError", "compare", "evolve", "particles", "__version__"]
+
+
+def __getattr__(name: str):
+    # The particle entry points load numba kernels and the fast-sum libraries: imported
+    # on first use, so that ``import meanfield`` stays light.
+    if name == "particles":
+        from meanfield.particle_run import particles
+        return particles
+    if name == "compare":
+        from meanfield.comparison import compare
+        return compare
+    raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

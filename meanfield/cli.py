@@ -3,6 +3,8 @@
     meanfield demo [--out DIR]
     meanfield evolve CONFIG.toml [--set section.key=value ...] [--out PATH]
                      [--overwrite] [--resume] [--no-progress]
+    meanfield particles CONFIG.toml [same options as evolve]
+    meanfield compare CONFIG.toml [--set ...] [--out PATH] [--overwrite] [--no-progress]
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
@@ -19,8 +21,7 @@ from meanfield.errors import ConfigError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring; named so that users get a clear
 # message instead of argparse's list.
-PLANNED = ("particles", "compare", "convergence", "contraction", "bifurcation",
-           "phase-diagram")
+PLANNED = ("convergence", "contraction", "bifurcation", "phase-diagram")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,14 +36,19 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="meanfield-demo", help="results folder")
     d.add_argument("--overwrite", action="store_true", help="replace existing results")
     d.add_argument("--no-progress", action="store_true")
-    e = sub.add_parser("evolve", help="solve the PDE for a TOML config")
-    e.add_argument("config", help="TOML config file")
-    e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a config value (repeatable)")
-    e.add_argument("--out", help="output netCDF (default: output.path, else CONFIG.nc)")
-    e.add_argument("--overwrite", action="store_true", help="replace an existing result")
-    e.add_argument("--resume", action="store_true", help="continue from the checkpoint")
-    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for name, what in (("evolve", "solve the PDE for a TOML config"),
+                       ("particles", "run the token system of a TOML config"),
+                       ("compare", "the PDE and a particle ensemble of one config")):
+        e = sub.add_parser(name, help=what)
+        e.add_argument("config", help="TOML config file")
+        e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="override a config value (repeatable)")
+        e.add_argument("--out", help="output netCDF (default: output.path, else CONFIG.nc)")
+        e.add_argument("--overwrite", action="store_true", help="replace an existing result")
+        if name != "compare":
+            e.add_argument("--resume", action="store_true",
+                           help="continue from the checkpoint")
+        e.add_argument("--no-progress", action="store_true", help="no progress bar")
     pl = sub.add_parser("plot", help="figures from a result file")
     pl.add_argument("result", help="netCDF result")
     pl.add_argument("--out", help="folder for the figures (default: beside the result)")
@@ -55,14 +61,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _evolve(args) -> int:
+def _run(args) -> int:
+    """evolve, particles and compare: a config in, a netCDF result out."""
     from meanfield import config as cfgmod
-    from meanfield.evolve import evolve
 
     cfg = cfgmod.load(args.config, args.set)
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
-    ds = evolve(cfg, out=out, overwrite=args.overwrite, resume=args.resume,
-                progress=not args.no_progress)
+    progress = not args.no_progress
+    if args.command == "compare":
+        from meanfield.comparison import compare
+        ds = compare(cfg, out=out, overwrite=args.overwrite, progress=progress)
+        print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
+              f"{float(ds.l1_distance[-1]):.3g}, noise floor "
+              f"{float(ds.l1_noise_floor[-1]):.3g})")
+        return 0
+    if args.command == "particles":
+        from meanfield.particle_run import particles as task
+    else:
+        from meanfield.evolve import evolve as task
+    ds = task(cfg, out=out, overwrite=args.overwrite, resume=args.resume, progress=progress)
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
         return 130
@@ -100,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
             from meanfield.demo import run_demo
             run_demo(args.out, overwrite=args.overwrite, progress=not args.no_progress)
             return 0
-        if args.command == "evolve":
-            return _evolve(args)
+        if args.command in ("evolve", "particles", "compare"):
+            return _run(args)
         if args.command == "plot":
             return _plot(args)
         raise ConfigError(f"'meanfield {args.command}' is not available yet; available: "
-                          "demo, evolve, plot")
+                          "demo, evolve, particles, compare, plot")
     except ConfigError as exc:
         print(f"meanfield: error: {exc}", file=sys.stderr)
         return 2

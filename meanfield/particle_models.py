@@ -41,6 +41,7 @@ import numpy as np
 from scipy import special
 
 from meanfield.errors import ConfigError, SolverError
+from solvers import fast_sums
 from solvers import particles as sp
 from solvers.steppers import StepDoubling, integrate
 
@@ -161,12 +162,19 @@ class AttentionParticles:
     Args:
         beta: inverse temperature >= 0 (USA: <= 700, its speeds carry ``e^beta``).
         normalized: True for SA, False for USA.
-        backend: kernel sums backend (``solvers.particles``): "auto", "numba" or "blas".
+        backend: direct kernel sums backend (``solvers.particles``): "auto", "numba" or
+            "blas".
+        method: interaction sums (``solvers.fast_sums``): "auto", "direct", "fourier"
+            (S^1) or "harmonic" (S^2).
+        accuracy: of the fast sums: the attention vectors to this (SA; USA relative to
+            ``e^beta``).
+        threads: threads of the fast sums (``None``: chosen by n).
     """
 
     on_sphere = True
 
-    def __init__(self, beta: float, normalized: bool = True, backend: str = "auto"):
+    def __init__(self, beta: float, normalized: bool = True, backend: str = "auto",
+                 method: str = "auto", accuracy: float = 1e-10, threads: int | None = None):
         self.beta = check_beta(beta)
         self.normalized = bool(normalized)
         if not self.normalized and self.beta > MAX_USA_BETA:
@@ -174,11 +182,14 @@ class AttentionParticles:
                               f"use beta <= {MAX_USA_BETA:g} or normalized = true",
                               "model.beta")
         self.backend = backend
+        self.method, self.accuracy, self.threads = method, float(accuracy), threads
         self.name = "SA" if self.normalized else "USA"
 
     def attention(self, x: np.ndarray) -> np.ndarray:
         """The attention vectors before projection (SA average or USA mean sum)."""
-        s, z, shift = sp.exp_kernel_sums(x, x, self.beta, self.backend)
+        s, z, shift = fast_sums.interaction_sums(
+            x, x, self.beta, method=self.method, accuracy=self.accuracy,
+            threads=self.threads, backend=self.backend, relative_rows=self.normalized)
         if self.normalized:
             return s / z[:, None]
         return s * (np.exp(shift) / x.shape[0])[:, None]
@@ -206,8 +217,9 @@ class PreLNParticles(AttentionParticles):
 
     on_sphere = False
 
-    def __init__(self, beta: float, normalized: bool = True, backend: str = "auto"):
-        super().__init__(beta, normalized, backend)
+    def __init__(self, beta: float, normalized: bool = True, backend: str = "auto",
+                 method: str = "auto", accuracy: float = 1e-10, threads: int | None = None):
+        super().__init__(beta, normalized, backend, method, accuracy, threads)
         self.name = f"Pre-LN {self.name}"
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
@@ -289,24 +301,32 @@ def correlation_gap(x: np.ndarray) -> float:
     return float(np.einsum("ij,ij->", dev, dev) / (th.shape[0] - 1))
 
 
-def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto") -> float:
+def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
+                       method: str = "direct", accuracy: float = 1e-10) -> float:
     """``E_beta(mu^n) - E_beta(uniform)`` with ``E_beta(mu) = (1/2beta) iint e^{beta<x,y>}``.
 
     The uniform measure on S^{d-1} has ``iint = Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta)``;
     subtracting it keeps the value finite as ``beta -> 0``, where it tends to ``r^2/2``
     (``r`` the order parameter; returned exactly at ``beta = 0``), as the PDE energies do.
-    Round-off ~1e-16/beta for small beta.
+    Round-off ~1e-16/beta for small beta; with a fast ``method`` the pair sum carries
+    its error ``accuracy e^beta`` (relative to the largest kernel value). ``inf`` when the
+    pair sums exceed the double range (``beta`` beyond ~700).
     """
     th = directions(x)
     n, d = th.shape
     if beta == 0:
         return 0.5 * order_parameter(th) ** 2
-    _, z, shift = sp.exp_kernel_sums(th, th, beta, backend)
+    _, z, shift = fast_sums.interaction_sums(th, th, beta, method=method, accuracy=accuracy,
+                                             backend=backend)
     top = float(np.max(shift))
     pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
     nu = d / 2 - 1
     log_uniform = (special.gammaln(d / 2) + nu * math.log(2 / beta)
                    + math.log(special.ive(nu, beta)) + beta)
+    # Both terms carry e^beta: beyond e^709 the energy is not a double (inf, stated).
+    scale = max(top, log_uniform)
+    if scale > 700:
+        return math.inf
     return (pairs * math.exp(top) - math.exp(log_uniform)) / (2 * beta)
 
 
@@ -335,7 +355,10 @@ class ParticleRun:
 def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
              dt: float | None = None, tolerance: float = 1e-8,
              seed: int | np.random.Generator | None = 0,
-             on_step: Callable[[float], None] | None = None) -> ParticleRun:
+             on_step: Callable[[float], None] | None = None,
+             on_save: Callable[[float, np.ndarray, float], None] | None = None,
+             t0: float = 0.0, h0: float | None = None,
+             renormalize: bool = True) -> ParticleRun:
     """Run ``model`` from tokens ``x0`` and save at ``save_times``.
 
     Args:
@@ -348,14 +371,20 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
         tolerance: see ``dt``.
         seed: integer seed or Generator of the Brownian increments (``noise_rng``).
         on_step: called with the time after each step (progress bars).
+        on_save: also called as ``on_save(t, x, h_next)`` at each save (checkpoints).
+        t0, h0: start time (the saves are those after it) and first step (adaptive runs);
+            a run resumed from a save with the saved ``h_next`` and generator continues
+            exactly as the uninterrupted run.
+        renormalize: divide the tokens of sphere models by their lengths first (off when
+            resuming from a saved state, which must be continued as it is).
 
     Returns:
-        ParticleRun.
+        ParticleRun (its first save is the state at ``t0``).
     """
     kappa = check_kappa(kappa)
-    x0 = check_tokens(x0, model.on_sphere)
+    x0 = check_tokens(x0, model.on_sphere) if renormalize else np.array(x0, dtype=float)
     save_times = np.atleast_1d(np.asarray(save_times, dtype=float))
-    if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= 0 \
+    if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= t0 \
             or np.any(np.diff(save_times) <= 0):
         raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
     if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
@@ -368,18 +397,20 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
         raise ConfigError("runs with noise need a fixed time.dt (no adaptive steps for the "
                           "Euler-Maruyama scheme)", "time.dt")
 
-    times, saved = [0.0], [x0.copy()]
+    times, saved = [float(t0)], [x0.copy()]
 
-    def on_save(t, x, *_):
+    def save(t, x, h_next=None):
         times.append(t)
         saved.append(np.array(x))
+        if on_save is not None:
+            on_save(t, saved[-1], dt if h_next is None else h_next)
 
     run = ParticleRun(times=np.empty(0), positions=np.empty(0))
     if noisy:
         stepper = sp.GeodesicEulerMaruyama(model.velocity, kappa)
         try:
-            run.steps = sp.integrate_sde(stepper, x0, 0.0, save_times, dt, noise_rng(seed),
-                                         on_save=on_save, on_step=on_step)
+            run.steps = sp.integrate_sde(stepper, x0, t0, save_times, dt, noise_rng(seed),
+                                         on_save=save, on_step=on_step)
         except KeyboardInterrupt:
             run.status, run.message = -1, f"interrupted after t = {times[-1]:.6g}"
         run.evaluations = run.steps
@@ -393,8 +424,9 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
                 raise SolverError(f"the tokens became non-finite at t = {t:.6g}; lower "
                                   "time.dt (or beta)")
 
-        h0 = dt if dt is not None else min(0.01, float(save_times[0]))
-        res = integrate(stepper, x0, 0.0, save_times, h0, on_save=on_save, check=check,
+        if h0 is None:
+            h0 = dt if dt is not None else min(0.01, float(save_times[0]) - t0)
+        res = integrate(stepper, x0, t0, save_times, h0, on_save=save, check=check,
                         on_step=on_step, underflow_advice="the tokens move too fast for "
                         "time.tolerance; loosen it, or use a fixed time.dt")
         run.steps, run.status, run.message = res.steps, res.status, res.message

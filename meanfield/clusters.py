@@ -1,0 +1,151 @@
+"""Clusters of tokens and the rank of the attention matrix.
+
+Clusters: the connected components of the graph joining two tokens when their chordal
+distance ``|x_i - x_j|`` is below ``threshold`` (single linkage). The count is exact and
+computed from a minimum spanning tree (MST): the components are what is left of the MST
+after cutting its edges of length ``>= threshold``, so the count is
+``1 + #{MST edges >= threshold}``:
+
+- S^1 (d = 2): the MST of points on a circle is the circle of sorted angles minus its
+  longest gap, so the count comes from the sorted angular gaps (chord = 2 sin(gap/2));
+  O(n log n), any n.
+- S^2 (d = 3): the MST is a subgraph of the spherical Delaunay triangulation, which is the
+  convex hull of the points (``scipy.spatial.ConvexHull``). Degenerate sets (fewer than 4
+  distinct points, all on one plane) fall back to Prim.
+- d > 3: Prim's algorithm, O(n^2 d) time and O(n) memory (numba).
+
+For d >= 3 tokens closer than ``SNAP * threshold`` are merged first (snapped to a grid of
+cubes of diagonal ``SNAP * threshold``; tokens of one cube are linked anyway): collapsed
+clusters become single points, which keeps the hull well conditioned and Prim short. The
+count is then exact except for edges within ``SNAP * threshold`` of the threshold.
+
+Attention rank: the numerical rank of the n x n attention matrix
+``A_ij = e^{beta <x_i, x_j>} / sum_k e^{beta <x_i, x_k>}`` (SA; USA: ``e^{beta<x_i,x_j>}/n``),
+the number of singular values above ``tolerance`` times the largest. Clustering drives it
+to the number of clusters (rank one for a single cluster). Dense: O(n^3), for n <= 5000.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
+from scipy.spatial import ConvexHull, QhullError
+
+MAX_RANK_TOKENS = 5000  # the dense SVD of the attention matrix: O(n^3)
+SNAP = 1e-3  # tokens within SNAP * threshold are merged before the tree is built
+
+
+def cluster_count(x: np.ndarray, threshold: float) -> int:
+    """Number of single-linkage clusters of unit vectors ``x`` (n, d) at ``threshold``.
+
+    Args:
+        x: tokens, rows of unit length.
+        threshold: chordal distance below which two tokens are linked.
+
+    Returns:
+        The number of connected components.
+    """
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape
+    if d >= 3:
+        cube = SNAP * threshold / np.sqrt(d)
+        x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
+    if x.shape[0] == 1:
+        return 1
+    edges = mst_edge_lengths(x)
+    return 1 + int(np.count_nonzero(edges >= threshold))
+
+
+def mst_edge_lengths(x: np.ndarray) -> np.ndarray:
+    """The n - 1 edge lengths (chordal) of a Euclidean minimum spanning tree of ``x``."""
+    n, d = x.shape
+    if d == 2:
+        theta = np.sort(np.arctan2(x[:, 1], x[:, 0]))
+        gaps = np.diff(np.append(theta, theta[0] + 2 * np.pi))
+        chords = 2 * np.sin(np.minimum(gaps, 2 * np.pi - gaps) / 2)
+        return np.delete(chords, np.argmax(gaps))  # the tree leaves out the longest gap
+    if d == 3:
+        lengths = _hull_mst(x)
+        if lengths is not None:
+            return lengths
+    return _prim(np.ascontiguousarray(x))
+
+
+def _first_of_each_row(a: np.ndarray) -> np.ndarray:
+    """Sorted indices of the first occurrence of each distinct row of ``a``."""
+    order = np.lexsort(a.T[::-1])
+    b = a[order]
+    new = np.ones(len(b), dtype=bool)
+    new[1:] = np.any(b[1:] != b[:-1], axis=1)
+    return np.sort(order[new])
+
+
+def _hull_mst(x: np.ndarray) -> np.ndarray | None:
+    unique = x[_first_of_each_row(x.view(np.int64))]  # exact duplicates: bitwise equal
+    duplicates = x.shape[0] - unique.shape[0]
+    if unique.shape[0] < 4:
+        return None
+    try:
+        hull = ConvexHull(unique)
+    except QhullError:
+        return None
+    if len(np.unique(hull.simplices)) < unique.shape[0]:
+        return None  # some point not a hull vertex: not in convex position (degenerate)
+    s = hull.simplices
+    pairs = np.concatenate([s[:, [0, 1]], s[:, [1, 2]], s[:, [0, 2]]])
+    pairs = np.sort(pairs, axis=1)
+    code = np.unique(pairs[:, 0].astype(np.int64) * len(unique) + pairs[:, 1])
+    pairs = np.stack([code // len(unique), code % len(unique)], axis=1)
+    length = np.linalg.norm(unique[pairs[:, 0]] - unique[pairs[:, 1]], axis=1)
+    m = unique.shape[0]
+    # csgraph treats stored zeros as missing edges; distinct points have length > 0.
+    graph = sparse.coo_matrix((length, (pairs[:, 0], pairs[:, 1])), shape=(m, m)).tocsr()
+    tree = csgraph.minimum_spanning_tree(graph)
+    if tree.nnz != m - 1:
+        return None
+    return np.concatenate([tree.data, np.zeros(duplicates)])
+
+
+@numba.njit(cache=True)
+def _prim(x):
+    n, d = x.shape
+    best = np.full(n, np.inf)
+    done = np.zeros(n, dtype=np.bool_)
+    out = np.empty(n - 1)
+    current = 0
+    done[0] = True
+    for k in range(n - 1):
+        nxt, nxt_d = -1, np.inf
+        for j in range(n):
+            if done[j]:
+                continue
+            s = 0.0
+            for c in range(d):
+                diff = x[current, c] - x[j, c]
+                s += diff * diff
+            if s < best[j]:
+                best[j] = s
+            if best[j] < nxt_d:
+                nxt, nxt_d = j, best[j]
+        out[k] = np.sqrt(nxt_d)
+        done[nxt] = True
+        current = nxt
+    return out
+
+
+def attention_matrix(x: np.ndarray, beta: float, normalized: bool) -> np.ndarray:
+    """The dense attention matrix of directions ``x`` (SA rows sum to 1; USA scaled by
+    ``e^-beta``, which does not change its rank)."""
+    g = beta * (x @ x.T)
+    g -= g.max(axis=1, keepdims=True) if normalized else beta
+    a = np.exp(g)
+    if normalized:
+        a /= a.sum(axis=1, keepdims=True)
+    return a
+
+
+def attention_rank(x: np.ndarray, beta: float, normalized: bool, tolerance: float) -> int:
+    """Numerical rank: singular values above ``tolerance`` times the largest."""
+    s = np.linalg.svd(attention_matrix(x, beta, normalized), compute_uv=False)
+    return int(np.count_nonzero(s > tolerance * s[0]))
