@@ -46,6 +46,25 @@ def test_toml_examples_run(tmp_path):
     assert len(peaks) == 3
 
 
+def test_particle_examples_run(tmp_path):
+    out = tmp_path / "hd.nc"
+    assert cli(["particles", str(EXAMPLES / "high_dim_clustering.toml"), "--out", str(out),
+                "--no-progress"]) == 0
+    ds = read_netcdf(out)
+    assert ds.sizes["component"] == 16
+    # uniform tokens on S^15 are nearly orthogonal: no clusters, full-rank attention;
+    # by t = 30 they have collapsed to a few clusters and the rank has dropped with them
+    assert int(ds.clusters[0]) == 64 and int(ds.clusters[-1]) <= 4
+    assert int(ds.attention_rank[-1]) < int(ds.attention_rank[0])
+    cmp = tmp_path / "cmp.nc"
+    assert cli(["compare", str(EXAMPLES / "compare_sphere.toml"), "--out", str(cmp),
+                "--set", "time.t_final=0.5", "--set", "particles.ensemble=2",
+                "--no-progress"]) == 0
+    ds = read_netcdf(cmp)
+    assert ds.attrs["kind"] == "compare"
+    assert float((ds.l1_distance / ds.l1_noise_floor).max()) < 1.6
+
+
 @pytest.mark.slow
 def test_circle_validation_report_runs(capsys):
     _load("circle_validation").main()
