@@ -185,18 +185,20 @@ class AttentionParticles:
         self.method, self.accuracy, self.threads = method, float(accuracy), threads
         self.name = "SA" if self.normalized else "USA"
 
-    def attention(self, x: np.ndarray) -> np.ndarray:
-        """The attention vectors before projection (SA average or USA mean sum)."""
+    def attention(self, x: np.ndarray, project: bool = False) -> np.ndarray:
+        """The attention vectors (SA average or USA mean sum); ``project``: their tangent
+        parts ``P^perp_{x_i}`` (the fast sums then skip the radial part)."""
         s, z, shift = fast_sums.interaction_sums(
             x, x, self.beta, method=self.method, accuracy=self.accuracy,
-            threads=self.threads, backend=self.backend, relative_rows=self.normalized)
+            threads=self.threads, backend=self.backend, relative_rows=self.normalized,
+            project=project)
         if self.normalized:
             return s / z[:, None]
         return s * (np.exp(shift) / x.shape[0])[:, None]
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """``v_i = P^perp_{x_i} attention_i`` (rows of ``x`` unit vectors)."""
-        return sp.tangent_projection(x, self.attention(x))
+        return self.attention(x, project=True)
 
     def equiangular_rhs(self, n: int) -> Callable:
         """``f(t, [rho]) -> [rho']`` of the equiangular reduction."""
@@ -317,7 +319,7 @@ def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
     if beta == 0:
         return 0.5 * order_parameter(th) ** 2
     _, z, shift = fast_sums.interaction_sums(th, th, beta, method=method, accuracy=accuracy,
-                                             backend=backend)
+                                             backend=backend, project=True)
     top = float(np.max(shift))
     pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
     nu = d / 2 - 1

@@ -237,3 +237,23 @@ def test_bad_methods_dimensions_and_accuracies():
         fs.fast_order(4, 1.0, 1e-10)
     beta_max = fs.max_fast_beta(3, 1e-10)
     assert fs.fast_order(3, beta_max, 1e-10) <= 1000 < fs.fast_order(3, 1.02 * beta_max, 1e-10)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("beta", [0.3, 5.0, 20.0])
+def test_projected_sums_are_the_tangent_parts(d, beta):
+    # project=True packs z and the tangent part into fewer transforms (S^1: one complex
+    # type-2 NUFFT of z + i T; S^2: no radial synthesis): it must equal P^perp_q s of the
+    # direct kernel to the accuracy contract (relative to n e^beta)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3000, d))
+    x /= np.linalg.norm(x, axis=1)[:, None]
+    method = fs.FAST_METHOD[d]
+    s, z, shift = fs.interaction_sums(x, x, beta, method=method, accuracy=1e-10,
+                                      project=True)
+    sd, zd, hd = exp_kernel_sums(x, x, beta)
+    exact = (sd - np.einsum("ij,ij->i", x, sd)[:, None] * x) * np.exp(hd - beta)[:, None]
+    scale = x.shape[0]
+    assert np.max(np.abs(s - exact)) / scale < 1e-10
+    assert np.max(np.abs(z - zd * np.exp(hd - beta))) / scale < 1e-10
+    assert np.max(np.abs(np.einsum("ij,ij->i", s, x))) < 1e-12 * scale  # tangent
