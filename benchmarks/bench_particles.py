@@ -6,7 +6,10 @@
 One velocity evaluation = the sums ``s, z`` for all n tokens against all n tokens (m = n),
 uniform tokens on S^1 and S^2, beta = 5, accuracy 1e-10. Columns:
 
-- fast: ``solvers.fast_sums`` (``fourier`` on S^1, ``harmonic`` on S^2), all cores;
+- velocity: the fast method with ``project=True`` (the tangent part and z: what the
+  models evaluate);
+- fast: ``solvers.fast_sums`` (``fourier`` on S^1, ``harmonic`` on S^2), all cores, the
+  full sums ``s, z``;
 - direct: ``solvers.particles.exp_kernel_sums`` (numba);
 - numpy direct: blocks of the Gram matrix, ``exp``, two matrix products;
 - numpy Fourier (S^1): the moments and evaluations of the fast method as dense
@@ -128,18 +131,21 @@ def bench_geometry(d, sizes, budget, threads):
     print(f"\nS^{d - 1} (d = {d}), beta = {BETA:g}, accuracy {ACCURACY:g}: method "
           f"{method!r}, order {order}, auto crossover n = "
           f"{fs.crossover_n(d, BETA, ACCURACY)}")
-    print(f"{'n':>9} {'fast':>10} " + " ".join(f"{c.name:>15}" for c in columns)
+    print(f"{'n':>9} {'velocity':>10} {'fast':>10} " + " ".join(f"{c.name:>15}" for c in columns)
           + "   speed-up of fast     error/(n e^beta)")
     for n in sizes:
         x = uniform(n, d, seed=n)
         result = fast_fn(x, x, BETA, ACCURACY, threads)
         t_fast = best_of(lambda: fast_fn(x, x, BETA, ACCURACY, threads), 3)
+        # what the models call: the tangent part (project=True) and z
+        t_velocity = best_of(lambda: fast_fn(x, x, BETA, ACCURACY, threads, True), 3)
         cells, ratios = [], []
         for c in columns:
             seconds, extrapolated = c.time(x)
             cells.append(f"{'~' if extrapolated else ' '}{seconds:13.4f} s")
             ratios.append(f"{'~' if extrapolated else ''}{seconds / t_fast:.3g}x")
-        print(f"{n:9d} {t_fast:8.4f} s " + " ".join(f"{c:>15}" for c in cells)
+        print(f"{n:9d} {t_velocity:8.4f} s {t_fast:8.4f} s "
+              + " ".join(f"{c:>15}" for c in cells)
               + "   " + " / ".join(ratios) + f"   {fast_error(x, result):.1e}", flush=True)
 
 
