@@ -20,11 +20,14 @@ clusters become single points, which keeps the hull well conditioned and Prim sh
 count is then exact except for edges within ``SNAP * threshold`` of the threshold.
 
 Attention rank: the numerical rank of the n x n attention matrix
-``A_ij = e^{beta <x_i, x_j>} / sum_k e^{beta <x_i, x_k>}`` (SA; USA: ``e^{beta<x_i,x_j>}/n``),
+``A_ij = e^{beta <x_i, x_j>} / sum_k e^{beta <x_i, x_k>}`` (SA; USA: ``e^{beta<x_i,x_j>}/n``;
+hardmax: uniform over the nearest other tokens),
 the number of singular values above ``tolerance`` times the largest. Clustering drives it
 to the number of clusters (rank one for a single cluster). Dense: O(n^3), for n <= 5000.
 """
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -134,9 +137,17 @@ def _prim(x):
     return out
 
 
-def attention_matrix(x: np.ndarray, beta: float, normalized: bool) -> np.ndarray:
+def attention_matrix(x: np.ndarray, beta: float, normalized: bool,
+                     tie_tolerance: float = 1e-12) -> np.ndarray:
     """The dense attention matrix of directions ``x`` (SA rows sum to 1; USA scaled by
-    ``e^-beta``, which does not change its rank)."""
+    ``e^-beta``, which does not change its rank). ``beta = inf``: the hardmax model's,
+    row i uniform on the ``j != i`` maximising ``<x_i, x_j>`` (ties within
+    ``tie_tolerance``)."""
+    if math.isinf(beta):
+        g = x @ x.T
+        np.fill_diagonal(g, -np.inf)
+        a = (g >= g.max(axis=1, keepdims=True) - tie_tolerance).astype(float)
+        return a / a.sum(axis=1, keepdims=True)
     g = beta * (x @ x.T)
     g -= g.max(axis=1, keepdims=True) if normalized else beta
     a = np.exp(g)

@@ -157,8 +157,8 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict) -> dict:
         out["energy"] = pm.interaction_energy(th, plan["beta"], method=method,
                                               accuracy=p["accuracy"])
     if p["attention_rank"]:
-        beta = 1e300 if math.isinf(plan["beta"]) else plan["beta"]
-        out["attention_rank"] = cl.attention_rank(th, beta, cfg["model"]["normalized"],
+        out["attention_rank"] = cl.attention_rank(th, plan["beta"],
+                                                  cfg["model"]["normalized"],
                                                   p["rank_tolerance"])
     return out
 

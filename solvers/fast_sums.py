@@ -87,9 +87,10 @@ Timings (``benchmarks/bench_particles.py``; 2-core AMD EPYC shared with other jo
     1e6      0.12 s     ~2000 s    0.25 s     ~3000 s      (~: extrapolated as n^2)
 
 With ``project=True`` (what the models call; machine free, 2026-11-22): n = 1e6,
-S^1 0.088 s, S^2 0.17 s; n = 1e4: 2.7 ms, 5.2 ms. One thread at n = 1e6: S^1 0.21-0.27 s, S^2 0.38-0.43 s. Plain numpy: Gram blocks and
-``exp`` 5-7x slower than the direct kernel; on S^1 the same moments by dense
-``exp(-1j k theta)`` blocks 2.4x (n = 1e3) to 32x (n = 1e6) slower than the NUFFTs.
+S^1 0.088 s, S^2 0.17 s; n = 1e4: 2.7 ms, 5.2 ms. One thread at n = 1e6 (full sums):
+S^1 0.21-0.27 s, S^2 0.38-0.43 s. Plain numpy: Gram blocks and ``exp`` 5-7x slower
+than the direct kernel; on S^1 the same moments by dense ``exp(-1j k theta)`` blocks
+2.4x (n = 1e3) to 32x (n = 1e6) slower than the NUFFTs.
 Chunks: one below 131072 points (two chunks measured no faster there), then 2, 4, 8.
 
 ``choose_method`` (``"auto"``) takes the fast method from ``crossover_n(d, beta,

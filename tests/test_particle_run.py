@@ -176,8 +176,10 @@ def test_circle_bin_masses_are_exact():
     np.testing.assert_allclose(fv, expect, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("geometry", ["circle", "sphere"])
-def test_compare_reaches_the_sampling_floor(geometry, tmp_path):
+@pytest.mark.parametrize("geometry, method", [("circle", "spectral"), ("sphere", "spectral"),
+                                              ("circle", "finite-volume"),
+                                              ("sphere", "finite-volume")])
+def test_compare_reaches_the_sampling_floor(geometry, method, tmp_path):
     # Mean-field convergence: for a resolved PDE the pooled histogram's L1 distance is the
     # sampling noise of N = 4 x 1000 tokens (plus O(1/n) propagation-of-chaos bias). Bound
     # 1.6 x the expected noise floor: the L1 distance of B bins fluctuates by ~1/sqrt(B)
@@ -185,12 +187,19 @@ def test_compare_reaches_the_sampling_floor(geometry, tmp_path):
     cfg = {"domain": {"geometry": geometry}, "model": {"beta": 1.0, "kappa": 10.0},
            "initial": {"kind": "von_mises", "concentration": 2.0,
                        **({"center": [0.0, 0.0, 1.0]} if geometry == "sphere" else {})},
-           "discretization": {"resolution": 64 if geometry == "circle" else 24},
+           "discretization": {"method": method, "resolution": {
+               ("circle", "spectral"): 64, ("sphere", "spectral"): 24,
+               ("circle", "finite-volume"): 256, ("sphere", "finite-volume"): 2562}[
+                   geometry, method]},
            "time": {"t_final": 1.0, "save_every": 0.5, "dt": 0.01},
            "particles": {"n": 1000, "ensemble": 4}}
+    # (time.dt is the particles' step; the PDE steps adaptively, finite volumes within
+    # their stability bound, which dt = 0.01 would exceed at 2562 cells)
     ds = meanfield.compare(cfg, out=tmp_path / "c.nc")
     assert ds.attrs["kind"] == "compare" and ds.sizes["run"] == 4
     assert np.all(ds.l1_distance < 1.6 * ds.l1_noise_floor)
+    # bin masses: exact on the circle; quadrature on the sphere (spectral: degree 5 of a
+    # smooth field; finite volumes: a piecewise-constant field, cut cells O(h^2))
     np.testing.assert_allclose((ds.pde_bin_density * ds.bin_size).sum("bin"), 1.0,
                                atol=1e-6 if geometry == "sphere" else 1e-13)
     # the PDE and the particles agree on the order parameter to the sampling error
@@ -199,12 +208,30 @@ def test_compare_reaches_the_sampling_floor(geometry, tmp_path):
     assert read_netcdf(tmp_path / "c.nc").attrs["kind"] == "compare"
 
 
+def test_hardmax_attention_matrix_and_rank():
+    # three tokens at angles 0, 0.1, 0.2: the ends attend to the middle, the middle to
+    # both ends (a tie): rows (0, 1, 0), (1/2, 0, 1/2), (0, 1, 0), rank 2
+    th = np.array([0.0, 0.1, 0.2])
+    x = np.stack([np.cos(th), np.sin(th)], axis=1)
+    a = cl.attention_matrix(x, math.inf, True)
+    np.testing.assert_allclose(a, [[0, 1, 0], [0.5, 0, 0.5], [0, 1, 0]], atol=0)
+    assert cl.attention_rank(x, math.inf, True, 1e-6) == 2
+    ds = meanfield.particles({"particles": {"model": "hardmax", "n": 30,
+                                            "attention_rank": True},
+                              "time": {"t_final": 1.0, "save_every": 0.5}})
+    assert ds.attrs["model"] == "hardmax" and np.all(np.isnan(ds.energy))
+    assert int(ds.attention_rank[0]) == cl.attention_rank(ds.position.values[0], math.inf,
+                                                          True, 1e-6)
+
+
 def test_cli_particles_and_compare(tmp_path, capsys):
     toml = tmp_path / "p.toml"
     toml.write_text('[model]\nbeta = 1.0\n[particles]\nn = 50\n'
                     '[time]\nt_final = 0.5\nsave_every = 0.25\n')
     assert main(["particles", str(toml), "--no-progress"]) == 0
     assert (tmp_path / "p.nc").exists()
+    assert main(["plot", str(tmp_path / "p.nc")]) == 0
+    assert (tmp_path / "p_summary.png").exists()
     assert main(["particles", str(toml), "--no-progress"]) == 2  # exists, no --overwrite
     assert main(["compare", str(toml), "--no-progress", "--out", str(tmp_path / "c.nc"),
                  "--set", "particles.ensemble=2", "--set", "initial.kind=\"uniform\""]) == 0
