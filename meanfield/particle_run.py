@@ -43,6 +43,7 @@ from meanfield import clusters as cl
 from meanfield import config as cfgmod
 from meanfield import particle_models as pm
 from meanfield import sampling
+from meanfield.diagnostics import summarize
 from meanfield.errors import ConfigError
 from meanfield.evolve import _progress_bar, checkpoint_path, save_times
 from meanfield.io import check_writable, read_netcdf, write_netcdf
@@ -140,22 +141,20 @@ def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
 # Diagnostics and the dataset.
 
 def diagnostics(x: np.ndarray, cfg: dict, plan: dict) -> dict:
-    """Diagnostics of one frame of tokens (rows of ``x``; directions are taken)."""
+    """Diagnostics of one frame of tokens (rows of ``x``; directions are taken): the
+    empirical measure's through ``meanfield.diagnostics.summarize`` (weights 1/n), as the
+    PDE's, plus clusters and the attention rank."""
     th = pm.directions(x)
-    p = cfg["particles"]
-    mean = th.mean(axis=0)
-    r = float(np.linalg.norm(mean))
-    out: dict[str, Any] = {
-        "order_parameter": r,
-        "mean_direction": mean / r if r > 0 else np.full(th.shape[1], np.nan),
-        "clusters": cl.cluster_count(th, p["cluster_threshold"]),
-    }
+    n, p = th.shape[0], cfg["particles"]
     if math.isinf(plan["beta"]):
-        out["energy"] = math.nan  # E_beta diverges with beta
+        energy = math.nan  # E_beta diverges with beta
     else:
-        method = plan["sum_method"]
-        out["energy"] = pm.interaction_energy(th, plan["beta"], method=method,
-                                              accuracy=p["accuracy"])
+        energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
+                                       accuracy=p["accuracy"])
+    summary = summarize(np.full(n, 1.0 / n), np.ones(n), th, energy, 0.0)
+    out: dict[str, Any] = {key: summary[key]
+                           for key in ("order_parameter", "mean_direction", "energy")}
+    out["clusters"] = cl.cluster_count(th, p["cluster_threshold"])
     if p["attention_rank"]:
         out["attention_rank"] = cl.attention_rank(th, plan["beta"],
                                                   cfg["model"]["normalized"],
