@@ -215,7 +215,7 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
         diags.append(model.diagnostics(rho0))
     pending = times[times > t0 * (1 + 1e-12) + 1e-300]
 
-    bar = _progress_bar(cfg["time"]["t_final"], t0, progress)
+    bar = progress_bar(cfg["time"]["t_final"], t0, progress)
     last_ckpt = [_time.monotonic()]
     # The exact solver state at the last save: a resumed run restarts from it bit for bit.
     last = {"state": state, "t": t0, "h": h0}
@@ -261,7 +261,8 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     return ds
 
 
-def _progress_bar(total: float, start: float, enabled: bool):
+def progress_bar(total: float, start: float, enabled: bool):
+    """A tqdm bar over simulated time (None when not ``enabled``)."""
     if not enabled:
         return None
     from tqdm.auto import tqdm

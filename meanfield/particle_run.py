@@ -45,12 +45,13 @@ from meanfield import particle_models as pm
 from meanfield import sampling
 from meanfield.diagnostics import summarize
 from meanfield.errors import ConfigError
-from meanfield.evolve import _progress_bar, checkpoint_path, save_times
+from meanfield.evolve import progress_bar, checkpoint_path, save_times
 from meanfield.io import check_writable, read_netcdf, write_netcdf
 from solvers import fast_sums
 
 DEFAULT_N = 1000
-FAST_METHODS = {"fourier": 2, "harmonic": 3}  # method -> the only dimension it serves
+# method -> the only dimension it serves
+FAST_METHODS = {method: d for d, method in fast_sums.FAST_METHOD.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -269,7 +270,7 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
         diags = [diagnostics(f, cfg, plan) for f in frames]
         noise.bit_generator.state = rng_state
     last = {"t": t0, "h": h0, "rng": noise.bit_generator.state}
-    bar = _progress_bar(cfg["time"]["t_final"], t0, progress)
+    bar = progress_bar(cfg["time"]["t_final"], t0, progress)
     last_ckpt = [_time.monotonic()]
 
     def on_save(t: float, x: np.ndarray, h_next: float) -> None:
