@@ -35,10 +35,12 @@ the same ``figure`` and ``plot_result``; their panels are also public::
     histogram_map(cmp, ax)        # sphere: token histogram per mesh cell, Mollweide
     l1_distance(cmp, ax); order_comparison(cmp, ax)
 
-Layout: ``common`` (validation, dispatch, diagnostics and the functions above that
-work for every geometry), ``circle`` and ``sphere`` (the geometry-specific drawing,
-registered on import), ``particles`` and ``comparison`` (the dataset kinds; the token
-panels in ``tokens``).
+Layout: ``common`` (validation and dispatch: the geometry and kind registries, and the
+functions above that work for every geometry), ``helpers`` (style, formatting, colour
+scales, dataset checks, animation writing, the diagnostics panels), ``circle`` and
+``sphere`` (the geometry-specific figures, registered on import; the sphere grid in
+``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``), ``particles``
+and ``comparison`` (the dataset kinds; the token panels in ``tokens``).
 """
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ from meanfield.plotting.comparison import (  # registers "compare"
     order_comparison,
 )
 from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
-from meanfield.plotting.sphere import map_mollweide, map_orthographic
+from meanfield.plotting.sphere_maps import map_mollweide, map_orthographic
 
 SUPPORTED_GEOMETRIES: tuple[str, ...] = tuple(_PLOTTERS)
 SUPPORTED_KINDS: tuple[str, ...] = tuple(_KINDS)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from meanfield.errors import ConfigError
-from meanfield.plotting.common import (
+from meanfield.plotting.common import _GeometryPlots, _register
+from meanfield.plotting.helpers import (
     _MAX_LEGEND_ENTRIES,
     TWO_PI,
     _check_coords_numeric,
@@ -19,13 +20,11 @@ from meanfield.plotting.common import (
     _fmt_time,
     _frame_indices,
     _freeze_layout,
-    _GeometryPlots,
     _letter_panels,
     _log_limits,
     _new_figure,
     _norm,
     _periodic_edges,
-    _register,
     _save_animation,
     _shown,
     _snapshot_indices,

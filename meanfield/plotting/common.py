@@ -1,16 +1,16 @@
-"""Shared machinery of ``meanfield.plotting``: style, validation and dispatch, diagnostics,
-and the geometry-independent public functions.
+"""Validation and dispatch of ``meanfield.plotting``, and the geometry-independent public
+functions (``spacetime``, ``snapshots``, ``diagnostics``, ``figure``, ``plot_result``).
 
 Each geometry module (``circle``, ``sphere``) registers a ``_GeometryPlots`` in
 ``_PLOTTERS`` when imported; the package ``__init__`` imports them all, so the registry is
 complete whenever this module is used through the package. Datasets of another kind
 (``attrs["kind"]``: ``"particles"``, ``"compare"``) are drawn by the ``_KindPlots`` that
 ``particles`` and ``comparison`` register in ``_KINDS``; ``figure``, ``plot_result`` and
-``diagnostics`` dispatch on the kind first.
+``diagnostics`` dispatch on the kind first. The style, helpers and diagnostics panels
+they all draw with are in ``helpers``.
 """
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,244 +21,23 @@ import numpy as np
 
 from meanfield.errors import ConfigError
 from meanfield.io import write_atomic
+from meanfield.plotting.helpers import (
+    _check_log,
+    _diagnostic_panels,
+    _draw_panel,
+    _new_figure,
+    _periodic_edges,  # noqa: F401  (re-exported: tests import it from here)
+    _style,
+    _title,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-TWO_PI = 2.0 * math.pi
-_MASS_ERROR_FLOOR = 1e-17
-_LOG_DYNAMIC_RANGE = 1e8  # log colour scale spans at most this factor below the maximum
-_AUTO_LOG_PEAK = 25.0  # log="auto": log scale once the peak exceeds 25x the uniform density
-_MAX_LEGEND_ENTRIES = 8  # more snapshot curves than this get a time colorbar instead
 _MAX_FRAMES = 100
 _FPS = 12
-
-_STYLE: dict[str, Any] = {
-    "font.size": 9,
-    "axes.titlesize": 9.5,
-    "axes.labelsize": 9,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 7.5,
-    "figure.titlesize": 11,
-    "lines.linewidth": 1.4,
-    "axes.linewidth": 0.8,
-    "legend.frameon": False,
-    "savefig.facecolor": "white",
-    "figure.facecolor": "white",
-}
-
-
-# --------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------
-def _new_figure(figsize: tuple[float, float]) -> Figure:
-    """A pyplot-free figure with an Agg canvas and constrained layout."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _style():
-    import matplotlib
-
-    return matplotlib.rc_context(_STYLE)
-
-
-def _fmt_number(value: Any) -> str:
-    """``1.0 -> '1'``, ``inf -> '∞'``; other values as given."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return f"{x:.4g}"
-
-
-def _fmt_time(t: float) -> str:
-    return f"{t:.3g}"
-
-
-def _units_suffix(var: Any) -> str:
-    """' (1/rad)' for a variable with units; '' when dimensionless ("1", "1 (...)")."""
-    units = str(getattr(var, "attrs", {}).get("units", "")).strip()
-    return "" if units == "" or units.split()[0] == "1" else f" ({units})"
-
-
-def _time_label(ds: xr.Dataset) -> str:
-    return "time t" + _units_suffix(ds["time"]) if "time" in ds.coords else "time t"
-
-
-def _attr_summary(ds: xr.Dataset) -> str:
-    """'SA, β = 1, κ = ∞, spectral' from whichever of those attrs are present."""
-    attrs = ds.attrs
-    parts = []
-    if "model" in attrs:
-        parts.append(f"{attrs['model']} model")
-    if "beta" in attrs:
-        parts.append(f"β = {_fmt_number(attrs['beta'])}")
-    if "kappa" in attrs:
-        parts.append(f"κ = {_fmt_number(attrs['kappa'])}")
-    if "method" in attrs:
-        parts.append(f"{attrs['method']}")
-    return ", ".join(parts)
-
-
-def _title(ds: xr.Dataset) -> str:
-    """Parameters from the attrs, after the ``title`` attr unless that already has them."""
-    title = str(ds.attrs.get("title", "")).strip()
-    summary = _attr_summary(ds)
-    if summary and any(word in title.lower() for word in ("beta", "β")):
-        title = ""  # a generated title repeating the parameters (meanfield.evolve's)
-    if title and summary:
-        sep = "\n" if len(title) + len(summary) > 70 else " "
-        return f"{title}{sep}({summary})"
-    return title or summary or "meanfield result"
-
-
-def _check_log(log: Any) -> None:
-    if not (isinstance(log, (bool, np.bool_)) or log == "auto"):
-        raise ConfigError(f"log = {log!r}; valid: True, False, 'auto'", "log")
-
-
-def _use_log(log: bool | str, rho: np.ndarray, uniform: float = 1.0 / TWO_PI) -> bool:
-    """Resolve ``log`` (True, False or "auto") for the densities ``rho``."""
-    if isinstance(log, str):
-        if log != "auto":
-            raise ConfigError(f"log = {log!r}; valid: True, False, 'auto'", "log")
-        finite = rho[np.isfinite(rho)]
-        return bool(finite.size) and float(finite.max()) > _AUTO_LOG_PEAK * uniform
-    return bool(log)
-
-
-def _log_limits(rho: np.ndarray) -> tuple[float, float]:
-    """(vmin, vmax) of a log scale: the positive range, at most 8 decades deep."""
-    finite = rho[np.isfinite(rho)]
-    vmax = float(finite.max()) if finite.size else 1.0
-    if not vmax > 0:
-        vmax = 1.0
-    positive = finite[finite > 0]
-    vmin = float(positive.min()) if positive.size else vmax / _LOG_DYNAMIC_RANGE
-    vmin = max(vmin, vmax / _LOG_DYNAMIC_RANGE)
-    if vmin >= vmax:
-        vmin = vmax / 10.0
-    return vmin, vmax
-
-
-def _norm(rho: np.ndarray, log: bool | str, uniform: float):
-    """The colour normalisation of an image of ``rho``: log (see ``_log_limits``) or
-    linear from min(0, min) to the max."""
-    from matplotlib.colors import LogNorm, Normalize
-
-    if _use_log(log, rho, uniform):
-        vmin, vmax = _log_limits(rho)
-        return LogNorm(vmin=vmin, vmax=vmax)
-    finite = rho[np.isfinite(rho)]
-    vmax = float(finite.max()) if finite.size else 1.0
-    vmin = min(0.0, float(finite.min())) if finite.size else 0.0
-    return Normalize(vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1.0)
-
-
-def _shown(rho: np.ndarray, norm) -> np.ndarray:
-    """``rho`` ready for a colour image: clipped to the floor of a log scale."""
-    from matplotlib.colors import LogNorm
-
-    if isinstance(norm, LogNorm):
-        return np.where(np.isfinite(rho), np.clip(rho, norm.vmin, None), np.nan)
-    return rho
-
-
-def _periodic_edges(theta: np.ndarray) -> np.ndarray:
-    """Cell edges around sorted angles in [0, 2π), wrapping periodically."""
-    mid = 0.5 * (theta[:-1] + theta[1:])
-    first = 0.5 * (theta[-1] - TWO_PI + theta[0])
-    return np.concatenate([[first], mid, [first + TWO_PI]])
-
-
-def _time_edges(t: np.ndarray) -> np.ndarray:
-    if t.size == 1:
-        half = 0.5 * max(abs(t[0]), 1.0)
-        return np.array([t[0] - half, t[0] + half])
-    mid = 0.5 * (t[:-1] + t[1:])
-    return np.concatenate([[t[0] - (mid[0] - t[0])], mid, [t[-1] + (t[-1] - mid[-1])]])
-
-
-def _snapshot_indices(t: np.ndarray, times: Sequence[float] | None, n: int) -> np.ndarray:
-    if times is None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ConfigError(f"n = {n!r} snapshots; need an integer >= 1", "n")
-        count = min(int(n), t.size)
-        return np.unique(np.rint(np.linspace(0, t.size - 1, count)).astype(int))
-    try:
-        wanted = np.atleast_1d(np.asarray(times, dtype=float))
-    except (TypeError, ValueError):
-        wanted = np.array([np.nan])
-    if wanted.size == 0 or not np.all(np.isfinite(wanted)):
-        raise ConfigError(f"times = {times!r} must be finite numbers", "times")
-    return np.unique(np.abs(t[None, :] - wanted.ravel()[:, None]).argmin(axis=1))
-
-
-def _frame_indices(n_saved: int, max_frames: int) -> np.ndarray:
-    """At most ``max_frames`` indices spread evenly over ``n_saved`` saved times."""
-    return np.unique(np.rint(np.linspace(0, n_saved - 1, min(n_saved, max_frames)))
-                     .astype(int))
-
-
-def _check_coords_numeric(ds: xr.Dataset, names: Sequence[str]) -> None:
-    for name in names:
-        if name in ds.coords:
-            values = np.asarray(ds[name].values)
-            if not np.issubdtype(values.dtype, np.number) or not np.all(np.isfinite(values)):
-                raise ConfigError(
-                    f"coordinate {name!r} must hold finite numbers (found dtype "
-                    f"{values.dtype})", name)
-
-
-def _check_density(ds: xr.Dataset, dims: tuple[str, ...], geometry: str) -> None:
-    """``density`` exists with exactly ``dims`` (any order) and there is a saved time."""
-    found = ", ".join(sorted(map(str, ds.data_vars))) or "none"
-    wanted = "(" + ", ".join(dims) + ")"
-    if "density" not in ds.data_vars:
-        raise ConfigError(
-            f"dataset has no 'density' variable (data variables found: {found}); "
-            f"{geometry} plots need density{wanted}", "density")
-    have = ds["density"].dims
-    if set(have) != set(dims) or len(have) != len(dims):
-        raise ConfigError(
-            f"'density' has dimensions {have}; {geometry} plots need {tuple(dims)}",
-            "density")
-    if ds.sizes["time"] < 1:
-        raise ConfigError("dataset has no saved times (time has length 0)", "time")
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Lay the figure out once, then stop re-running constrained layout for every frame
-    of an animation (frames differ only in data, and the layout would dominate)."""
-    fig.canvas.draw()
-    fig.set_layout_engine(None)
-    fig.canvas.draw_idle = lambda *args, **kwargs: None  # frames are drawn by savefig
-
-
-def _save_animation(fig: Figure, update: Callable[[int], Any], frames: np.ndarray,
-                    path: Path, *, fps: float, dpi: float) -> None:
-    from matplotlib.animation import FuncAnimation, PillowWriter
-
-    anim = FuncAnimation(fig, update, frames=[int(i) for i in frames], blit=False,
-                         repeat=False, cache_frame_data=False)
-    write_atomic(path, lambda tmp: anim.save(tmp, writer=PillowWriter(fps=fps), dpi=dpi))
-
-
-def _letter_panels(axes: Sequence[Axes]) -> None:
-    """Prefix the panels' titles with (a), (b), ... and move them to the left."""
-    for letter, ax in zip("abcdefghijklmnop", axes):
-        ax.set_title(f"({letter}) {ax.get_title(loc='left') or ax.get_title()}", loc="left")
-        ax.set_title("")  # one title per panel, on the left
 
 
 # --------------------------------------------------------------------------------------
@@ -379,79 +158,6 @@ def _check_points_allowed(plots: _GeometryPlots, points: Any) -> None:
     if points is not None and not plots.takes_points:
         raise ConfigError("points: the marker overlay is only drawn on sphere maps; "
                           "pass points=None for this dataset", "points")
-
-
-# --------------------------------------------------------------------------------------
-# diagnostics (geometry-independent: time series only)
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Panel:
-    key: str
-    title: str
-    ylabel: str
-
-
-def _diagnostic_panels(ds: xr.Dataset) -> list[_Panel]:
-    panels = []
-    if "order_parameter" in ds.data_vars:
-        panels.append(_Panel("order_parameter", "order parameter", "r(t)"))
-    if "energy" in ds.data_vars:
-        panels.append(_Panel("energy", "energy", "E(t)" + _units_suffix(ds["energy"])))
-    if "free_energy" in ds.data_vars:
-        panels.append(_Panel("free_energy", "free energy", "F(t)"
-                             + _units_suffix(ds["free_energy"])))
-    if "mass" in ds.data_vars:
-        panels.append(_Panel("mass", "mass error", "|M(t) − M(0)| / M(0)"))
-    return panels
-
-
-def _series(ds: xr.Dataset, key: str) -> np.ndarray:
-    var = ds[key]
-    if var.dims != ("time",):
-        raise ConfigError(f"{key!r} has dimensions {var.dims}; expected ('time',)", key)
-    return np.asarray(var.values, dtype=float)
-
-
-def _draw_panel(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
-    t = np.asarray(ds["time"].values, dtype=float)
-    y = _series(ds, panel.key)
-    if panel.key == "mass":
-        m0 = y[0]
-        scale = abs(m0) if np.isfinite(m0) and m0 != 0 else 1.0
-        with np.errstate(invalid="ignore"):
-            err = np.abs(y - m0) / scale
-        y = np.where(np.isfinite(err), np.maximum(err, _MASS_ERROR_FLOOR), np.nan)
-        ax.set_yscale("log")
-        # the error at t[0] is zero by definition; drawing it would only add a spike
-        # down to the floor
-        start = 1 if t.size > 1 else 0
-        ax.plot(t[start:], y[start:], color="C3", marker="." if t.size <= 30 else None)
-    elif panel.key == "order_parameter":
-        ax.plot(t, y, color="C0", marker="." if t.size <= 30 else None)
-        ax.set_ylim(-0.02, 1.02)
-    else:
-        colour = "C1" if panel.key == "energy" else "C2"
-        ax.plot(t, y, color=colour, marker="." if t.size <= 30 else None)
-        ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4), useOffset=True)
-    if t.size > 1:
-        ax.set_xlim(t[0], t[-1])
-    ax.set_xlabel(_time_label(ds))
-    ax.set_ylabel(panel.ylabel)
-    ax.set_title(panel.title)
-
-
-def _diagnostics_row(ds: xr.Dataset, fig: Figure, spec) -> list[Axes]:
-    """The diagnostics panels in a row filling the gridspec slot ``spec``."""
-    panels = _diagnostic_panels(ds)
-    if not panels:
-        return []
-    row = spec.subgridspec(1, len(panels))
-    axes = []
-    for k, panel in enumerate(panels):
-        ax = fig.add_subplot(row[k])
-        _draw_panel(ds, panel, ax)
-        axes.append(ax)
-    return axes
 
 
 # --------------------------------------------------------------------------------------
@@ -668,7 +374,7 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0:
         raise ConfigError(f"dpi = {dpi!r} must be a positive number", "dpi")
     if kind is None and plots.takes_points:
-        from meanfield.plotting.sphere import _points_array
+        from meanfield.plotting.sphere_grid import _points_array
 
         points = _points_array(points)  # validated before anything is written
     out = Path(out_dir)

@@ -26,19 +26,19 @@ import numpy as np
 
 from meanfield.errors import ConfigError
 from meanfield.plotting import circle as _circ
-from meanfield.plotting import sphere as _sph
-from meanfield.plotting.common import (
+from meanfield.plotting import sphere_grid as _grid
+from meanfield.plotting import sphere_maps as _maps
+from meanfield.plotting.common import _KindPlots, _register_kind
+from meanfield.plotting.helpers import (
     _attr_summary,
     _fmt_time,
     _frame_indices,
     _freeze_layout,
-    _KindPlots,
     _letter_panels,
     _log_limits,
     _new_figure,
     _norm,
     _periodic_edges,
-    _register_kind,
     _save_animation,
     _series,
     _snapshot_indices,
@@ -94,7 +94,7 @@ def _check_compare(ds: Any) -> xr.Dataset:
         if name not in ds.variables or ds[name].dims != ("bin",):
             raise ConfigError(f"a sphere comparison needs the coordinate {name!r} (bin) of "
                               "the bin (mesh cell) centres in radians", name)
-    return _sph._check_sphere(ds)
+    return _grid._check_sphere(ds)
 
 
 def _title(ds: xr.Dataset) -> str:
@@ -189,7 +189,7 @@ def density_vs_histogram(ds: xr.Dataset, ax: Axes, time: float | None = None, *,
 # --------------------------------------------------------------------------------------
 # sphere
 # --------------------------------------------------------------------------------------
-def _histogram_grid(ds: xr.Dataset) -> _sph._Grid:
+def _histogram_grid(ds: xr.Dataset) -> _grid._Grid:
     """The token histogram on a regular latitude-longitude grid, each point taking the
     value of its nearest bin centre (the mesh cell it lies in, for a Voronoi-like
     mesh): the piecewise-constant histogram, drawn unsmoothed."""
@@ -200,18 +200,18 @@ def _histogram_grid(ds: xr.Dataset) -> _sph._Grid:
     lat_edges = -0.5 * math.pi + math.pi * np.arange(nlat + 1) / nlat
     lat = 0.5 * (lat_edges[:-1] + lat_edges[1:])
     lon = 2 * math.pi * np.arange(2 * nlat) / (2 * nlat)
-    centres = _sph._unit_vectors(np.asarray(ds["bin_lat"].values, float),
-                                 np.asarray(ds["bin_lon"].values, float))
-    targets = _sph._unit_vectors(lat[:, None], lon[None, :])
+    centres = _grid._unit_vectors(np.asarray(ds["bin_lat"].values, float),
+                                  np.asarray(ds["bin_lon"].values, float))
+    targets = _grid._unit_vectors(lat[:, None], lon[None, :])
     nearest = cKDTree(centres).query(targets.reshape(-1, 3))[1].reshape(nlat, 2 * nlat)
-    return _sph._Grid(t=_t(ds), rho=_histogram(ds)[:, nearest], lat=lat, lon=lon,
-                      lat_edges=lat_edges, lon_edges=_periodic_edges(lon), mean=None,
-                      order=None, label="ρ" + _units_suffix(ds["particle_density"]))
+    return _grid._Grid(t=_t(ds), rho=_histogram(ds)[:, nearest], lat=lat, lon=lon,
+                       lat_edges=lat_edges, lon_edges=_periodic_edges(lon), mean=None,
+                       order=None, label="ρ" + _units_suffix(ds["particle_density"]))
 
 
-def _shared_norm(pde: _sph._Grid, hist: _sph._Grid, idx: Any, log: bool | str):
+def _shared_norm(pde: _grid._Grid, hist: _grid._Grid, idx: Any, log: bool | str):
     both = np.concatenate([pde.rho[idx].ravel(), hist.rho[idx].ravel()])
-    return _norm(both, log, _sph.UNIFORM)
+    return _norm(both, log, _grid.UNIFORM)
 
 
 def histogram_map(ds: xr.Dataset, ax: Axes | None = None, time: float | None = None, *,
@@ -239,23 +239,23 @@ def histogram_map(ds: xr.Dataset, ax: Axes | None = None, time: float | None = N
         raise ConfigError("histogram_map draws sphere comparisons; use "
                           "density_vs_histogram on the circle", "geometry")
     if ax is not None:
-        _sph._check_mollweide_axes(ax, "histogram_map")
+        _maps._check_mollweide_axes(ax, "histogram_map")
     g = _histogram_grid(ds)
     i = _index(ds, time)
-    norm = norm if norm is not None else _norm(g.rho[i], log, _sph.UNIFORM)
+    norm = norm if norm is not None else _norm(g.rho[i], log, _grid.UNIFORM)
     with _style() if ax is None else contextlib.nullcontext():
         if ax is None:
-            _, ax = _sph._new_map_figure("mollweide")
-        mesh, _, _ = _sph._draw_mollweide(g, ax, i, norm, cmap, None, smooth=False)
+            _, ax = _maps._new_map_figure("mollweide")
+        mesh, _, _ = _maps._draw_mollweide(g, ax, i, norm, cmap, None, smooth=False)
         ax.set_title(f"{_token_label(ds)}, t = {_fmt_time(g.t[i])}", pad=8)
         if colorbar:
-            _sph._colorbar(mesh, ax, g.label, shrink=0.85)
+            _maps._colorbar(mesh, ax, g.label, shrink=0.85)
     return mesh
 
 
 def _map_block(ds: xr.Dataset, fig: Figure, spec, count: int, log: bool | str) -> list:
     """PDE maps (top row) over token-histogram maps (bottom row) at ``count`` times."""
-    pde, hist = _sph._Grid.of(ds), _histogram_grid(ds)
+    pde, hist = _grid._Grid.of(ds), _histogram_grid(ds)
     idx = _snapshot_indices(pde.t, None, count)
     norm = _shared_norm(pde, hist, idx, log)
     block = spec.subgridspec(2, idx.size, wspace=0.02, hspace=0.08)
@@ -263,11 +263,11 @@ def _map_block(ds: xr.Dataset, fig: Figure, spec, count: int, log: bool | str) -
     for row, (g, name, smooth) in enumerate(((pde, "PDE", True), (hist, "tokens", False))):
         for k, i in enumerate(idx):
             ax = fig.add_subplot(block[row, k], projection="mollweide")
-            mesh, _, _ = _sph._draw_mollweide(g, ax, int(i), norm, "magma", None,
-                                              labels=False, smooth=smooth)
+            mesh, _, _ = _maps._draw_mollweide(g, ax, int(i), norm, "magma", None,
+                                               labels=False, smooth=smooth)
             ax.set_title(f"{name}, t = {_fmt_time(pde.t[i])}", fontsize=8)
             axes.append(ax)
-    _sph._colorbar(mesh, axes, pde.label, shrink=0.85, aspect=20)
+    _maps._colorbar(mesh, axes, pde.label, shrink=0.85, aspect=20)
     return axes
 
 
@@ -445,20 +445,20 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
                 ax.set_title(f"t = {_fmt_time(t[i])}")
                 return line, steps
         else:
-            pde, hist = _sph._Grid.of(ds), _histogram_grid(ds)
+            pde, hist = _grid._Grid.of(ds), _histogram_grid(ds)
             norm = _shared_norm(pde, hist, frames, log)
             fig = _new_figure((7.5, 2.7))
             axes = [fig.add_subplot(1, 2, k + 1, projection="mollweide") for k in range(2)]
-            drawn = [_sph._draw_mollweide(g, a, int(frames[0]), norm, "magma", None,
-                                          labels=False, smooth=smooth)
+            drawn = [_maps._draw_mollweide(g, a, int(frames[0]), norm, "magma", None,
+                                           labels=False, smooth=smooth)
                      for g, a, smooth in ((pde, axes[0], True), (hist, axes[1], False))]
-            _sph._colorbar(drawn[0][0], axes, pde.label, shrink=0.85)
+            _maps._colorbar(drawn[0][0], axes, pde.label, shrink=0.85)
 
             def update(i: int):
                 for (mesh, _, values), name, a in zip(drawn, ("PDE", "tokens"), axes):
                     mesh.set_array(values(i))
                     a.set_title(f"{name}, t = {_fmt_time(t[i])}", fontsize=8)
-                xy = _sph._mollweide_xy(pde.mean_at(i))
+                xy = _maps._mollweide_xy(pde.mean_at(i))
                 drawn[0][1].set_data(*(xy or ([], [])))
                 return [d[0] for d in drawn]
         fig.suptitle(_title(ds), fontsize=8)

@@ -31,17 +31,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from meanfield.errors import ConfigError
-from meanfield.plotting import sphere as _sph
-from meanfield.plotting.common import (
+from meanfield.plotting import sphere_grid as _grid
+from meanfield.plotting.common import _KindPlots, _register_kind
+from meanfield.plotting.helpers import (
     _draw_panel,
     _fmt_time,
     _frame_indices,
     _freeze_layout,
-    _KindPlots,
     _letter_panels,
     _new_figure,
     _Panel,
-    _register_kind,
     _save_animation,
     _series,
     _snapshot_indices,
@@ -188,7 +187,7 @@ def _token_row(ds: xr.Dataset, fig: Figure, spec, log: bool | str) -> list[Axes]
         for ax, i in zip(axes, idx):
             _ortho_tokens(ax, x[i], view, colours, f"t = {_fmt_time(t[i])}")
         axes[0].set_title(f"t = {_fmt_time(t[idx[0]])}, facing\n"
-                          f"{_sph._fmt_direction(view)}")
+                          f"{_grid._fmt_direction(view)}")
         moll = fig.add_subplot(top[idx.size], projection="mollweide")
         _mollweide_tokens(moll, x[last], colours, f"t = {_fmt_time(t[last])}")
         axes.append(moll)
@@ -244,7 +243,7 @@ def _tokens_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
                 for ax, i in zip(axes, idx):
                     _ortho_tokens(ax, x[i], view, colours, f"t = {_fmt_time(t[i])}")
                 axes[0].set_title(f"t = {_fmt_time(t[idx[0]])}, facing\n"
-                                  f"{_sph._fmt_direction(view)}")
+                                  f"{_grid._fmt_direction(view)}")
                 _longitude_colorbar(fig, axes)
             else:
                 order = _cluster_order(x[-1, _subsample(x.shape[1], MAX_GRAM)])

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from meanfield.errors import ConfigError
-from meanfield.plotting import sphere as _sph
+from meanfield.plotting import sphere_grid as _grid
+from meanfield.plotting import sphere_maps as _maps
 from meanfield.plotting.circle import _theta_axis
-from meanfield.plotting.common import (
+from meanfield.plotting.helpers import (
     TWO_PI,
     _attr_summary,
     _fmt_time,
@@ -243,13 +244,13 @@ def _ortho_tokens(ax: Axes, p: np.ndarray, center: np.ndarray, colours: np.ndarr
     tokens on the far side are not drawn. Returns (scatter, cross, frame)."""
     from matplotlib.patches import Circle
 
-    frame = _sph._view_frame(center)
+    frame = _maps._view_frame(center)
     ax.add_patch(Circle((0.0, 0.0), 1.0, facecolor=_FACE, edgecolor="none", zorder=0))
-    _sph._ortho_graticule(ax, frame)
+    _maps._ortho_graticule(ax, frame)
     ax.add_patch(Circle((0.0, 0.0), 1.0, fill=False, lw=0.9, color="0.15", zorder=4))
     scatter = ax.scatter(*_ortho_xy(frame, p), c=colours, s=_marker_size(len(p)) * 1.6,
                          edgecolors="black", linewidths=0.3, zorder=5)
-    cross = _sph._draw_overlay(ax, _ortho_mean(frame, p), None, 0)
+    cross = _maps._draw_overlay(ax, _ortho_mean(frame, p), None, 0)
     ax.set_aspect("equal")
     ax.set_xlim(-1.04, 1.04)
     ax.set_ylim(-1.04, 1.04)
@@ -260,7 +261,7 @@ def _ortho_tokens(ax: Axes, p: np.ndarray, center: np.ndarray, colours: np.ndarr
 
 def _ortho_xy(frame: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Projected coordinates, NaN on the far side (not drawn)."""
-    x, y, depth = _sph._project(frame, p)
+    x, y, depth = _maps._project(frame, p)
     return np.where(depth >= 0, x, np.nan), np.where(depth >= 0, y, np.nan)
 
 
@@ -268,7 +269,7 @@ def _ortho_mean(frame: np.ndarray, p: np.ndarray):
     m = _mean_direction(p)
     if m is None:
         return None
-    x, y, depth = _sph._project(frame, m[None, :])
+    x, y, depth = _maps._project(frame, m[None, :])
     return (x, y) if depth[0] >= 0 else None
 
 
@@ -311,24 +312,24 @@ def token_map(ds: xr.Dataset, ax: Axes | None = None, time: float | None = None,
     colours = _token_colours(ds)
     with _style() if ax is None else contextlib.nullcontext():
         if ax is None:
-            _, ax = _sph._new_map_figure(projection)
+            _, ax = _maps._new_map_figure(projection)
         if projection == "mollweide":
-            _sph._check_mollweide_axes(ax, "token_map")
+            _maps._check_mollweide_axes(ax, "token_map")
             return _mollweide_tokens(ax, x[i], colours, f"t = {_fmt_time(t[i])}")[0]
         if getattr(ax, "name", "rectilinear") != "rectilinear":
             raise ConfigError(f"an orthographic token map draws into ordinary axes; got a "
                               f"{ax.name!r} projection", "ax")
-        view = _default_view(x) if center is None else _sph._center_vector(center)
+        view = _default_view(x) if center is None else _grid._center_vector(center)
         return _ortho_tokens(ax, x[i], view, colours, f"t = {_fmt_time(t[i])}")[0]
 
 
 def _mollweide_tokens(ax: Axes, p: np.ndarray, colours: np.ndarray, title: str):
     ax.set_facecolor(_FACE)
-    _sph._mollweide_frame(ax, True)
-    lon, lat = _sph._lon_lat(p)
+    _maps._mollweide_frame(ax, True)
+    lon, lat = _grid._lon_lat(p)
     scatter = ax.scatter(lon, lat, c=colours, s=_marker_size(len(p)) * 1.6,
                          edgecolors="black", linewidths=0.3, zorder=5)
-    cross = _sph._draw_overlay(ax, _sph._mollweide_xy(_mean_direction(p)), None, 0)
+    cross = _maps._draw_overlay(ax, _maps._mollweide_xy(_mean_direction(p)), None, 0)
     ax.set_title(title, pad=8)
     return scatter, cross
 
