@@ -15,10 +15,11 @@ import time
 
 import numpy as np
 
-from meanfield.circle import CircleModel, FiniteVolumeCircle, SpectralCircle
-from meanfield.initial import initial_values
-from meanfield.kernels import kernel_multiplier, potential_multiplier
-from solvers.circle import CircleGrid, padded_size
+from meanfield.model.circle import CircleModel
+from meanfield.discretizations.circle import FiniteVolumeCircle, SpectralCircle
+from meanfield.initial.circle import initial_values
+from meanfield.model.kernels import kernel_multiplier, potential_multiplier
+from solvers.grids.circle import CircleGrid, padded_size
 from solvers.steppers import ETDRK4
 
 INITIAL = {"kind": "mixture", "components": [

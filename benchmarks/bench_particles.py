@@ -8,9 +8,9 @@ uniform tokens on S^1 and S^2, beta = 5, accuracy 1e-10. Columns:
 
 - velocity: the fast method with ``project=True`` (the tangent part and z: what the
   models evaluate);
-- fast: ``solvers.fast_sums`` (``fourier`` on S^1, ``harmonic`` on S^2), all cores, the
+- fast: ``solvers.particles.fast`` (``fourier`` on S^1, ``harmonic`` on S^2), all cores, the
   full sums ``s, z``;
-- direct: ``solvers.particles.exp_kernel_sums`` (numba);
+- direct: ``solvers.particles.direct.exp_kernel_sums`` (numba);
 - numpy direct: blocks of the Gram matrix, ``exp``, two matrix products;
 - numpy Fourier (S^1): the moments and evaluations of the fast method as dense
   ``exp(-1j outer(k, theta))`` blocks, no NUFFT.
@@ -29,8 +29,8 @@ import time
 import numpy as np
 from scipy import special
 
-from solvers import fast_sums as fs
-from solvers.particles import exp_kernel_sums
+from solvers.particles import fast as fs
+from solvers.particles.direct import exp_kernel_sums
 
 BETA, ACCURACY = 5.0, 1e-10
 

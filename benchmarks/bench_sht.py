@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from solvers import sht
-from solvers.sht import SphereGrid
+from solvers.transforms import sht
+from solvers.transforms.sht import SphereGrid
 
 
 def random_alm(lmax: int, seed: int = 0) -> np.ndarray:

@@ -14,8 +14,9 @@ import time
 
 import numpy as np
 
-from meanfield.sphere import SphereModel, SpectralSphere
-from solvers import sht
+from meanfield.model.sphere import SphereModel
+from meanfield.discretizations.sphere import SpectralSphere
+from solvers.transforms import sht
 
 
 def best_of(fn, repeat):

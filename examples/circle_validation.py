@@ -14,7 +14,7 @@ import numpy as np
 
 import meanfield
 from meanfield.demo import kuramoto_order_parameter
-from meanfield.kernels import growth_rate
+from meanfield.model.kernels import growth_rate
 
 PAIRS = [(0.0, 1.5), (0.5, 3.0), (1.0, 4.0), (3.0, 2.0), (2.0, math.inf)]
 

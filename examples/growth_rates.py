@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import meanfield
-from meanfield.kernels import growth_rate
+from meanfield.model.kernels import growth_rate
 
 
 def measured_rate(beta: float, kappa: float, normalized: bool, k: int) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from meanfield.errors import ConfigError, SolverError  # noqa: E402
-from meanfield.evolve import evolve  # noqa: E402
+from meanfield.runs.evolve import evolve  # noqa: E402
 
 __all__ = ["ConfigError", "SolverError", "compare", "evolve", "particles", "__version__"]
 
@@ -24,9 +24,9 @@ def __getattr__(name: str):
     # The particle entry points load numba kernels and the fast-sum libraries: imported
     # on first use, so that ``import meanfield`` stays light.
     if name == "particles":
-        from meanfield.particle_run import particles
+        from meanfield.runs.particles import particles
         return particles
     if name == "compare":
-        from meanfield.comparison import compare
+        from meanfield.studies.compare import compare
         return compare
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

@@ -69,16 +69,16 @@ def _run(args) -> int:
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
     progress = not args.no_progress
     if args.command == "compare":
-        from meanfield.comparison import compare
+        from meanfield.studies.compare import compare
         ds = compare(cfg, out=out, overwrite=args.overwrite, progress=progress)
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "
               f"{float(ds.l1_noise_floor[-1]):.3g})")
         return 0
     if args.command == "particles":
-        from meanfield.particle_run import particles as task
+        from meanfield.runs.particles import particles as task
     else:
-        from meanfield.evolve import evolve as task
+        from meanfield.runs.evolve import evolve as task
     ds = task(cfg, out=out, overwrite=args.overwrite, resume=args.resume, progress=progress)
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
-from meanfield.evolve import evolve
+from meanfield.runs.evolve import evolve
 from meanfield.io import check_writable, write_atomic
 
 RUNS = {
@@ -104,7 +104,7 @@ def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
         results[name] = ds
         written.append(targets[name])
         written += plot_result(ds, out_dir, stem=name)
-    from meanfield.comparison import compare
+    from meanfield.studies.compare import compare
     if progress:
         print("meanfield demo: particles_vs_pde")
     cmp = compare(COMPARE, out=targets["particles_vs_pde"], overwrite=overwrite,

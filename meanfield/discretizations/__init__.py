@@ -1,0 +1,1 @@
+"""Discretizations of the mean-field PDE, one per (geometry, method)."""

@@ -1,0 +1,1 @@
+"""Initial densities (circle, sphere) and token samplers."""

@@ -1,0 +1,1 @@
+"""Diagnostics, clusters and (later) distances between measures."""

@@ -1,0 +1,1 @@
+"""The physics: kernels and multipliers, linear theory, the models on grids and on tokens."""

@@ -1,0 +1,108 @@
+"""The attention model on the circle: velocity fields, diagnostics, and the two solvers.
+
+With ``c_k`` the Fourier coefficients of rho (``solvers.transforms.fft`` convention), ``g_k`` and
+``s_k`` the scaled multipliers of ``meanfield.model.kernels``:
+
+- USA: ``v = d/dtheta Phi``, ``Phi-hat_k = e^beta g_k c_k``;
+- SA:  ``v = d/dtheta Psi = (d/dtheta (g*rho)) / (s*rho)``, the ``e^beta`` cancelling;
+- the PDE ``d rho/dt = -d/dtheta (rho v) + (1/kappa) d^2 rho/dtheta^2``.
+
+Diagnostics, all from the grid values: mass ``int rho``; energy ``E_beta(rho) -
+E_beta(uniform) = 2 pi e^beta sum_{k>=1} g_k |c_k|^2`` (the interaction energy of
+DESIGN.md section 1 less its value at the uniform density, a constant for mass 1, so that
+it is finite at beta = 0, where it equals ``r^2 / 2``); free energy ``(1/kappa) int rho
+log rho - energy``; order parameter ``r = |int x d mu|``; mean direction ``int x d mu / r``.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from meanfield.metrics.diagnostics import summarize
+from meanfield.model.kernels import kernel_multiplier, potential_multiplier
+from solvers.grids.circle import CircleGrid
+from solvers.transforms.fft import RealFFT
+
+
+def make_potential_differences():
+    """Compile the numba kernels for ``psi_{j+1} - psi_j`` (USA and SA)."""
+
+    @numba.njit(cache=True)
+    def usa(phi, scale, out):
+        n = phi.shape[0]
+        for j in range(n):
+            out[j] = scale * (phi[(j + 1) % n] - phi[j])
+
+    @numba.njit(cache=True)
+    def sa(phi, kernel, beta, out):
+        # Psi = log(s*rho)/beta with s*rho = s_0 c_0 + beta (g*rho), so the difference is
+        # log1p(beta dphi / K_j)/beta: written as ratio * log1p(y)/y, exact as beta -> 0.
+        n = phi.shape[0]
+        for j in range(n):
+            ratio = (phi[(j + 1) % n] - phi[j]) / kernel[j]
+            y = beta * ratio
+            if abs(y) < 1e-8:
+                out[j] = ratio * (1.0 - 0.5 * y)
+            else:
+                out[j] = ratio * (np.log1p(y) / y)
+
+    return usa, sa
+
+
+_usa_difference, _sa_difference = make_potential_differences()
+
+
+class CircleModel:
+    """USA or SA attention dynamics with noise ``1/kappa`` on a circle grid.
+
+    Args:
+        grid: the grid.
+        beta: inverse temperature, >= 0.
+        kappa: inverse noise, > 0 (``inf``: no noise).
+        normalized: True for SA, False for USA.
+    """
+
+    def __init__(self, grid: CircleGrid, beta: float, kappa: float, normalized: bool):
+        self.grid, self.beta, self.kappa, self.normalized = grid, beta, kappa, normalized
+        kmax = grid.n // 2
+        self.g = potential_multiplier(kmax, beta)
+        self.s = kernel_multiplier(kmax, beta)
+        if grid.n % 2 == 0:  # the Nyquist mode carries no velocity
+            self.g[-1] = 0.0
+            self.s[-1] = 0.0
+        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        # USA velocities carry e^beta; SA's cancel it.
+        self.scale = 1.0 if normalized else math.exp(beta)
+        self._ikg = 1j * grid.k * self.g * self.scale
+        self.points = np.stack([np.cos(grid.theta), np.sin(grid.theta)], axis=-1)
+
+    # --- velocity fields ---------------------------------------------------------------
+    def velocity(self, c: np.ndarray, fft: RealFFT) -> np.ndarray:
+        """Velocity on the grid of ``fft`` from density coefficients ``c`` (a new array)."""
+        dphi = fft.inverse(self._ikg * c).copy()
+        if not self.normalized:
+            return dphi
+        return dphi / fft.inverse(self.s * c)
+
+    def potential_difference(self, rho: np.ndarray) -> np.ndarray:
+        """``psi_{j+1} - psi_j`` at the grid values ``rho`` (finite volumes)."""
+        grid = self.grid
+        c = grid.fft.forward(rho).copy()  # the inverse transforms below reuse the buffer
+        phi = grid.fft.inverse(self.g * c).copy()
+        out = np.empty_like(phi)
+        if not self.normalized:
+            _usa_difference(phi, self.scale, out)
+        else:
+            _sa_difference(phi, grid.fft.inverse(self.s * c), self.beta, out)
+        return out
+
+    # --- diagnostics -------------------------------------------------------------------
+    def diagnostics(self, rho: np.ndarray) -> dict[str, float | np.ndarray]:
+        """Mass, energy, free energy, order parameter, mean direction of grid values."""
+        c = self.grid.fft.forward(rho)
+        s = 2 * np.pi * float(np.sum(self.g[1:] * np.abs(c[1:]) ** 2))
+        with np.errstate(over="ignore"):
+            energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+        return summarize(self.grid.weights, rho, self.points, energy, self.noise)

@@ -1,0 +1,443 @@
+"""Finite token systems of self-attention (DESIGN.md section 1) and how to run them.
+
+Tokens ``x_i`` are the rows of an ``(n, d)`` array, ``d >= 2``, ``n >= 2``.
+
+- ``AttentionParticles`` (Post-LN; tokens on S^{d-1}):
+  USA ``v_i = P^perp_{x_i} (1/n) sum_j e^{beta <x_i, x_j>} x_j``;
+  SA  ``v_i = P^perp_{x_i} sum_j e^{beta <x_i, x_j>} x_j / sum_j e^{beta <x_i, x_j>}``;
+  with noise ``dX_i = v_i dt + sqrt(2/kappa) dW_i`` (Brownian motion on the sphere), the
+  particle system of ``d rho/dt + div(rho v) = (1/kappa) Laplace rho``.
+- ``PreLNParticles`` (tokens in R^d, attention on the directions ``theta_i = x_i/|x_i|``):
+  ``dx_i/dt = A_i(theta)``, with ``A_i`` the SA average above without the projection (the
+  USA sum with ``normalized=False``). With ``x_i = r_i theta_i`` the directions follow
+  ``d theta_i/dt = (1/r_i) P^perp_{theta_i} A_i``: the speed factor ``1/r_i`` of
+  Karagodin et al. (the literature's ``s_i = r_i``), and ``r_i' = <theta_i, A_i>``.
+- ``HardmaxParticles`` (beta = infinity, no self-attention): ``v_i = P^perp_{x_i}`` of the
+  mean of the ``x_j``, ``j != i``, maximising ``<x_i, x_j>`` (ties within ``tolerance``
+  averaged). The field is discontinuous where the maximiser changes: there the
+  integrators lose their order (the ODE holds between switches).
+
+Equiangular tokens (``<x_i, x_j> = rho`` for ``i != j``, needs ``n <= d``) stay
+equiangular; each model's ``equiangular_rhs(n)`` is the reduced ODE (``solve_ivp`` form):
+SA ``rho' = 2 (1 - rho)((n-1) rho + 1) / (e^{beta(1 - rho)} + n - 1)``, USA
+``rho' = (2/n) e^{beta rho} (1 - rho)((n-1) rho + 1)`` (DESIGN.md), Pre-LN the SA (USA)
+right side divided by ``r`` with ``r' = <theta_i, A_i>``, hardmax
+``rho' = 2 (1 - rho)((n-1) rho + 1)/(n - 1)``. Near ``rho = 1``: ``1 - rho ~ e^{-2t}``
+(Post-LN SA) and ``~ t^{-2}`` (Pre-LN: ``r ~ t``).
+
+``simulate`` runs a model: RK4 with retraction (fixed ``dt``, or step doubling when
+``dt`` is None) without noise, geodesic Euler-Maruyama with noise (fixed ``dt``). Random
+numbers: ``numpy.random.Generator(PCG64(...))``; an integer seed is split by
+``SeedSequence(seed).spawn(2)`` into a stream for the initial tokens (``initial_rng``)
+and one for the noise (``noise_rng``), so the same seed can be given to both.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from scipy import special
+
+from meanfield.errors import ConfigError, SolverError
+from solvers.particles import fast as fast_sums
+from solvers.particles import direct as sp
+from solvers import steppers
+from solvers.steppers import StepDoubling, integrate
+
+MAX_USA_BETA = 700.0  # USA speeds carry e^beta: beyond this they overflow
+UNIT_TOLERANCE = 1e-6  # tokens of sphere models must have |x| = 1 to this (then renormalised)
+
+
+# ---------------------------------------------------------------------------------------
+# Validation and random numbers.
+
+def check_beta(beta: float, key: str = "model.beta") -> float:
+    """``beta`` as a float, finite and >= 0, else ``ConfigError``."""
+    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating, np.integer)):
+        raise ConfigError(f"{key} must be a number, got {beta!r}", key)
+    if not math.isfinite(beta) or beta < 0:
+        raise ConfigError(f"{key} must be finite and >= 0, got {beta!r}", key)
+    return float(beta)
+
+
+def check_kappa(kappa: float, key: str = "model.kappa") -> float:
+    """``kappa`` as a float, > 0 (``inf``: no noise), else ``ConfigError``."""
+    if isinstance(kappa, bool) or not isinstance(kappa, (int, float, np.floating, np.integer)):
+        raise ConfigError(f"{key} must be a number > 0 or inf, got {kappa!r}", key)
+    if not kappa > 0:  # also catches NaN
+        raise ConfigError(f"{key} must be > 0 (or inf for no noise), got {kappa!r}", key)
+    return float(kappa)
+
+
+def check_size(n: int, d: int) -> None:
+    """``n >= 2`` tokens (``particles.n``) in dimension ``d >= 2`` (``domain.dim``)."""
+    for value, key, what in ((n, "particles.n", "tokens"), (d, "domain.dim", "dimension")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ConfigError(f"{key} must be an integer, got {value!r}", key)
+        if value < 2:
+            raise ConfigError(f"{key} ({what}) must be >= 2, got {value}", key)
+
+
+def check_tokens(x: np.ndarray, on_sphere: bool, key: str = "initial") -> np.ndarray:
+    """Tokens as a new float ``(n, d)`` array: finite, n, d >= 2, no zero rows; on the
+    sphere, ``| |x_i| - 1 | <= UNIT_TOLERANCE`` and renormalised."""
+    x = np.array(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ConfigError(f"{key}: tokens must be an (n, d) array, got shape {x.shape}", key)
+    check_size(x.shape[0], x.shape[1])
+    if not np.all(np.isfinite(x)):
+        raise ConfigError(f"{key}: tokens must be finite (found NaN or inf)", key)
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    if on_sphere:
+        worst = float(np.max(np.abs(norms - 1.0)))
+        if worst > UNIT_TOLERANCE:
+            raise ConfigError(f"{key}: tokens must be unit vectors (| |x| - 1 | up to "
+                              f"{worst:.3g} > {UNIT_TOLERANCE})", key)
+    elif np.any(norms == 0):
+        raise ConfigError(f"{key}: tokens must be non-zero vectors", key)
+    return x / norms[:, None] if on_sphere else x
+
+
+def _generator(seed: int | np.random.Generator | None, child: int) -> np.random.Generator:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed).spawn(2)[child]))
+
+
+def initial_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """The generator of the initial tokens for ``seed`` (a Generator is passed through)."""
+    return _generator(seed, 0)
+
+
+def noise_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """The generator of the Brownian increments for ``seed`` (independent of the above)."""
+    return _generator(seed, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Initial tokens.
+
+def uniform_tokens(n: int, d: int, seed: int | np.random.Generator | None = 0) -> np.ndarray:
+    """``n`` independent uniform points on S^{d-1} (normalised standard Gaussians)."""
+    check_size(n, d)
+    x = initial_rng(seed).standard_normal((n, d))
+    return sp.normalize_rows(x)
+
+
+def equiangular_tokens(n: int, d: int, rho0: float = 0.0,
+                       seed: int | np.random.Generator | None = None) -> np.ndarray:
+    """``n <= d`` unit vectors with ``<x_i, x_j> = rho0`` for all ``i != j``.
+
+    ``x_i = a e_i + b u`` with ``u = (e_1 + ... + e_n)/sqrt(n)``, ``a = sqrt(1 - rho0)``,
+    ``b = -a/sqrt(n) + sqrt((1 + (n-1) rho0)/n)``; ``rho0 = 0`` gives ``x_i = e_i``
+    exactly. Needs ``-1/(n-1) <= rho0 < 1``. With a ``seed``, the set is turned by a
+    uniformly random rotation (QR of a Gaussian matrix).
+    """
+    check_size(n, d)
+    if n > d:
+        raise ConfigError(f"equiangular tokens need n <= d; got n = {n} > d = {d}",
+                          "particles.n")
+    lo = -1.0 / (n - 1)
+    if not (isinstance(rho0, (int, float, np.floating)) and lo <= rho0 < 1):
+        raise ConfigError(f"initial.rho0 must be in [{lo:.6g}, 1), got {rho0!r}",
+                          "initial.rho0")
+    a = math.sqrt(1.0 - rho0)
+    b = -a / math.sqrt(n) + math.sqrt(max(0.0, (1.0 + (n - 1) * rho0) / n))
+    x = np.zeros((n, d))
+    x[:, :n] = b / math.sqrt(n)
+    x[np.arange(n), np.arange(n)] += a
+    if seed is not None:
+        q, r = np.linalg.qr(initial_rng(seed).standard_normal((d, d)))
+        x = x @ (q * np.sign(np.diag(r))).T
+    return x
+
+
+# ---------------------------------------------------------------------------------------
+# Models.
+
+class AttentionParticles:
+    """SA (``normalized``) or USA tokens on S^{d-1} (Post-LN; see the module docstring).
+
+    Args:
+        beta: inverse temperature >= 0 (USA: <= 700, its speeds carry ``e^beta``).
+        normalized: True for SA, False for USA.
+        backend: direct kernel sums backend (``solvers.particles.direct``): "auto", "numba" or
+            "blas".
+        method: interaction sums (``solvers.particles.fast``): "auto", "direct", "fourier"
+            (S^1) or "harmonic" (S^2).
+        accuracy: of the fast sums: the attention vectors to this (SA; USA relative to
+            ``e^beta``).
+        threads: threads of the fast sums (``None``: chosen by n).
+    """
+
+    on_sphere = True
+
+    def __init__(self, beta: float, normalized: bool = True, backend: str = "auto",
+                 method: str = "auto", accuracy: float = 1e-10, threads: int | None = None):
+        self.beta = check_beta(beta)
+        self.normalized = bool(normalized)
+        if not self.normalized and self.beta > MAX_USA_BETA:
+            raise ConfigError(f"model.beta = {beta} overflows the USA speeds (e^beta); "
+                              f"use beta <= {MAX_USA_BETA:g} or normalized = true",
+                              "model.beta")
+        self.backend = backend
+        self.method, self.accuracy, self.threads = method, float(accuracy), threads
+        self.name = "SA" if self.normalized else "USA"
+
+    def attention(self, x: np.ndarray, project: bool = False) -> np.ndarray:
+        """The attention vectors (SA average or USA mean sum); ``project``: their tangent
+        parts ``P^perp_{x_i}`` (the fast sums then skip the radial part)."""
+        s, z, shift = fast_sums.interaction_sums(
+            x, x, self.beta, method=self.method, accuracy=self.accuracy,
+            threads=self.threads, backend=self.backend, relative_rows=self.normalized,
+            project=project)
+        if self.normalized:
+            return s / z[:, None]
+        return s * (np.exp(shift) / x.shape[0])[:, None]
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """``v_i = P^perp_{x_i} attention_i`` (rows of ``x`` unit vectors)."""
+        return self.attention(x, project=True)
+
+    def equiangular_rhs(self, n: int) -> Callable:
+        """``f(t, [rho]) -> [rho']`` of the equiangular reduction."""
+        beta = self.beta
+        if self.normalized:
+            return lambda t, y: [2 * (1 - y[0]) * ((n - 1) * y[0] + 1)
+                                 / (math.exp(beta * (1 - y[0])) + n - 1)]
+        return lambda t, y: [2 / n * math.exp(beta * y[0]) * (1 - y[0])
+                             * ((n - 1) * y[0] + 1)]
+
+
+class PreLNParticles(AttentionParticles):
+    """Pre-LN tokens in R^d: ``dx_i/dt = A_i(x/|x|)`` (see the module docstring).
+
+    Args: as ``AttentionParticles`` (``normalized`` defaults to SA, as in the literature's
+    Pre-LN comparison).
+    """
+
+    on_sphere = False
+
+    def __init__(self, beta: float, normalized: bool = True, backend: str = "auto",
+                 method: str = "auto", accuracy: float = 1e-10, threads: int | None = None):
+        super().__init__(beta, normalized, backend, method, accuracy, threads)
+        self.name = f"Pre-LN {self.name}"
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """``dx_i/dt = A_i(theta)``, ``theta_i = x_i/|x_i|`` (not projected)."""
+        return self.attention(sp.normalize_rows(x))
+
+    def equiangular_rhs(self, n: int) -> Callable:
+        """``f(t, [rho, r]) -> [rho', r']`` for equal radii ``r`` and direction
+        correlation ``rho``."""
+        beta, sa = self.beta, self.normalized
+
+        def rhs(t, y):
+            rho, r = y
+            if sa:
+                den = math.exp(beta * (1 - rho)) + n - 1
+                radial = (math.exp(beta * (1 - rho)) + (n - 1) * rho) / den
+                angular = 2 * (1 - rho) * ((n - 1) * rho + 1) / den
+            else:
+                e = math.exp(beta * rho)
+                radial = (math.exp(beta) + (n - 1) * rho * e) / n
+                angular = 2 / n * e * (1 - rho) * ((n - 1) * rho + 1)
+            return [angular / r, radial]
+
+        return rhs
+
+
+class HardmaxParticles:
+    """beta = infinity without self-attention (see the module docstring).
+
+    Args:
+        tolerance: inner products within this of the largest count as ties.
+        backend: "auto", "numba" or "blas".
+    """
+
+    on_sphere = True
+    name = "hardmax"
+
+    def __init__(self, tolerance: float = 1e-12, backend: str = "auto"):
+        self.tolerance = float(tolerance)
+        self.backend = backend
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        return sp.tangent_projection(x, sp.hardmax_means(x, None, self.tolerance,
+                                                          self.backend))
+
+    def equiangular_rhs(self, n: int) -> Callable:
+        """``f(t, [rho]) -> [rho']``: all others tie, ``v_i = P^perp mean_{j != i} x_j``."""
+        return lambda t, y: [2 * (1 - y[0]) * ((n - 1) * y[0] + 1) / (n - 1)]
+
+
+# ---------------------------------------------------------------------------------------
+# Diagnostics.
+
+def directions(x: np.ndarray) -> np.ndarray:
+    """``x_i / |x_i|`` (the tokens themselves for the sphere models)."""
+    return sp.normalize_rows(x)
+
+
+def order_parameter(x: np.ndarray) -> float:
+    """``|mean_i theta_i|``."""
+    return float(np.linalg.norm(directions(x).mean(axis=0)))
+
+
+def mean_direction(x: np.ndarray) -> np.ndarray:
+    """``mean_i theta_i / |mean_i theta_i|`` (NaN if the mean is 0)."""
+    m = directions(x).mean(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return m / np.linalg.norm(m)
+
+
+def correlation_gap(x: np.ndarray) -> float:
+    """``mean_{i != j} (1 - <theta_i, theta_j>) = sum_i |theta_i - mean|^2 / (n - 1)``.
+
+    Accurate when the tokens cluster (no cancellation: 1e-12 gaps keep ~5 digits).
+    For equiangular tokens this is ``1 - rho``.
+    """
+    th = directions(x)
+    dev = th - th.mean(axis=0)
+    return float(np.einsum("ij,ij->", dev, dev) / (th.shape[0] - 1))
+
+
+def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
+                       method: str = "direct", accuracy: float = 1e-10) -> float:
+    """``E_beta(mu^n) - E_beta(uniform)`` with ``E_beta(mu) = (1/2beta) iint e^{beta<x,y>}``.
+
+    The uniform measure on S^{d-1} has ``iint = Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta)``;
+    subtracting it keeps the value finite as ``beta -> 0``, where it tends to ``r^2/2``
+    (``r`` the order parameter; returned exactly at ``beta = 0``), as the PDE energies do.
+    Round-off ~1e-16/beta for small beta; with a fast ``method`` the pair sum carries
+    its error ``accuracy e^beta`` (relative to the largest kernel value). ``inf`` when the
+    pair sums exceed the double range (``beta`` beyond ~700).
+    """
+    th = directions(x)
+    n, d = th.shape
+    if beta == 0:
+        return 0.5 * order_parameter(th) ** 2
+    _, z, shift = fast_sums.interaction_sums(th, th, beta, method=method, accuracy=accuracy,
+                                             backend=backend, project=True)
+    top = float(np.max(shift))
+    pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
+    nu = d / 2 - 1
+    log_uniform = (special.gammaln(d / 2) + nu * math.log(2 / beta)
+                   + math.log(special.ive(nu, beta)) + beta)
+    # Both terms carry e^beta: beyond e^709 the energy is not a double (inf, stated).
+    scale = max(top, log_uniform)
+    if scale > 700:
+        return math.inf
+    return (pairs * math.exp(top) - math.exp(log_uniform)) / (2 * beta)
+
+
+# ---------------------------------------------------------------------------------------
+# Running a model.
+
+@dataclass
+class ParticleRun:
+    """What ``simulate`` returns.
+
+    ``times`` (k,) starts at 0; ``positions`` (k, n, d) are the tokens at those times
+    (in R^d for Pre-LN: see ``directions``). ``status``: 0 finished, -1 interrupted
+    (the saves so far are kept).
+    """
+
+    times: np.ndarray
+    positions: np.ndarray
+    steps: int = 0
+    rejected: int = 0
+    evaluations: int = 0
+    status: int = 0
+    message: str = "finished"
+    info: dict = field(default_factory=dict)
+
+
+def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
+             dt: float | None = None, tolerance: float = 1e-8,
+             seed: int | np.random.Generator | None = 0,
+             on_step: Callable[[float], None] | None = None,
+             on_save: Callable[[float, np.ndarray, float], None] | None = None,
+             t0: float = 0.0, h0: float | None = None,
+             renormalize: bool = True) -> ParticleRun:
+    """Run ``model`` from tokens ``x0`` and save at ``save_times``.
+
+    Args:
+        model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
+        x0: (n, d) initial tokens (unit vectors for the sphere models).
+        save_times: increasing times > 0; the result also holds t = 0.
+        kappa: inverse noise strength, > 0; ``inf`` for none (Pre-LN: only ``inf``).
+        dt: fixed step; ``None`` for adaptive RK4 (step doubling, error per step
+            ``tolerance`` relative to max|x|), only without noise.
+        tolerance: see ``dt``.
+        seed: integer seed or Generator of the Brownian increments (``noise_rng``).
+        on_step: called with the time after each step (progress bars).
+        on_save: also called as ``on_save(t, x, h_next)`` at each save (checkpoints).
+        t0, h0: start time (the saves are those after it) and first step (adaptive runs);
+            a run resumed from a save with the saved ``h_next`` and generator continues
+            exactly as the uninterrupted run.
+        renormalize: divide the tokens of sphere models by their lengths first (off when
+            resuming from a saved state, which must be continued as it is).
+
+    Returns:
+        ParticleRun (its first save is the state at ``t0``).
+    """
+    kappa = check_kappa(kappa)
+    x0 = check_tokens(x0, model.on_sphere) if renormalize else np.array(x0, dtype=float)
+    save_times = np.atleast_1d(np.asarray(save_times, dtype=float))
+    if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= t0 \
+            or np.any(np.diff(save_times) <= 0):
+        raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
+    if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        raise ConfigError(f"time.dt must be a number > 0 or \"auto\", got {dt!r}", "time.dt")
+    noisy = not math.isinf(kappa)
+    if noisy and not model.on_sphere:
+        raise ConfigError("noise is defined for tokens on the sphere only (Post-LN, "
+                          "hardmax); use kappa = inf with Pre-LN", "model.kappa")
+    if noisy and dt is None:
+        raise ConfigError("runs with noise need a fixed time.dt (no adaptive steps for the "
+                          "Euler-Maruyama scheme)", "time.dt")
+
+    times, saved = [float(t0)], [x0.copy()]
+
+    def save(t, x, h_next=None):
+        times.append(t)
+        saved.append(np.array(x))
+        if on_save is not None:
+            on_save(t, saved[-1], dt if h_next is None else h_next)
+
+    run = ParticleRun(times=np.empty(0), positions=np.empty(0))
+    if noisy:
+        stepper = steppers.GeodesicEulerMaruyama(model.velocity, kappa)
+        try:
+            run.steps = steppers.integrate_sde(stepper, x0, t0, save_times, dt, noise_rng(seed),
+                                         on_save=save, on_step=on_step)
+        except KeyboardInterrupt:
+            run.status, run.message = -1, f"interrupted after t = {times[-1]:.6g}"
+        run.evaluations = run.steps
+    else:
+        rk4 = steppers.RetractedRK4(model.velocity, sp.normalize_rows if model.on_sphere else None,
+                              dt=dt)
+        stepper = rk4 if dt is not None else StepDoubling(rk4, tolerance)
+
+        def check(x, t):
+            if not np.all(np.isfinite(x)):
+                raise SolverError(f"the tokens became non-finite at t = {t:.6g}; lower "
+                                  "time.dt (or beta)")
+
+        if h0 is None:
+            h0 = dt if dt is not None else min(0.01, float(save_times[0]) - t0)
+        res = integrate(stepper, x0, t0, save_times, h0, on_save=save, check=check,
+                        on_step=on_step, underflow_advice="the tokens move too fast for "
+                        "time.tolerance; loosen it, or use a fixed time.dt")
+        run.steps, run.status, run.message = res.steps, res.status, res.message
+        run.evaluations = rk4.evaluations
+        run.rejected = getattr(stepper, "rejected", 0)
+    run.times = np.array(times)
+    run.positions = np.stack(saved)
+    run.info = {"model": model.name, "kappa": kappa, "dt": "auto" if dt is None else dt,
+                "integrator": "geodesic Euler-Maruyama" if noisy else
+                ("RK4 + retraction" + (", step doubling" if dt is None else ""))}
+    return run

@@ -1,0 +1,216 @@
+"""The attention model on the sphere S^2 and its spherical-harmonic solver.
+
+State: the packed coefficients ``a_lm`` of rho (``solvers.transforms.sht`` layout, orthonormal
+harmonics). With ``g_l, s_l`` the scaled Funk-Hecke multipliers of ``meanfield.model.kernels``:
+
+- USA: ``v = grad Phi``, ``Phi_lm = e^beta g_l a_lm``;
+- SA:  ``v = grad Psi``, ``Psi = (1/beta) log(K*rho)``; since ``e^{-beta} K*rho = s_0 a_00
+  Y_00 + beta (g*rho)``, ``Psi = (1/beta) log1p(beta phi / M)`` up to a constant, with
+  ``phi = g*rho`` and ``M = s_0 a_00 Y_00``: evaluated on the grid as
+  ``(phi/M) log1p(y)/y``, exact as beta -> 0, then analysed (it is smooth, not
+  band-limited: it is truncated at the band limit like everything else).
+
+Transport through scalar transforms only (DESIGN.md section 1): for a gradient field,
+``div(rho grad U) = (Delta(rho U) + rho Delta U - U Delta rho) / 2``. The products are
+formed on the 3/2-rule ``product_grid`` and analysed back to the band limit, so they are
+exact truncations (dealiased). Per right-hand side: 4 syntheses and 2 analyses (USA), 5
+and 3 (SA). Time stepping: ETDRK4 with the diffusion ``-l(l+1)/kappa`` exact, as on the
+circle.
+
+Diagnostics from the coefficients and the output grid: mass ``sqrt(4 pi) a_00``; energy
+``E_beta(rho) - E_beta(uniform) = (1/2) e^beta sum_{l>=1} g_l sum_m |a_lm|^2`` (all
+orders m = -l..l); free energy; order parameter and mean direction by Gauss quadrature of
+``int x rho`` (exact for band-limited rho).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.metrics.diagnostics import summarize
+from meanfield.initial.sphere import unit_vectors
+from meanfield.model.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
+from solvers.transforms.sht import SphereGrid, alm_lmax, product_grid, resize_alm
+
+Y00 = 1 / math.sqrt(4 * math.pi)
+# Potential coefficients below this fraction of the largest are dropped before synthesis:
+# under round-off, and the cost of a synthesis grows with the degree it carries.
+POTENTIAL_CUTOFF = 1e-17
+
+
+def effective_lmax(coeffs: np.ndarray, degrees: np.ndarray) -> int:
+    """Largest degree whose coefficients exceed ``POTENTIAL_CUTOFF`` of the largest."""
+    mag = np.abs(coeffs)
+    keep = mag > POTENTIAL_CUTOFF * mag.max() if mag.max() > 0 else mag > 0
+    return int(degrees[keep].max()) if keep.any() else 0
+
+
+class SphereModel:
+    """USA or SA dynamics with noise ``1/kappa`` at band limit ``grid.lmax``.
+
+    Args:
+        grid: the output grid (``SphereGrid(lmax)``); products use ``product_grid(lmax)``.
+        beta, kappa, normalized: as on the circle.
+    """
+
+    def __init__(self, grid: SphereGrid, beta: float, kappa: float, normalized: bool,
+                 threads: int | None = None):
+        self.grid, self.beta, self.kappa, self.normalized = grid, beta, kappa, normalized
+        l = grid.l
+        self.g = sphere_potential_multiplier(grid.lmax, beta)[l]
+        # The kernel multipliers decay super-exponentially in l: g*rho carries degrees up
+        # to about beta + O(sqrt(beta)) only, and is synthesised at that band limit.
+        self.g_lmax = effective_lmax(self.g, l)
+        # Every product pairs rho (or Delta rho) with the potential. USA's potential has
+        # degree g_lmax, so a grid for degree lmax + g_lmax is exact (1.1-1.3 times the
+        # output grid instead of 2.25); SA's log-potential is not band-limited: 3/2 rule.
+        self.products = product_grid(grid.lmax, threads=threads,
+                                     other_lmax=None if normalized else self.g_lmax)
+        self.s = sphere_kernel_multiplier(grid.lmax, beta)[l]
+        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        self.scale = 1.0 if normalized else math.exp(beta)
+        self.laplacian = grid.laplacian
+        # weight of each packed coefficient in sums over all orders m = -l..l
+        self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
+        self.points = unit_vectors(grid.lat[:, None], grid.lon[None, :])
+        self._degree_cache: dict[int, np.ndarray] = {}
+
+    def _laplacian_of(self, coeffs: np.ndarray) -> np.ndarray:
+        d = self._degrees(coeffs.size)
+        return -(d * (d + 1.0)) * coeffs
+
+    def potential_fields(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The velocity potential U and its Laplacian on the product grid.
+
+        USA: ``U = e^beta phi`` with ``phi = g*rho`` of degree ``g_lmax``: two syntheses
+        at that degree. SA: ``U = Psi = log(K)/beta`` with ``K = M + beta phi`` the scaled
+        ``K*rho``, evaluated pointwise (never truncated), and
+        ``Delta Psi = Delta phi / K - beta |grad phi|^2 / K^2`` with
+        ``|grad phi|^2 = Delta(phi^2)/2 - phi Delta phi``; ``phi^2`` has degree
+        ``2 g_lmax``, so every transform here runs at degree <= 2 g_lmax, not L.
+        """
+        p = self.products
+        phi_lm = resize_alm(self.g * a, self.g_lmax)
+        phi = p.synthesis(phi_lm)
+        lap_phi = p.synthesis(self._laplacian_of(phi_lm))
+        if not self.normalized:
+            return self.scale * phi, self.scale * lap_phi
+        square_lmax = 2 * self.g_lmax
+        if square_lmax > p.lmax:  # kernel barely resolved: Psi through its coefficients
+            return self._potential_fields_by_analysis(a, phi)
+        lap_square = p.synthesis(self._laplacian_of(p.analysis(phi * phi, square_lmax)))
+        grad2 = 0.5 * lap_square - phi * lap_phi
+        mean = self.s[0] * a[0].real * Y00
+        kernel = mean + self.beta * phi
+        return self._log_ratio(phi, mean), lap_phi / kernel - self.beta * grad2 / kernel**2
+
+    def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
+        """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
+        y = self.beta * phi / mean
+        small = np.abs(y) < 1e-8
+        safe = np.where(small, 1.0, y)
+        return (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+
+    def _potential_fields_by_analysis(self, a: np.ndarray, phi: np.ndarray):
+        p = self.products
+        psi_lm = p.analysis(self._log_ratio(phi, self.s[0] * a[0].real * Y00))
+        psi_lm = resize_alm(psi_lm, effective_lmax(psi_lm, self.grid.l))
+        return p.synthesis(psi_lm), p.synthesis(self._laplacian_of(psi_lm))
+
+    def tendency(self, a: np.ndarray) -> np.ndarray:
+        """Coefficients of ``-div(rho grad U)`` (dealiased)."""
+        p, lap = self.products, self.laplacian
+        pot, lap_pot = self.potential_fields(a)
+        rho = p.synthesis(a)
+        lap_rho = p.synthesis(lap * a)
+        first = p.analysis(rho * pot)
+        second = p.analysis(rho * lap_pot - pot * lap_rho)
+        out = -0.5 * (lap * first + second)
+        out[0] = 0.0  # a divergence has zero mean: mass is conserved exactly, not to 1e-16
+        return out
+
+    def _degrees(self, size: int) -> np.ndarray:
+        """Degrees ``l`` of a packed coefficient array of ``size`` entries."""
+        cached = self._degree_cache.get(size)
+        if cached is None:
+            cached = SphereGrid.degrees(alm_lmax(size))[0].astype(float)
+            self._degree_cache[size] = cached
+        return cached
+
+    def diagnostics(self, rho: np.ndarray, a: np.ndarray | None = None) -> dict:
+        """Mass, energy, free energy, order parameter and mean direction."""
+        grid = self.grid
+        if a is None:
+            a = grid.analysis(rho)
+        s = 0.5 * float(np.sum(self.g * self.order_weight * np.abs(a) ** 2))
+        with np.errstate(over="ignore"):
+            energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+        return summarize(grid.weights, rho, self.points, energy, self.noise)
+
+
+# --- finite volumes on the icosahedral Voronoi mesh ---------------------------------------
+def mesh_level(cells: int) -> int:
+    """The refinement level of an icosahedral mesh of ``cells`` = 10 4^level + 2 cells."""
+    for level in range(8):
+        if 10 * 4**level + 2 == cells:
+            return level
+    raise ValueError(cells)
+
+
+class SphereFVModel:
+    """The attention model on the cells of a ``SphereMesh`` (finite volumes).
+
+    The potential at the cell centres is ``phi = S G S^T (A rho)``: ``S^T`` the adjoint
+    spherical-harmonic synthesis at the centres (the midpoint-rule coefficients
+    ``sum_c A_c rho_c conj(Y_lm(x_c))``), ``G`` the multipliers ``g_l`` up to the degree
+    they carry, ``S`` the synthesis at the centres (ducc0's transforms at arbitrary
+    points, accuracy 1e-13). The operator is symmetric, so ``phi`` is the exact gradient
+    of the discrete energy ``E_h = (1/2) sum_c A_c rho_c phi_c`` and the CCH fluxes keep
+    the discrete free energy ``sum_c A_c rho_c log rho_c / kappa - E_h`` non-increasing.
+    """
+
+    def __init__(self, mesh, beta: float, kappa: float, normalized: bool):
+        self.mesh, self.beta, self.kappa, self.normalized = mesh, beta, kappa, normalized
+        full = sphere_potential_multiplier(400, beta)
+        self.lmax = max(1, effective_lmax(full, np.arange(401)))
+        l, _ = SphereGrid.degrees(self.lmax)
+        self.g = full[l]
+        self.s0 = float(sphere_kernel_multiplier(0, beta)[0])
+        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        self.scale = 1.0 if normalized else math.exp(beta)
+        c = mesh.centers
+        self.loc = np.ascontiguousarray(np.stack(
+            [np.arccos(np.clip(c[:, 2], -1, 1)), np.mod(np.arctan2(c[:, 1], c[:, 0]),
+                                                        2 * np.pi)], axis=1))
+        self.points = c
+
+    def _phi(self, rho: np.ndarray) -> tuple[np.ndarray, complex]:
+        import ducc0
+        coeffs = ducc0.sht.experimental.adjoint_synthesis_general(
+            map=(self.mesh.areas * rho)[None], spin=0, lmax=self.lmax, loc=self.loc,
+            epsilon=1e-13)[0]
+        phi = ducc0.sht.experimental.synthesis_general(
+            alm=(self.g * coeffs)[None], spin=0, lmax=self.lmax, loc=self.loc,
+            epsilon=1e-13)[0]
+        return phi, coeffs[0]
+
+    def potential_difference(self, rho: np.ndarray) -> np.ndarray:
+        """``psi_b - psi_a`` on every edge ``(a, b)``."""
+        phi, c00 = self._phi(rho)
+        dphi = self.mesh.difference(phi)
+        if not self.normalized:
+            return self.scale * dphi
+        kernel = self.s0 * c00.real * Y00 + self.beta * phi  # e^{-beta} K*rho at centres
+        ratio = dphi / kernel[self.mesh.edges[:, 0]]
+        y = self.beta * ratio
+        small = np.abs(y) < 1e-8
+        safe = np.where(small, 1.0, y)
+        return ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+
+    def diagnostics(self, rho: np.ndarray) -> dict:
+        phi, _ = self._phi(rho)
+        with np.errstate(over="ignore"):
+            energy = 0.5 * float(self.mesh.areas @ (rho * phi)) * (
+                1.0 if self.beta == 0 else math.exp(self.beta))
+        return summarize(self.mesh.areas, rho, self.points, energy, self.noise)

@@ -1,0 +1,1 @@
+"""Runs that step in time: evolve (the PDE) and particles."""

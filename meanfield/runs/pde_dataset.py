@@ -1,0 +1,83 @@
+"""The evolve dataset (DESIGN.md section 3): density on the grid, weights, diagnostics."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+import meanfield
+from meanfield import config as cfgmod
+from solvers.grids.mesh import SphereMesh
+from solvers.grids.circle import CircleGrid
+from solvers.transforms.sht import SphereGrid
+
+UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
+         "lon": "rad", "mass": "1", "energy": "1", "free_energy": "1",
+         "order_parameter": "1", "mean_direction": "1"}
+# density and weights depend on the geometry: per unit length on S^1, per unit area on S^2
+SPACE_UNITS = {"circle": {"density": "1/rad", "weights": "rad"},
+               "sphere": {"density": "1/sr", "weights": "sr"}}
+LONG_NAMES = {
+    "density": "probability density w.r.t. arc length (circle) or area (sphere)",
+    "weights": "quadrature weights (periodic trapezoid / cell widths / Gauss-Legendre)",
+    "mass": "integral of the density",
+    "energy": "interaction energy E_beta(rho) - E_beta(uniform)",
+    "free_energy": "(1/kappa) int rho log rho - energy",
+    "order_parameter": "|int x dmu|",
+    "mean_direction": "int x dmu / |int x dmu|",
+}
+
+
+def _space(grid: CircleGrid | SphereGrid | SphereMesh
+           ) -> tuple[tuple[str, ...], dict, list[str]]:
+    """Dimensions, coordinates and vector components of a grid (or mesh: the cells, with
+    the latitude and longitude of their centres)."""
+    if isinstance(grid, SphereMesh):
+        c = grid.centers
+        lat = np.arcsin(np.clip(c[:, 2], -1, 1))
+        lon = np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi)
+        return ("cell",), {"lat": ("cell", lat), "lon": ("cell", lon)}, ["x", "y", "z"]
+    if isinstance(grid, SphereGrid):
+        return ("lat", "lon"), {"lat": grid.lat.copy(), "lon": grid.lon.copy()}, \
+            ["x", "y", "z"]
+    return ("theta",), {"theta": grid.theta.copy()}, ["x", "y"]
+
+
+def to_dataset(cfg: dict, grid: CircleGrid | SphereGrid, times: list[float],
+               densities: list[np.ndarray], diags: list[dict],
+               attrs: dict[str, Any] | None = None) -> xr.Dataset:
+    """The result dataset (see DESIGN.md section 3)."""
+    dims, coords, components = _space(grid)
+    geometry = cfg["domain"]["geometry"]
+    data: dict[str, Any] = {
+        "density": (("time",) + dims, np.array(densities)),
+        "weights": (dims, (grid.areas if isinstance(grid, SphereMesh)
+                           else grid.weights).copy()),
+    }
+    names = ["mass", "energy", "order_parameter"]
+    if diags and "free_energy" in diags[0]:
+        names.append("free_energy")
+    for name in names:
+        data[name] = (("time",), np.array([d[name] for d in diags], dtype=float))
+    data["mean_direction"] = (("time", "component"),
+                              np.array([d["mean_direction"] for d in diags]
+                                       ).reshape(-1, len(components)))
+    ds = xr.Dataset(data, coords={"time": np.array(times, dtype=float), **coords,
+                                  "component": components})
+    units = {**UNITS, **SPACE_UNITS[geometry]}
+    for name in list(ds.data_vars) + ["time", *coords]:
+        ds[name].attrs["units"] = units[name]
+        if name in LONG_NAMES:
+            ds[name].attrs["long_name"] = LONG_NAMES[name]
+    m = cfg["model"]
+    ds.attrs.update({
+        "title": f"{'SA' if m['normalized'] else 'USA'} on the {geometry}, beta = "
+                 f"{m['beta']:g}, kappa = {m['kappa']:g}",
+        "geometry": geometry, "method": cfg["discretization"]["method"],
+        "model": "SA" if m["normalized"] else "USA", "beta": m["beta"], "kappa": m["kappa"],
+        "resolution": cfg["discretization"]["resolution"], "config": cfgmod.to_json(cfg),
+        "meanfield_version": meanfield.__version__, "status": 0, "message": "finished",
+    })
+    ds.attrs.update(attrs or {})
+    return ds

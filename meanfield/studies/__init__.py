@@ -1,0 +1,1 @@
+"""Studies built from many runs: compare (PDE vs particles)."""

@@ -1,0 +1,1 @@
+"""Grids of the PDE solvers: the circle, the Gauss-Legendre sphere, the icosahedral mesh."""

@@ -1,0 +1,1 @@
+"""Spatial operators: the dealiased spectral transport, finite volumes."""

@@ -1,0 +1,24 @@
+"""Time steppers for ``du/dt = L u + N(u)`` and a driver that lands on save times.
+
+- ``ETDRK4``: the exponential time-differencing Runge-Kutta scheme of Cox & Matthews
+  (2002), order 4, for a *diagonal* linear part ``L`` (a Fourier or spherical-harmonic
+  Laplacian), with the phi-function coefficients evaluated by the contour integrals of
+  Kassam & Trefethen (2005) so that small ``h L`` loses no digits. The diffusion is
+  integrated exactly; ``L = 0`` reduces it to the classical RK4.
+- ``StepDoubling``: error control for any one-step method of order p: a step of h against
+  two of h/2, error estimate ``|u_h/2 - u_h| / (2^p - 1)``, standard step-size update.
+- ``SSPRK3``: the three-stage, third-order strong-stability-preserving Runge-Kutta scheme
+  of Shu & Osher (a convex combination of forward-Euler steps: keeps positivity of a
+  positivity-preserving Euler step under the same step bound).
+
+A stepper exposes ``attempt(u, h) -> (h_taken, u_new, h_next)``: ``h_taken`` is 0 for a
+rejected step, and may be smaller than ``h`` when a stability bound cuts it. ``integrate``
+drives a stepper to a list of save times, landing on each exactly.
+"""
+from solvers.steppers.driver import IntegrationResult, integrate
+from solvers.steppers.etdrk4 import ETDRK4, phi_coefficients
+from solvers.steppers.runge_kutta import SSPRK3, StepDoubling
+from solvers.steppers.sphere import GeodesicEulerMaruyama, RetractedRK4, integrate_sde
+
+__all__ = ["ETDRK4", "GeodesicEulerMaruyama", "IntegrationResult", "RetractedRK4", "SSPRK3",
+           "StepDoubling", "integrate", "integrate_sde", "phi_coefficients"]

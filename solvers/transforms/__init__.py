@@ -1,0 +1,1 @@
+"""Transforms between grid space and coefficient space: FFT, Legendre, SHT."""
