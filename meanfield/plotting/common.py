@@ -129,7 +129,7 @@ class _KindPlots:
 
 
 _KINDS: dict[str, _KindPlots] = {}
-_PDE_KINDS = ("pde",)  # kinds drawn as PDE results, like a dataset without the attribute
+_PDE_KINDS = ("evolve", "pde")  # kinds drawn as PDE results (as one without the attribute)
 
 
 def _register_kind(kind: str, plots: _KindPlots) -> None:
@@ -367,12 +367,7 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
     else:
         plots, ds = _prepare(ds)
         _check_points_allowed(plots, points)
-    stem = "result" if stem is None else str(stem)
-    if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", ".."):
-        raise ConfigError(f"stem = {stem!r} must be a non-empty file name prefix without "
-                          "path separators", "stem")
-    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0:
-        raise ConfigError(f"dpi = {dpi!r} must be a positive number", "dpi")
+    stem = _check_stem_and_dpi(stem, dpi)
     if kind is None and plots.takes_points:
         from meanfield.plotting.sphere_grid import _points_array
 
@@ -387,28 +382,32 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
             written.append(write_atomic(path, lambda tmp: fig.savefig(tmp, format="png",
                                                                       dpi=dpi)))
 
-    if kind is not None:
-        save(kind.summary(ds, log=log), "summary")
-        for name, build in kind.pages:
-            fig = build(ds, log=log)
-            if fig is not None:
-                save(fig, name)
-        if animate:
-            path = out / f"{stem}_animation.gif"
-            kind.animate(ds, path, dpi=min(float(dpi), 100.0), fps=_FPS,
-                         max_frames=_MAX_FRAMES, log=log)
-            written.append(path)
-        return written
-    save(plots.summary(ds, log=log, points=points), "summary")
-    for name, build in plots.pages:
-        save(build(ds, log=log, points=points), name)
-    if _diagnostic_panels(ds):
+    # kind plots (particles, compare) take no points; geometry plots (PDE results) do
+    extra = {} if kind is not None else {"points": points}
+    pages = kind if kind is not None else plots
+    save(pages.summary(ds, log=log, **extra), "summary")
+    for name, build in pages.pages:
+        fig = build(ds, log=log, **extra)
+        if fig is not None:
+            save(fig, name)
+    if kind is None and _diagnostic_panels(ds):
         axes = diagnostics(ds)
         axes[0].figure.suptitle(_title(ds), fontsize=10)
         save(axes[0].figure, "diagnostics")
     if animate:
         path = out / f"{stem}_animation.gif"
-        plots.animate(ds, path, dpi=min(float(dpi), 100.0), fps=_FPS,
-                      max_frames=_MAX_FRAMES, log=log, points=points)
+        pages.animate(ds, path, dpi=min(float(dpi), 100.0), fps=_FPS,
+                      max_frames=_MAX_FRAMES, log=log, **extra)
         written.append(path)
     return written
+
+
+def _check_stem_and_dpi(stem: str | None, dpi: Any) -> str:
+    """The file-name prefix (default ``"result"``) and resolution, checked."""
+    stem = "result" if stem is None else str(stem)
+    if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", ".."):
+        raise ConfigError(f"stem = {stem!r} must be a non-empty file name prefix without "
+                          "path separators", "stem")
+    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0:
+        raise ConfigError(f"dpi = {dpi!r} must be a positive number", "dpi")
+    return stem
