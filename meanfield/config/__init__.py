@@ -15,8 +15,8 @@ Sections and keys (defaults in brackets)::
     [time]            t_final [10.0] > 0, dt ["auto"] > 0, save_every [t_final/100],
                       tolerance [1e-8] (error per step of the adaptive stepper)
     [particles]       n [1000; a token file: its rows] >= 2, seed [0] (initial tokens and
-                      noise), model ["post-ln" | "pre-ln" | "hardmax"], method ["auto" |
-                      "direct" | "fourier" (circle) | "harmonic" (sphere, d = 3)],
+                      noise), architecture ["post-ln" | "pre-ln" | "hardmax"], sum_method
+                      ["auto" | "direct" | "fourier" (circle) | "harmonic" (sphere, d = 3)],
                       accuracy [1e-10] of the fast interaction sums, ensemble [8] runs
                       (compare), cluster_threshold [1e-2] (chordal distance),
                       attention_rank [false], rank_tolerance [1e-6], bins ["auto"]
@@ -48,7 +48,7 @@ INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples", "equ
 PARTICLE_ONLY_KINDS = ("equiangular", "tokens")
 # Kinds defined on S^{d-1} for every d (the others only on S^1 and S^2).
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
-PARTICLE_MODELS = ("post-ln", "pre-ln", "hardmax")
+ARCHITECTURES = ("post-ln", "pre-ln", "hardmax")
 SUM_METHODS = ("auto", "direct", "fourier", "harmonic")
 
 # Parameters each initial kind accepts on each geometry, with defaults (None: required).
@@ -60,7 +60,7 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
         "samples": {"path": None, "bandwidth": "auto"},
         "mixture": {"components": None},
         "equiangular": {"rho": 0.0},
-        "tokens": {"path": None, "normalize": True},
+        "tokens": {"path": None, "unit_rows": True},
     },
     "sphere": {
         "uniform": {},
@@ -69,11 +69,25 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
         "samples": {"path": None, "bandwidth": "auto"},
         "mixture": {"components": None},
         "equiangular": {"rho": 0.0},
-        "tokens": {"path": None, "normalize": True},
+        "tokens": {"path": None, "unit_rows": True},
     },
 }
 # A von Mises-Fisher centre must be a unit vector to this tolerance (it is not normalised).
 UNIT_TOLERANCE = 1e-9
+# Keys renamed so that one word names one concept: old dotted key -> new dotted key.
+# A config using an old name is refused with the new one (validate, --set).
+RENAMED_KEYS = {
+    "particles.model": "particles.architecture",
+    "particles.method": "particles.sum_method",
+    "initial.normalize": "initial.unit_rows",
+}
+
+
+def renamed_key_error(key: str) -> ConfigError | None:
+    """The ConfigError for a key of ``RENAMED_KEYS`` (None for any other key)."""
+    if key not in RENAMED_KEYS:
+        return None
+    return ConfigError(f"{key} was renamed to {RENAMED_KEYS[key]}", key)
 
 
 def _suggest(name: str, valid: list[str] | tuple[str, ...]) -> str:
@@ -221,8 +235,8 @@ SCHEMA: dict[str, dict[str, tuple[Callable, Any]]] = {
     "particles": {
         "n": (lambda k, v: integer(k, v, minimum=2), None),
         "seed": (lambda k, v: integer(k, v, minimum=0), 0),
-        "model": (_choice(PARTICLE_MODELS), "post-ln"),
-        "method": (_choice(SUM_METHODS), "auto"),
+        "architecture": (_choice(ARCHITECTURES), "post-ln"),
+        "sum_method": (_choice(SUM_METHODS), "auto"),
         "accuracy": (lambda k, v: finite_number(k, v, minimum=1e-14, maximum=1e-2), 1e-10),
         "ensemble": (lambda k, v: integer(k, v, minimum=1), 8),
         "cluster_threshold": (lambda k, v: finite_number(k, v, minimum=0.0, strict=True,
@@ -256,6 +270,9 @@ def _validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
     allowed = {"kind", *params} | ({"weight"} if not allow_mixture else set())
     for name in raw:
         if name not in allowed:
+            renamed = renamed_key_error(f"initial.{name}")
+            if renamed is not None:
+                raise renamed
             raise ConfigError(f"{key}.{name} is not a parameter of initial kind '{kind}'; "
                               f"{_suggest(name, sorted(allowed))}", f"{key}.{name}")
     out: dict[str, Any] = {"kind": kind}
@@ -287,7 +304,7 @@ def _validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
         if kind == "samples":
             out["bandwidth"] = _auto_or_positive(k("bandwidth"), out["bandwidth"])
         else:
-            out["normalize"] = _bool(k("normalize"), out["normalize"])
+            out["unit_rows"] = _bool(k("unit_rows"), out["unit_rows"])
     elif kind == "equiangular":
         out["rho"] = finite_number(k("rho"), out["rho"], minimum=-1.0)
         if out["rho"] >= 1:
@@ -339,6 +356,9 @@ def validate(config: dict | None) -> dict:
             continue
         for name in given:
             if name not in keys:
+                renamed = renamed_key_error(f"{section}.{name}")
+                if renamed is not None:
+                    raise renamed
                 raise ConfigError(f"unknown key {section}.{name}; {_suggest(name, list(keys))}",
                                   f"{section}.{name}")
         clean = {}
@@ -437,6 +457,9 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
             raise ConfigError(f"--set {item!r}: the key must be section.key, e.g. model.beta",
                               "--set")
         section, name = parts
+        renamed = renamed_key_error(f"{section}.{name}")
+        if renamed is not None:
+            raise renamed
         if section not in SCHEMA:
             raise ConfigError(f"--set: unknown section [{section}]; "
                               f"{_suggest(section, list(SCHEMA))}", section)
@@ -485,8 +508,14 @@ def to_json(cfg: dict) -> str:
 
 
 def from_json(text: str) -> dict:
-    """Inverse of ``to_json``: a validated config."""
+    """Inverse of ``to_json``: a validated config. Keys of ``RENAMED_KEYS`` in a config
+    saved before the rename are read under their new names (results stay readable)."""
     raw = json.loads(text)
+    for old, new in RENAMED_KEYS.items():
+        (section, name), (_, new_name) = old.split("."), new.split(".")
+        table = raw.get(section)
+        if isinstance(table, dict) and name in table:
+            table.setdefault(new_name, table.pop(name))
     return validate({s: {k: v for k, v in keys.items() if v is not None}
                      if isinstance(keys, dict) else keys for s, keys in raw.items()})
 

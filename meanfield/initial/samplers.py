@@ -28,7 +28,7 @@ give the PDE solvers. Each sampler is exact; "acceptance" is the rate of a rejec
   estimate's kernel concentration (``kde_concentration`` of ``initial``/``initial_sphere``).
 - ``equiangular`` (``rho``, needs n <= dim): ``<x_i, x_j> = rho`` for i != j, a fixed
   frame turned by a uniformly random rotation (``particle_models.equiangular_tokens``).
-- ``tokens`` (``path``, ``normalize``): the rows of a file are the tokens (nothing is
+- ``tokens`` (``path``, ``unit_rows``): the rows of a file are the tokens (nothing is
   drawn); see ``load_token_file`` and ``sample_tokens``.
 """
 from __future__ import annotations
@@ -63,8 +63,8 @@ def sample_tokens(initial: dict, n: int, dim: int,
 
     Density kinds give i.i.d. draws (see the module docstring for the samplers);
     ``equiangular`` gives a randomly turned equiangular set; ``tokens`` gives the rows of
-    ``initial["path"]``, each divided by its Euclidean length: with ``normalize = true``
-    any non-zero lengths are accepted, with ``normalize = false`` every row must already
+    ``initial["path"]``, each divided by its Euclidean length: with ``unit_rows = true``
+    any non-zero lengths are accepted, with ``unit_rows = false`` every row must already
     be a unit vector to ``UNIT_TOLERANCE`` (1e-6) and the division only removes that
     round-off.
 
@@ -123,14 +123,14 @@ def _sample(initial: dict, n: int, dim: int, rng: np.random.Generator, key: str
         return _normalize(equiangular_tokens(n, dim, float(rho), seed=rng))
     x = load_token_file(initial["path"], dim, n)  # kind == "tokens"
     norms = _row_norms(x)
-    if not initial.get("normalize", True):
+    if not initial.get("unit_rows", True):
         bad = np.abs(norms - 1.0)
         if bad.max() > UNIT_TOLERANCE:
             i = int(np.argmax(bad))
             raise ConfigError(f"{key}.path = {initial['path']!r}: row {i} has length "
                               f"{norms[i]:.12g}, not 1 to {UNIT_TOLERANCE:g}, and "
-                              f"{key}.normalize = false; give unit vectors or set "
-                              "normalize = true (each row divided by its length)",
+                              f"{key}.unit_rows = false; give unit vectors or set "
+                              "unit_rows = true (each row divided by its length)",
                               f"{key}.path")
     return x / norms[:, None]
 

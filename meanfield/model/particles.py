@@ -126,13 +126,13 @@ def uniform_tokens(n: int, d: int, seed: int | np.random.Generator | None = 0) -
     return sp.normalize_rows(x)
 
 
-def equiangular_tokens(n: int, d: int, rho0: float = 0.0,
+def equiangular_tokens(n: int, d: int, rho: float = 0.0,
                        seed: int | np.random.Generator | None = None) -> np.ndarray:
-    """``n <= d`` unit vectors with ``<x_i, x_j> = rho0`` for all ``i != j``.
+    """``n <= d`` unit vectors with ``<x_i, x_j> = rho`` for all ``i != j``.
 
-    ``x_i = a e_i + b u`` with ``u = (e_1 + ... + e_n)/sqrt(n)``, ``a = sqrt(1 - rho0)``,
-    ``b = -a/sqrt(n) + sqrt((1 + (n-1) rho0)/n)``; ``rho0 = 0`` gives ``x_i = e_i``
-    exactly. Needs ``-1/(n-1) <= rho0 < 1``. With a ``seed``, the set is turned by a
+    ``x_i = a e_i + b u`` with ``u = (e_1 + ... + e_n)/sqrt(n)``, ``a = sqrt(1 - rho)``,
+    ``b = -a/sqrt(n) + sqrt((1 + (n-1) rho)/n)``; ``rho = 0`` gives ``x_i = e_i``
+    exactly. Needs ``-1/(n-1) <= rho < 1``. With a ``seed``, the set is turned by a
     uniformly random rotation (QR of a Gaussian matrix).
     """
     check_size(n, d)
@@ -140,11 +140,11 @@ def equiangular_tokens(n: int, d: int, rho0: float = 0.0,
         raise ConfigError(f"equiangular tokens need n <= d; got n = {n} > d = {d}",
                           "particles.n")
     lo = -1.0 / (n - 1)
-    if not (isinstance(rho0, (int, float, np.floating)) and lo <= rho0 < 1):
-        raise ConfigError(f"initial.rho0 must be in [{lo:.6g}, 1), got {rho0!r}",
-                          "initial.rho0")
-    a = math.sqrt(1.0 - rho0)
-    b = -a / math.sqrt(n) + math.sqrt(max(0.0, (1.0 + (n - 1) * rho0) / n))
+    if not (isinstance(rho, (int, float, np.floating)) and lo <= rho < 1):
+        raise ConfigError(f"initial.rho must be in [{lo:.6g}, 1), got {rho!r}",
+                          "initial.rho")
+    a = math.sqrt(1.0 - rho)
+    b = -a / math.sqrt(n) + math.sqrt(max(0.0, (1.0 + (n - 1) * rho) / n))
     x = np.zeros((n, d))
     x[:, :n] = b / math.sqrt(n)
     x[np.arange(n), np.arange(n)] += a

@@ -3,7 +3,7 @@
 The config is the PDE's (``meanfield.config``) with the ``[particles]`` section: ``n``
 tokens drawn i.i.d. from the ``[initial]`` density (``meanfield.initial.samplers``; or the rows
 of a token file, or an equiangular set) with ``particles.seed``, moved by the model of
-``particles.model``:
+``particles.architecture``:
 
 - ``"post-ln"``: SA (``normalized = true``) or USA on S^{d-1}, with noise when
   ``model.kappa`` is finite (geodesic Euler-Maruyama, fixed ``time.dt``), else RK4 with
@@ -11,7 +11,7 @@ of a token file, or an equiangular set) with ``particles.seed``, moved by the mo
 - ``"pre-ln"``: tokens in R^d, attention on their directions (no noise);
 - ``"hardmax"``: beta = infinity without self-attention (``model.beta`` is not used).
 
-Interaction sums: ``particles.method`` (``solvers.particles.fast``): "direct" (exact, O(n^2)),
+Interaction sums: ``particles.sum_method`` (``solvers.particles.fast``): "direct" (exact, O(n^2)),
 "fourier" (S^1) or "harmonic" (S^2), to ``particles.accuracy``; "auto" picks by n, d and
 beta once per run.
 
@@ -76,7 +76,7 @@ def check_config(cfg: dict) -> dict:
     n = DEFAULT_N if n is None else n
     pm.check_size(n, dim)
     noisy = not math.isinf(m["kappa"])
-    if noisy and p["model"] == "pre-ln":
+    if noisy and p["architecture"] == "pre-ln":
         raise ConfigError("model.kappa: noise is defined for tokens on the sphere (post-ln, "
                           "hardmax); pre-ln tokens live in R^d: use kappa = \"inf\"",
                           "model.kappa")
@@ -85,18 +85,18 @@ def check_config(cfg: dict) -> dict:
         raise ConfigError("time.dt = \"auto\": particle runs with noise need a fixed step "
                           "(Euler-Maruyama has no error estimate); give e.g. time.dt = 0.01",
                           "time.dt")
-    method = p["method"]
-    if p["model"] == "hardmax" and method not in ("auto", "direct"):
-        raise ConfigError(f"particles.method = {method!r}: the hardmax model has no fast sum "
+    method = p["sum_method"]
+    if p["architecture"] == "hardmax" and method not in ("auto", "direct"):
+        raise ConfigError(f"particles.sum_method = {method!r}: the hardmax model has no fast sum "
                           "(it takes a maximum, not an exponential kernel); use 'auto' or "
-                          "'direct'", "particles.method")
+                          "'direct'", "particles.sum_method")
     if method in FAST_METHODS and FAST_METHODS[method] != dim:
         valid = ["auto", "direct"] + [k for k, v in FAST_METHODS.items() if v == dim]
-        raise ConfigError(f"particles.method = {method!r} is the "
+        raise ConfigError(f"particles.sum_method = {method!r} is the "
                           f"{'circle (dim 2)' if method == 'fourier' else 'sphere (dim 3)'} "
                           f"fast sum; for dim {dim} use one of "
-                          + ", ".join(repr(v) for v in valid), "particles.method")
-    beta = m["beta"] if p["model"] != "hardmax" else math.inf
+                          + ", ".join(repr(v) for v in valid), "particles.sum_method")
+    beta = m["beta"] if p["architecture"] != "hardmax" else math.inf
     if method in FAST_METHODS:
         try:
             fast_sums.check_fast_accuracy(dim, beta, p["accuracy"])
@@ -104,7 +104,7 @@ def check_config(cfg: dict) -> dict:
             raise ConfigError(f"particles.accuracy = {p['accuracy']!r} with method "
                               f"{method!r} at beta = {beta:g}: {exc}",
                               "particles.accuracy") from None
-    if p["model"] == "hardmax":
+    if p["architecture"] == "hardmax":
         resolved = "direct"
     else:
         resolved = fast_sums.resolve_method(method, n, dim, beta, p["accuracy"])
@@ -118,11 +118,11 @@ def check_config(cfg: dict) -> dict:
 
 
 def build_model(cfg: dict, plan: dict, threads: int | None = None):
-    """The model object of ``particles.model``."""
+    """The model object of ``particles.architecture``."""
     p, m = cfg["particles"], cfg["model"]
-    if p["model"] == "hardmax":
+    if p["architecture"] == "hardmax":
         return pm.HardmaxParticles()
-    cls = pm.PreLNParticles if p["model"] == "pre-ln" else pm.AttentionParticles
+    cls = pm.PreLNParticles if p["architecture"] == "pre-ln" else pm.AttentionParticles
     return cls(m["beta"], m["normalized"], method=plan["sum_method"],
                accuracy=p["accuracy"], threads=threads)
 
@@ -130,8 +130,8 @@ def build_model(cfg: dict, plan: dict, threads: int | None = None):
 def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
     """The initial tokens: unit vectors, except Pre-LN token files read as they are."""
     init = cfg["initial"]
-    if cfg["particles"]["model"] == "pre-ln" and init["kind"] == "tokens" \
-            and not init["normalize"]:
+    if cfg["particles"]["architecture"] == "pre-ln" and init["kind"] == "tokens" \
+            and not init["unit_rows"]:
         return pm.check_tokens(sampling.load_token_file(init["path"], plan["dim"], plan["n"]),
                                on_sphere=False, key="initial.path")
     rng = pm.initial_rng(cfg["particles"]["seed"])
@@ -186,7 +186,7 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
     norms = np.sqrt(np.einsum("tij,tij->ti", x, x))
     dims3 = ("time", "particle", "component")
     data: dict[str, Any] = {"position": (dims3, x / norms[..., None])}
-    if cfg["particles"]["model"] == "pre-ln":
+    if cfg["particles"]["architecture"] == "pre-ln":
         data["radius"] = (("time", "particle"), norms)
     if plan["dim"] == 2:
         data["angle"] = (("time", "particle"),
@@ -212,13 +212,13 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
     m = cfg["model"]
     model = {"post-ln": "SA" if m["normalized"] else "USA",
              "pre-ln": f"Pre-LN {'SA' if m['normalized'] else 'USA'}",
-             "hardmax": "hardmax"}[p["model"]]
+             "hardmax": "hardmax"}[p["architecture"]]
     geometry = cfg["domain"]["geometry"]
     ds.attrs.update({
         "title": f"{plan['n']} tokens, {model} on S^{plan['dim'] - 1}, beta = "
                  f"{plan['beta']:g}, kappa = {m['kappa']:g}",
         "kind": "particles", "geometry": geometry, "dim": plan["dim"], "model": model,
-        "particle_model": p["model"], "beta": plan["beta"], "kappa": m["kappa"],
+        "architecture": p["architecture"], "beta": plan["beta"], "kappa": m["kappa"],
         "n": plan["n"], "seed": p["seed"], "sum_method": plan["sum_method"],
         "sum_order": plan["sum_order"], "accuracy": p["accuracy"],
         "config": cfgmod.to_json(cfg), "meanfield_version": meanfield.__version__,

@@ -320,7 +320,7 @@ def test_token_file_rows_are_normalised(tmp_path):
     np.savetxt(path, raw)
     assert token_count(path) == 4
     assert np.array_equal(load_token_file(path, 3), raw)  # raw rows (Pre-LN radii)
-    x = sample_tokens({"kind": "tokens", "path": str(path), "normalize": True}, 4, 3, 0)
+    x = sample_tokens({"kind": "tokens", "path": str(path), "unit_rows": True}, 4, 3, 0)
     lengths = np.linalg.norm(raw, axis=1)
     assert np.abs(np.linalg.norm(x, axis=1) - 1).max() < 1e-15
     assert np.allclose(np.einsum("ij,ij->i", x, raw), lengths, rtol=1e-15)  # same directions
@@ -329,16 +329,16 @@ def test_token_file_rows_are_normalised(tmp_path):
     assert np.array_equal(x, y)
 
 
-def test_token_file_unit_rows_without_normalize(tmp_path):
+def test_token_file_unit_rows_kept_as_given(tmp_path):
     raw = np.array([[1.0, 0.0], [0.6, 0.8 + 5e-7], [0.0, -1.0]])
     path = tmp_path / "unit.npy"
     np.save(path, raw)
-    x = sample_tokens({"kind": "tokens", "path": str(path), "normalize": False}, 3, 2, 0)
+    x = sample_tokens({"kind": "tokens", "path": str(path), "unit_rows": False}, 3, 2, 0)
     assert np.abs(x - raw).max() < 1e-6 and np.abs(np.linalg.norm(x, axis=1) - 1).max() < 1e-15
     raw[1] *= 1.1
     np.save(path, raw)
-    with pytest.raises(ConfigError, match=r"row 1 has length 1\.1.*normalize") as info:
-        sample_tokens({"kind": "tokens", "path": str(path), "normalize": False}, 3, 2, 0)
+    with pytest.raises(ConfigError, match=r"row 1 has length 1\.1.*unit_rows") as info:
+        sample_tokens({"kind": "tokens", "path": str(path), "unit_rows": False}, 3, 2, 0)
     assert info.value.key == "initial.path"
 
 
@@ -379,7 +379,7 @@ def test_token_file_errors(tmp_path, text, dim, n, key, words):
         if n is None:
             load_token_file(path, dim)
         else:
-            sample_tokens({"kind": "tokens", "path": path, "normalize": True}, n, dim, 0)
+            sample_tokens({"kind": "tokens", "path": path, "unit_rows": True}, n, dim, 0)
     assert info.value.key == key
     for word in words:
         assert word in str(info.value)

@@ -300,8 +300,8 @@ def test_bad_input_names_the_key():
         (lambda: pm.AttentionParticles(math.inf), "model.beta"),
         (lambda: pm.AttentionParticles(800.0, normalized=False), "model.beta"),
         (lambda: pm.equiangular_tokens(5, 4), "particles.n"),
-        (lambda: pm.equiangular_tokens(4, 4, rho0=1.0), "initial.rho0"),
-        (lambda: pm.equiangular_tokens(4, 4, rho0=-0.5), "initial.rho0"),
+        (lambda: pm.equiangular_tokens(4, 4, rho=1.0), "initial.rho"),
+        (lambda: pm.equiangular_tokens(4, 4, rho=-0.5), "initial.rho"),
     ]
     for call, key in cases:
         with pytest.raises(ConfigError) as info:

@@ -85,7 +85,7 @@ def test_particle_dataset_contract():
 def test_sphere_high_dim_pre_ln_and_rank():
     cfg = {"domain": {"geometry": "sphere", "dim": 8}, "model": {"beta": 1.0},
            "initial": {"kind": "uniform"}, "time": {"t_final": 2.0, "save_every": 1.0},
-           "particles": {"n": 40, "model": "pre-ln", "attention_rank": True}}
+           "particles": {"n": 40, "architecture": "pre-ln", "attention_rank": True}}
     ds = meanfield.particles(cfg)
     assert ds.sizes["component"] == 8 and "radius" in ds
     assert ds.attrs["model"] == "Pre-LN SA"
@@ -113,13 +113,13 @@ def test_same_numbers_with_one_and_two_threads():
     # fast sums (n above the auto crossover) with noise: bit for bit for any thread count
     cfg = {"model": {"beta": 3.0, "kappa": 20.0}, "initial": {"kind": "uniform"},
            "time": {"t_final": 0.2, "save_every": 0.1, "dt": 0.01},
-           "particles": {"n": 3000, "method": "fourier"}}
+           "particles": {"n": 3000, "sum_method": "fourier"}}
     one = meanfield.particles(cfg, threads=1)
     two = meanfield.particles(cfg, threads=2)
     assert one.attrs["sum_method"] == "fourier"
     np.testing.assert_array_equal(one.position.values, two.position.values)
     cfg["domain"] = {"geometry": "sphere"}
-    cfg["particles"]["method"] = "harmonic"
+    cfg["particles"]["sum_method"] = "harmonic"
     one = meanfield.particles(cfg, threads=1)
     two = meanfield.particles(cfg, threads=2)
     np.testing.assert_array_equal(one.position.values, two.position.values)
@@ -216,7 +216,7 @@ def test_hardmax_attention_matrix_and_rank():
     a = cl.attention_matrix(x, math.inf, True)
     np.testing.assert_allclose(a, [[0, 1, 0], [0.5, 0, 0.5], [0, 1, 0]], atol=0)
     assert cl.attention_rank(x, math.inf, True, 1e-6) == 2
-    ds = meanfield.particles({"particles": {"model": "hardmax", "n": 30,
+    ds = meanfield.particles({"particles": {"architecture": "hardmax", "n": 30,
                                             "attention_rank": True},
                               "time": {"t_final": 1.0, "save_every": 0.5}})
     assert ds.attrs["model"] == "hardmax" and np.all(np.isnan(ds.energy))
@@ -253,17 +253,17 @@ BAD = [
     ({"model": {"kappa": 0.0}}, "model.kappa", "> 0"),
     ({"model": {"kappa": -1.0}}, "model.kappa", "> 0"),
     ({"model": {"kappa": 2.0}}, "time.dt", "fixed step"),
-    ({"model": {"kappa": 2.0}, "particles": {"model": "pre-ln"},
+    ({"model": {"kappa": 2.0}, "particles": {"architecture": "pre-ln"},
       "time": {"dt": 0.01}}, "model.kappa", "pre-ln"),
-    ({"particles": {"method": "harmonic"}}, "particles.method", "'fourier'"),
-    ({"domain": {"geometry": "sphere"}, "particles": {"method": "fourier"}},
-     "particles.method", "'harmonic'"),
+    ({"particles": {"sum_method": "harmonic"}}, "particles.sum_method", "'fourier'"),
+    ({"domain": {"geometry": "sphere"}, "particles": {"sum_method": "fourier"}},
+     "particles.sum_method", "'harmonic'"),
     ({"domain": {"geometry": "sphere", "dim": 4}, "initial": {"kind": "uniform"},
-      "particles": {"method": "harmonic"}}, "particles.method", "'direct'"),
-    ({"particles": {"model": "hardmax", "method": "fourier"}}, "particles.method",
+      "particles": {"sum_method": "harmonic"}}, "particles.sum_method", "'direct'"),
+    ({"particles": {"architecture": "hardmax", "sum_method": "fourier"}}, "particles.sum_method",
      "hardmax"),
-    ({"particles": {"method": "fft"}}, "particles.method", "'fourier'"),
-    ({"particles": {"model": "postln"}}, "particles.model", "'post-ln'"),
+    ({"particles": {"sum_method": "fft"}}, "particles.sum_method", "'fourier'"),
+    ({"particles": {"architecture": "postln"}}, "particles.architecture", "'post-ln'"),
     ({"particles": {"accuracy": 1e-16}}, "particles.accuracy", ">= 1e-14"),
     ({"particles": {"n": 6000, "attention_rank": True}}, "particles.attention_rank",
      "5000"),
@@ -291,7 +291,7 @@ def test_bad_particle_config(raw, key, words, monkeypatch):
 def test_fast_method_unreachable_accuracy():
     with pytest.raises(ConfigError) as err:
         meanfield.particles({"domain": {"geometry": "sphere"}, "model": {"beta": 1e5},
-                             "particles": {"method": "harmonic"}})
+                             "particles": {"sum_method": "harmonic"}})
     assert err.value.key == "particles.accuracy"
 
 
@@ -303,8 +303,8 @@ def test_pde_refuses_particle_only_settings():
         evolve({"domain": {"geometry": "sphere", "dim": 5}, "initial": {"kind": "uniform"}})
     assert err.value.key == "domain.dim"
     with pytest.raises(ConfigError, match="post-ln") as err:
-        meanfield.compare({"particles": {"model": "hardmax"}})
-    assert err.value.key == "particles.model"
+        meanfield.compare({"particles": {"architecture": "hardmax"}})
+    assert err.value.key == "particles.architecture"
 
 
 def test_token_file_input(tmp_path):
