@@ -322,19 +322,11 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
     Files written into ``out_dir`` (created if missing), each atomically (temp file in
     the same directory, then ``os.replace``), replacing existing files of that name:
 
-    - circle: ``{stem}_summary.png``, ``{stem}_spacetime.png``, ``{stem}_snapshots.png``,
-      ``{stem}_diagnostics.png``;
-    - sphere: ``{stem}_summary.png``, ``{stem}_maps.png`` (Mollweide and orthographic
-      maps at the last saved time), ``{stem}_spacetime.png`` (latitude-time image of
-      the maximum over longitude), ``{stem}_snapshots.png`` (row of Mollweide maps),
-      ``{stem}_diagnostics.png``;
-    - tokens (``kind = "particles"``): ``{stem}_summary.png``, ``{stem}_tokens.png``,
-      ``{stem}_diagnostics.png``, and the GIF of the tokens moving (see
-      ``meanfield.plotting.particles``);
-    - PDE vs tokens (``kind = "compare"``): ``{stem}_summary.png``,
-      ``{stem}_snapshots.png``, ``{stem}_distance.png`` and the GIF of the density and
-      the token histogram (see ``meanfield.plotting.comparison``);
-
+    ``{stem}_summary.png``, then per kind: circle ``_spacetime``, ``_snapshots``; sphere
+    ``_maps`` (Mollweide and orthographic at the last time), ``_spacetime`` (latitude-time
+    image of the maximum over longitude), ``_snapshots``; tokens (``kind = "particles"``)
+    ``_tokens``; PDE vs tokens (``"compare"``) ``_snapshots``, ``_distance``; and
+    ``_diagnostics``.
     ``_diagnostics.png`` only if the dataset has diagnostic series; with
     ``animate=True`` then ``{stem}_animation.gif`` (the density curve over θ, or the
     Mollweide map on a fixed colour scale, evolving in time; at most 100 frames
