@@ -308,6 +308,11 @@ def _draw_panel(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
         colour = "C1" if panel.key == "energy" else "C2"
         ax.plot(t, y, color=colour, marker="." if t.size <= 30 else None)
         ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4), useOffset=True)
+    _label_panel(ds, panel, ax, t)
+
+
+def _label_panel(ds: xr.Dataset, panel, ax: Axes, t: np.ndarray) -> None:
+    """Time axis, labels and title of one diagnostics panel."""
     if t.size > 1:
         ax.set_xlim(t[0], t[-1])
     ax.set_xlabel(_time_label(ds))
@@ -315,15 +320,16 @@ def _draw_panel(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
     ax.set_title(panel.title)
 
 
-def _diagnostics_row(ds: xr.Dataset, fig: Figure, spec) -> list[Axes]:
-    """The diagnostics panels in a row filling the gridspec slot ``spec``."""
-    panels = _diagnostic_panels(ds)
+def _diagnostics_row(ds: xr.Dataset, fig: Figure, spec, panels=None, draw=None
+                     ) -> list[Axes]:
+    """The diagnostics panels in a row filling the gridspec slot ``spec`` (default: the
+    PDE panels of ``ds`` drawn by ``_draw_panel``; token datasets pass their own)."""
+    panels = _diagnostic_panels(ds) if panels is None else panels
+    draw = _draw_panel if draw is None else draw
     if not panels:
         return []
     row = spec.subgridspec(1, len(panels))
-    axes = []
-    for k, panel in enumerate(panels):
-        ax = fig.add_subplot(row[k])
-        _draw_panel(ds, panel, ax)
-        axes.append(ax)
+    axes = [fig.add_subplot(row[k]) for k in range(len(panels))]
+    for panel, ax in zip(panels, axes):
+        draw(ds, panel, ax)
     return axes

@@ -34,8 +34,10 @@ from meanfield.errors import ConfigError
 from meanfield.plotting import sphere_grid as _grid
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
+    _diagnostics_row as _shared_diagnostics_row,
     _draw_panel,
     _fmt_time,
+    _label_panel,
     _frame_indices,
     _freeze_layout,
     _letter_panels,
@@ -45,7 +47,6 @@ from meanfield.plotting.helpers import (
     _series,
     _snapshot_indices,
     _style,
-    _time_label,
 )
 from meanfield.plotting.tokens import (  # noqa: F401  (gram, token_map, trajectories: public)
     MAX_GRAM,
@@ -118,22 +119,11 @@ def _draw(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
             ax.yaxis.set_minor_formatter(NullFormatter())
         else:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    if t.size > 1:
-        ax.set_xlim(t[0], t[-1])
-    ax.set_xlabel(_time_label(ds))
-    ax.set_ylabel(panel.ylabel)
-    ax.set_title(panel.title)
+    _label_panel(ds, panel, ax, t)
 
 
 def _diagnostics_row(ds: xr.Dataset, fig: Figure, spec) -> list[Axes]:
-    panels = _panels(ds)
-    if not panels:
-        return []
-    row = spec.subgridspec(1, len(panels))
-    axes = [fig.add_subplot(row[k]) for k in range(len(panels))]
-    for panel, ax in zip(panels, axes):
-        _draw(ds, panel, ax)
-    return axes
+    return _shared_diagnostics_row(ds, fig, spec, _panels(ds), _draw)
 
 
 def _diagnostics(ds: xr.Dataset, axes: Any = None) -> list[Axes]:
