@@ -22,13 +22,13 @@ class SpectralCircle(SpectralSolver):
                          negativity_tolerance, f"the {grid.n} points")
 
     def to_state(self, rho: np.ndarray) -> np.ndarray:
-        c = self.model.grid.coefficients(rho)
+        c = self.model.grid.analysis(rho)
         if self.model.grid.n % 2 == 0:
             c[-1] = 0.0
         return c
 
     def to_density(self, state: np.ndarray) -> np.ndarray:
-        return self.model.grid.values(state)
+        return self.model.grid.synthesis(state)
 
 
 class FiniteVolumeCircle(FiniteVolumeSolver):

@@ -68,7 +68,7 @@ def initial_density(cfg: dict, grid: CircleGrid | SphereGrid | SphereMesh) -> np
     """Checked initial grid values of mass 1 (raises ConfigError)."""
     if isinstance(grid, SphereMesh):
         f = initial_sphere.density_function(cfg["initial"])
-        return initial.normalized_density(cell_averages(grid, f), grid.total)
+        return initial.normalized_density(cell_averages(grid, f), grid.integrate)
     if isinstance(grid, SphereGrid):
         return initial_sphere.initial_values(cfg["initial"], grid)
     return initial.initial_values(cfg["initial"], grid.theta, grid.dx,

@@ -188,7 +188,7 @@ class SphereFVModel:
     def _phi(self, rho: np.ndarray) -> tuple[np.ndarray, complex]:
         import ducc0
         coeffs = ducc0.sht.experimental.adjoint_synthesis_general(
-            map=(self.mesh.areas * rho)[None], spin=0, lmax=self.lmax, loc=self.loc,
+            map=(self.mesh.weights * rho)[None], spin=0, lmax=self.lmax, loc=self.loc,
             epsilon=1e-13)[0]
         phi = ducc0.sht.experimental.synthesis_general(
             alm=(self.g * coeffs)[None], spin=0, lmax=self.lmax, loc=self.loc,
@@ -211,6 +211,6 @@ class SphereFVModel:
     def diagnostics(self, rho: np.ndarray) -> dict:
         phi, _ = self._phi(rho)
         with np.errstate(over="ignore"):
-            energy = 0.5 * float(self.mesh.areas @ (rho * phi)) * (
+            energy = 0.5 * float(self.mesh.weights @ (rho * phi)) * (
                 1.0 if self.beta == 0 else math.exp(self.beta))
-        return summarize(self.mesh.areas, rho, self.points, energy, self.noise)
+        return summarize(self.mesh.weights, rho, self.points, energy, self.noise)

@@ -52,7 +52,7 @@ def to_dataset(cfg: dict, grid: CircleGrid | SphereGrid, times: list[float],
     geometry = cfg["domain"]["geometry"]
     data: dict[str, Any] = {
         "density": (("time",) + dims, np.array(densities)),
-        "weights": (dims, (grid.areas if isinstance(grid, SphereMesh)
+        "weights": (dims, (grid.weights if isinstance(grid, SphereMesh)
                            else grid.weights).copy()),
     }
     names = ["mass", "energy", "order_parameter"]

@@ -51,11 +51,10 @@ SAMPLES_PER_CELL = 20
 def check_compare_config(cfg: dict) -> dict:
     """Checks for a comparison (a density on S^1 or S^2, the Post-LN model); the plan."""
     cfgmod.check_pde_dim(cfg)
-    if cfg["particles"]["architecture"] != "post-ln":
-        raise ConfigError(f"particles.architecture = {cfg['particles']['architecture']!r}: "
-                          "the PDE is the "
+    if cfg["particles"]["model"] != "post-ln":
+        raise ConfigError(f"particles.model = {cfg['particles']['model']!r}: the PDE is the "
                           "mean-field limit of the post-ln model; compare needs "
-                          "particles.architecture = \"post-ln\"", "particles.architecture")
+                          "particles.model = \"post-ln\"", "particles.model")
     plan = check_config(cfg)
     total = plan["n"] * cfg["particles"]["ensemble"]
     bins = cfg["particles"]["bins"]
@@ -111,13 +110,13 @@ def sphere_bin_masses(ds: xr.Dataset, mesh: SphereMesh) -> np.ndarray:
         tree = cKDTree(np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon),
                                  np.sin(lat)], axis=1))
         return np.stack([mesh_cell_averages(mesh, lambda x, r=frame: r[tree.query(x)[1]],
-                                            refine=3) * mesh.areas for frame in rho])
+                                            refine=3) * mesh.weights for frame in rho])
     lmax = ds.sizes["lat"] - 1
     grid = SphereGrid(lmax)
     out = []
     for frame in rho:
         alm = grid.analysis(frame)
-        out.append(mesh_cell_averages(mesh, lambda x, a=alm: synthesis_at(a, x)) * mesh.areas)
+        out.append(mesh_cell_averages(mesh, lambda x, a=alm: synthesis_at(a, x)) * mesh.weights)
     return np.stack(out)
 
 
@@ -191,7 +190,7 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
         q = sphere_bin_masses(pde, mesh)
         b = mesh.n_cells
         index = nearest_cell(mesh, positions.reshape(-1, 3)).reshape(positions.shape[:-1])
-        width = mesh.areas
+        width = mesh.weights
         c = mesh.centers
         coords.update(bin=np.arange(b), bin_lat=("bin", np.arcsin(np.clip(c[:, 2], -1, 1))),
                       bin_lon=("bin", np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi)))

@@ -44,11 +44,11 @@ class CircleGrid:
         self.fft_padded: RealFFT = real_fft(self.m, threads, backend)
         self._threads, self._backend = threads, backend
 
-    def coefficients(self, f: np.ndarray) -> np.ndarray:
+    def analysis(self, f: np.ndarray) -> np.ndarray:
         """Fourier coefficients (a new array) of grid values ``f``."""
         return self.fft.forward(f).copy()
 
-    def values(self, c: np.ndarray, n: int | None = None) -> np.ndarray:
+    def synthesis(self, c: np.ndarray, n: int | None = None) -> np.ndarray:
         """Grid values (a new array) of coefficients ``c`` on this grid or on ``n`` points."""
         if n is None or n == self.n:
             return self.fft.inverse(c).copy()

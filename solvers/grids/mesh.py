@@ -81,7 +81,7 @@ class SphereMesh:
         kind: ``"icosahedral"`` (spherical Voronoi) or ``"latlon"``.
         centers: (n, 3) unit vectors, the generators (where potentials are sampled; the
             cell values are averages, and generators are close to the centroids).
-        areas: (n,) cell areas; they sum to 4 pi to round-off.
+        weights: (n,) cell areas, the quadrature weights; they sum to 4 pi to round-off.
         edges: (m, 2) the two cells of each edge.
         edge_length: (m,) arc length of the edge (the interface).
         edge_distance: (m,) arc distance between the two centres (orthogonal to the edge).
@@ -109,7 +109,7 @@ class SphereMesh:
 
     kind: str
     centers: np.ndarray
-    areas: np.ndarray
+    weights: np.ndarray
     edges: np.ndarray
     edge_length: np.ndarray
     edge_distance: np.ndarray
@@ -144,9 +144,9 @@ class SphereMesh:
         """``values[b] - values[a]`` on each edge ``(a, b)`` (last axis indexes cells)."""
         return values[..., self.edges[:, 1]] - values[..., self.edges[:, 0]]
 
-    def total(self, values: np.ndarray) -> np.ndarray:
+    def integrate(self, values: np.ndarray) -> np.ndarray:
         """``sum_c A_c values[c]`` (the mass of a density, last axis indexes cells)."""
-        return values @ self.areas
+        return values @ self.weights
 
     def perimeters(self) -> np.ndarray:
         """(n,) sum of the edge lengths of each cell."""
@@ -415,7 +415,7 @@ def _assemble(kind, level, lloyd, centers, areas, edges, edge_length, edge_midpo
         [ixx[owner] * r_nb[:, 0] + ixy[owner] * r_nb[:, 1],
          ixy[owner] * r_nb[:, 0] + iyy[owner] * r_nb[:, 1]], axis=1)
     mesh_arrays = {
-        "centers": centers, "areas": areas, "edges": edges, "edge_length": edge_length,
+        "centers": centers, "weights": areas, "edges": edges, "edge_length": edge_length,
         "edge_distance": edge_distance, "edge_midpoint": edge_midpoint,
         "neighbor_start": neighbor_start, "neighbor": neighbor, "neighbor_edge": neighbor_edge,
         "edge_slot": edge_slot, "tangent_basis": basis, "gradient_weights": gradient_weights,
@@ -615,7 +615,7 @@ def mesh_statistics(mesh: SphereMesh) -> dict[str, float]:
     ``1/|u|``); ``dt_diffusive`` is ``2.51 / laplacian_radius`` (divide by ``D``).
     """
     per = mesh.perimeters()
-    diam = 4 * mesh.areas / per
+    diam = 4 * mesh.weights / per
     return {
         "cells": float(mesh.n_cells),
         "min_diameter": float(diam.min()),
@@ -623,6 +623,6 @@ def mesh_statistics(mesh: SphereMesh) -> dict[str, float]:
         "min_over_mean_diameter": float(diam.min() / diam.mean()),
         "min_center_distance": float(mesh.edge_distance.min()),
         "mean_center_distance": float(mesh.edge_distance.mean()),
-        "dt_advective": float(np.min(mesh.areas / (2 * per))),
+        "dt_advective": float(np.min(mesh.weights / (2 * per))),
         "dt_diffusive": float(SSPRK3_REAL_STABILITY / mesh.laplacian_radius),
     }

@@ -113,7 +113,49 @@ def make_cch_tendency() -> Callable:
 cch_tendency_kernel = functools.cache(make_cch_tendency)
 
 
-class GradientFlowFV:
+class _CachedRhs:
+    """The evaluation bookkeeping both CCH right-hand sides share.
+
+    ``__call__(rho)`` returns ``d rho/dt`` only; the kernel also gives the largest
+    velocity, from which ``max_step(rho)`` derives the step bound. The kernel's outputs for
+    the last state evaluated are kept (with a copy of that state), so that ``max_step``
+    right after ``__call__`` on an equal array costs a comparison, not a second potential:
+    a stepper asks for both at every step. Changing ``diffusion`` or the potential (the
+    model's parameters) must go through ``invalidate``.
+    """
+
+    def __init__(self, potential_difference: Callable[[np.ndarray], np.ndarray],
+                 diffusion: float, cfl: float):
+        self.potential_difference = potential_difference
+        self.diffusion = float(diffusion)
+        self.cfl = cfl
+        self.evaluations = 0
+        self._last_rho: np.ndarray | None = None
+        self._last_rate = 0.0
+
+    def invalidate(self) -> None:
+        """Forget the last evaluation (after a change of the potential or the diffusion)."""
+        self._last_rho = None
+
+    def __call__(self, rho: np.ndarray) -> np.ndarray:
+        """The tendency ``d rho/dt``."""
+        out, rate = self._evaluate(rho)
+        self.evaluations += 1
+        self._last_rho, self._last_rate = rho.copy(), rate
+        return out
+
+    def max_step(self, rho: np.ndarray) -> float:
+        """The largest step keeping positivity (forward Euler, so SSP-RK3) and stability
+        at ``rho``, times ``cfl``."""
+        last = self._last_rho
+        if last is None or not np.array_equal(rho, last):
+            self(rho)
+        rate = self._last_rate
+        h_pos = np.inf if rate == 0 else self._positivity_step(rate)
+        return self.cfl * min(h_pos, self.max_step_diffusion())
+
+
+class GradientFlowFV(_CachedRhs):
     """Right-hand side and step bound of the CCH scheme on a periodic grid.
 
     Args:
@@ -125,23 +167,20 @@ class GradientFlowFV:
 
     def __init__(self, dx: float, potential_difference: Callable[[np.ndarray], np.ndarray],
                  diffusion: float, cfl: float = 0.8):
+        super().__init__(potential_difference, diffusion, cfl)
         self.dx = dx
-        self.potential_difference = potential_difference
-        self.diffusion = float(diffusion)
-        self.cfl = cfl
         self.kernel = cch_tendency_kernel()
-        self.evaluations = 0
 
     def max_step_diffusion(self) -> float:
         return np.inf if self.diffusion == 0 else 2.51 * self.dx**2 / (4 * self.diffusion)
 
-    def __call__(self, rho: np.ndarray) -> tuple[np.ndarray, float]:
-        """Tendency ``d rho/dt`` and the largest step keeping positivity and stability."""
+    def _positivity_step(self, speed: float) -> float:
+        return self.dx / (2 * speed)
+
+    def _evaluate(self, rho: np.ndarray) -> tuple[np.ndarray, float]:
         out = np.empty_like(rho)
         a = self.kernel(rho, self.potential_difference(rho), self.diffusion, self.dx, out)
-        self.evaluations += 1
-        h_pos = np.inf if a == 0 else self.dx / (2 * a)
-        return out, self.cfl * min(h_pos, self.max_step_diffusion())
+        return out, a
 
 
 # ---------------------------------------------------------------------------------------
@@ -230,10 +269,10 @@ def make_cch_mesh_tendency() -> Callable:
 cch_mesh_tendency_kernel = functools.cache(make_cch_mesh_tendency)
 
 
-class GradientFlowMeshFV:
+class GradientFlowMeshFV(_CachedRhs):
     """Right-hand side and step bound of the CCH scheme on a ``SphereMesh``.
 
-    The state is the vector of cell averages ``rho_c`` (mass ``mesh.total(rho)``, initial
+    The state is the vector of cell averages ``rho_c`` (mass ``mesh.integrate(rho)``, initial
     data from ``solvers.grids.mesh.cell_averages``); ``psi`` is sampled at the generators
     ``mesh.centers``. Free-energy decay needs ``psi_c = (1/A_c) dE_h/d rho_c``: for
     ``psi = K rho``, ``K`` symmetric in the product ``sum_c A_c f_c g_c``.
@@ -248,13 +287,10 @@ class GradientFlowMeshFV:
 
     def __init__(self, mesh, potential_difference: Callable[[np.ndarray], np.ndarray],
                  diffusion: float, cfl: float = 0.8):
+        super().__init__(potential_difference, diffusion, cfl)
         self.mesh = mesh
-        self.potential_difference = potential_difference
-        self.diffusion = float(diffusion)
-        self.cfl = cfl
         self.kernel = cch_mesh_tendency_kernel()
         self.edge_coupling = mesh.edge_length / mesh.edge_distance
-        self.evaluations = 0
 
     def max_step_diffusion(self) -> float:
         """``2.51 / (D lambda_max)``: SSP-RK3 on the linearised (two-point) diffusion."""
@@ -262,15 +298,15 @@ class GradientFlowMeshFV:
             return np.inf
         return 2.51 / (self.diffusion * self.mesh.laplacian_radius)
 
-    def __call__(self, rho: np.ndarray) -> tuple[np.ndarray, float]:
-        """Tendency ``d rho/dt`` and the largest step keeping positivity and stability."""
+    def _positivity_step(self, rate: float) -> float:
+        return 1.0 / (2 * rate)
+
+    def _evaluate(self, rho: np.ndarray) -> tuple[np.ndarray, float]:
         m = self.mesh
         rho = np.ascontiguousarray(rho, dtype=float)
         dpsi = np.ascontiguousarray(self.potential_difference(rho), dtype=float)
         out = np.empty_like(rho)
         rate = self.kernel(rho, dpsi, self.diffusion, m.edges,
-                           m.edge_slot, self.edge_coupling, m.areas, m.neighbor_start,
+                           m.edge_slot, self.edge_coupling, m.weights, m.neighbor_start,
                            m.neighbor, m.gradient_weights, m.face_offset, out)
-        self.evaluations += 1
-        h_pos = np.inf if rate == 0 else 1.0 / (2 * rate)
-        return out, self.cfl * min(h_pos, self.max_step_diffusion())
+        return out, rate

@@ -553,8 +553,8 @@ def test_sphere_cell_dataset_is_drawn_by_nearest_cell(tmp_path):
     mesh = icosahedral_mesh(3)
     c = mesh.centers
     rho = np.stack([np.exp(3 * c[:, 2]), np.exp(6 * c[:, 0])])
-    rho /= (rho @ mesh.areas)[:, None]
-    ds = xr.Dataset({"density": (("time", "cell"), rho), "weights": (("cell",), mesh.areas),
+    rho /= (rho @ mesh.weights)[:, None]
+    ds = xr.Dataset({"density": (("time", "cell"), rho), "weights": (("cell",), mesh.weights),
                      "order_parameter": (("time",), [0.5, 0.8])},
                     coords={"time": [0.0, 1.0], "lat": ("cell", np.arcsin(c[:, 2])),
                             "lon": ("cell", np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi))},

@@ -23,7 +23,7 @@ from solvers.steppers import SSPRK3, integrate
 
 
 def relative_l1(mesh, rho, exact):
-    return float(mesh.areas @ np.abs(rho - exact) / (mesh.areas @ np.abs(exact)))
+    return float(mesh.weights @ np.abs(rho - exact) / (mesh.weights @ np.abs(exact)))
 
 
 def observed_orders(errors):
@@ -61,8 +61,8 @@ def test_icosahedral_mesh_is_a_conforming_orthogonal_voronoi_mesh(level):
     n, m = mesh.n_cells, mesh.n_edges
     assert n == 10 * 4**level + 2 and m == 3 * (n - 2)
     assert np.allclose(np.linalg.norm(mesh.centers, axis=1), 1, atol=1e-15)
-    assert np.all(mesh.areas > 0)
-    assert abs(mesh.areas.sum() - 4 * np.pi) < 4e-15 * np.pi
+    assert np.all(mesh.weights > 0)
+    assert abs(mesh.weights.sum() - 4 * np.pi) < 4e-15 * np.pi
     # Edges: distinct pairs, each in the neighbour lists of exactly its two cells.
     assert np.all(mesh.edges[:, 0] < mesh.edges[:, 1])
     assert len({tuple(e) for e in mesh.edges}) == m
@@ -99,7 +99,7 @@ def test_fast_voronoi_agrees_with_scipy_spherical_voronoi():
     mesh = icosahedral_mesh(3)
     sv = SphericalVoronoi(mesh.centers)
     sv.sort_vertices_of_regions()
-    assert np.allclose(sv.calculate_areas(), mesh.areas, rtol=1e-11, atol=0)
+    assert np.allclose(sv.calculate_areas(), mesh.weights, rtol=1e-11, atol=0)
     pairs = set()
     for c, region in enumerate(sv.regions):
         for p, q in zip(region, np.roll(region, -1)):
@@ -113,7 +113,7 @@ def test_fast_voronoi_agrees_with_scipy_spherical_voronoi():
     # orients the cells and gives the same areas.
     vertices, start, corners = sphere_mesh._voronoi(mesh.centers)
     areas, _ = sphere_mesh._polygon_areas_and_moments(mesh.centers, vertices, start, corners)
-    assert np.allclose(areas, mesh.areas, rtol=1e-13, atol=0)
+    assert np.allclose(areas, mesh.weights, rtol=1e-13, atol=0)
 
 
 def test_lloyd_iterations_bring_generators_to_centroids():
@@ -123,16 +123,16 @@ def test_lloyd_iterations_bring_generators_to_centroids():
                             axis=1)
         centroid /= np.linalg.norm(centroid, axis=1, keepdims=True)
         offset = np.arccos(np.clip(np.sum(centroid * mesh.centers, axis=1), -1, 1))
-        assert np.max(offset / np.sqrt(mesh.areas)) < bound, lloyd
+        assert np.max(offset / np.sqrt(mesh.weights)) < bound, lloyd
 
 
 def test_cell_averages_integrate_polynomials():
     # Degree-5 rule on the icosahedral fan triangles; Gauss in latitude (20-degree cells).
     for mesh, tol in ((icosahedral_mesh(2), 1e-12), (latlon_mesh(9, 18), 1e-8)):
         assert np.allclose(cell_averages(mesh, lambda x: np.ones(len(x))), 1, atol=1e-14)
-        z2 = mesh.areas @ cell_averages(mesh, lambda x: x[:, 2] ** 2)
+        z2 = mesh.weights @ cell_averages(mesh, lambda x: x[:, 2] ** 2)
         assert z2 == pytest.approx(4 * np.pi / 3, rel=tol)
-        x4 = mesh.areas @ cell_averages(mesh, lambda x: x[:, 0] ** 4)
+        x4 = mesh.weights @ cell_averages(mesh, lambda x: x[:, 0] ** 4)
         assert x4 == pytest.approx(4 * np.pi / 5, rel=tol)
         smooth = cell_averages(mesh, lambda x: np.exp(x[:, 0] + 2 * x[:, 2]))
         finer = cell_averages(mesh, lambda x: np.exp(x[:, 0] + 2 * x[:, 2]), refine=3)
@@ -143,7 +143,7 @@ def test_latlon_poles_crush_the_step_and_the_icosahedral_mesh_does_not():
     """The numbers quoted in solvers.grids.mesh: ~2600 and ~10^4 cells."""
     for level, nlat in ((4, 36), (5, 72)):
         ico, ll = icosahedral_mesh(level), latlon_mesh(nlat, 2 * nlat)
-        assert abs(ll.areas.sum() - 4 * np.pi) < 1e-13
+        assert abs(ll.weights.sum() - 4 * np.pi) < 1e-13
         si, sl = mesh_statistics(ico), mesh_statistics(ll)
         assert si["min_over_mean_diameter"] > 0.8
         assert sl["min_over_mean_diameter"] < 0.12
@@ -162,12 +162,12 @@ def test_constant_state_is_stationary_and_mass_is_conserved_to_round_off():
     x = mesh.centers
     psi = 4 * x[:, 2] + 3 * np.sin(5 * x[:, 0]) * x[:, 1]
     rho = cell_averages(mesh, lambda y: np.exp(2 * y[:, 0]) * (1 + y[:, 1] ** 2))
-    mass0 = mesh.total(rho)
+    mass0 = mesh.integrate(rho)
     fv = GradientFlowMeshFV(mesh, lambda r: mesh.difference(psi), 0.05)
     stepper = SSPRK3(fv)
     for _ in range(1500):
         _, rho, _ = stepper.attempt(rho, np.inf)
-    assert abs(mesh.total(rho) - mass0) < 1e-13 * mass0
+    assert abs(mesh.integrate(rho) - mass0) < 1e-13 * mass0
 
 
 def test_forward_euler_keeps_positivity_at_the_step_bound():
@@ -197,7 +197,7 @@ def _outflow_rate(mesh, rho, psi, diffusion):
     a, b = mesh.edges.T
     out = (np.bincount(a, np.maximum(lu, 0), mesh.n_cells)
            + np.bincount(b, np.maximum(-lu, 0), mesh.n_cells))
-    return out / mesh.areas
+    return out / mesh.weights
 
 
 def test_positivity_with_a_strong_potential_and_a_near_empty_region():
@@ -208,19 +208,19 @@ def test_positivity_with_a_strong_potential_and_a_near_empty_region():
     rho[x[:, 2] > 0.6] = 0.0  # an empty cap the drift pushes mass into
     fv = GradientFlowMeshFV(mesh, lambda r: mesh.difference(psi), 1e-3)
     stepper, t = SSPRK3(fv), 0.0
-    mass0 = mesh.total(rho)
+    mass0 = mesh.integrate(rho)
     while t < 0.3:
         h, rho, _ = stepper.attempt(rho, 0.3 - t)
         t += h
         assert rho.min() >= 0.0
-    assert abs(mesh.total(rho) - mass0) < 1e-13 * mass0
+    assert abs(mesh.integrate(rho) - mass0) < 1e-13 * mass0
     assert rho[x[:, 2] > 0.9].min() > 0  # the mass did arrive
 
 
 def free_energy(mesh, rho, psi, diffusion, interaction):
     """sum A (D rho log rho - rho psi) for a fixed psi, or - rho psi / 2 for psi = K rho."""
-    ent = diffusion * mesh.areas @ (rho * np.log(np.maximum(rho, 1e-300)))
-    return ent - (0.5 if interaction else 1.0) * mesh.areas @ (rho * psi)
+    ent = diffusion * mesh.weights @ (rho * np.log(np.maximum(rho, 1e-300)))
+    return ent - (0.5 if interaction else 1.0) * mesh.weights @ (rho * psi)
 
 
 @pytest.mark.parametrize("interaction", [False, True], ids=["external", "kernel"])
@@ -233,7 +233,7 @@ def test_free_energy_decays(interaction):
     x = mesh.centers
     diffusion = 0.1
     if interaction:
-        kernel = np.exp(4 * x @ x.T) * mesh.areas[None, :] / (4 * np.pi)
+        kernel = np.exp(4 * x @ x.T) * mesh.weights[None, :] / (4 * np.pi)
 
         def potential(rho):
             return kernel @ rho
@@ -248,7 +248,7 @@ def test_free_energy_decays(interaction):
         rho = rng.random(mesh.n_cells) + 0.01
         drho, _ = fv(rho)
         xi = diffusion * np.log(rho) - potential(rho)
-        assert mesh.areas @ (xi * drho) < 0
+        assert mesh.weights @ (xi * drho) < 0
     rho = cell_averages(mesh, lambda y: 1 + 0.8 * np.sin(3 * y[:, 0] + 2 * y[:, 1]))
     stepper = SSPRK3(fv)
     energy = [free_energy(mesh, rho, potential(rho), diffusion, interaction)]
@@ -322,7 +322,7 @@ def test_relaxes_to_the_boltzmann_density():
         rho0 = cell_averages(mesh, lambda x: np.full(len(x), 1 / (4 * np.pi)))
         rho, _ = evolve_to(mesh, rho0, mesh.difference(mesh.centers[:, 2]), diffusion, 6.0)
         discrete = np.exp(mesh.centers[:, 2] / diffusion)
-        discrete *= mesh.total(rho0) / mesh.total(discrete)
+        discrete *= mesh.integrate(rho0) / mesh.integrate(discrete)
         assert np.max(np.abs(rho / discrete - 1)) < 1e-5
         errors.append(relative_l1(mesh, rho, cell_averages(mesh, boltzmann)))
     orders = observed_orders(errors)
