@@ -51,10 +51,11 @@ SAMPLES_PER_CELL = 20
 def check_compare_config(cfg: dict) -> dict:
     """Checks for a comparison (a density on S^1 or S^2, the Post-LN model); the plan."""
     cfgmod.check_pde_dim(cfg)
-    if cfg["particles"]["model"] != "post-ln":
-        raise ConfigError(f"particles.model = {cfg['particles']['model']!r}: the PDE is the "
+    if cfg["particles"]["architecture"] != "post-ln":
+        raise ConfigError(f"particles.architecture = {cfg['particles']['architecture']!r}: "
+                          "the PDE is the "
                           "mean-field limit of the post-ln model; compare needs "
-                          "particles.model = \"post-ln\"", "particles.model")
+                          "particles.architecture = \"post-ln\"", "particles.architecture")
     plan = check_config(cfg)
     total = plan["n"] * cfg["particles"]["ensemble"]
     bins = cfg["particles"]["bins"]
