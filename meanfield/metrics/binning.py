@@ -1,0 +1,82 @@
+"""Masses of a PDE solution in bins, and the bins of points: what a histogram of tokens
+is compared with.
+
+- circle: arcs between given edges. The PDE mass of an arc is exact: from the Fourier
+  series (spectral) or the cell averages (finite volumes, piecewise constant).
+- sphere: the Voronoi cells of a ``SphereMesh``. The PDE mass of a cell is a degree-5
+  quadrature (``cell_averages``) of the spectral solution (spectral) or of the
+  piecewise-constant finite-volume solution (its value at a quadrature point is that of
+  the nearest PDE cell; the quadrature triangles are refined 3 times, so the cut PDE cells
+  along the edges cost O(h^2)).
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from solvers.grids.mesh import SphereMesh
+from solvers.grids.mesh import cell_averages as mesh_cell_averages
+from solvers.transforms.sht import SphereGrid, alm_lmax
+
+
+def circle_bin_masses(ds: xr.Dataset, edges: np.ndarray) -> np.ndarray:
+    """PDE mass of the arcs between ``edges`` (increasing, spanning 2 pi), per time."""
+    rho = ds["density"].values
+    n = rho.shape[1]
+    if ds.attrs["method"] == "spectral":
+        c = np.fft.rfft(rho, axis=1) / n  # c_k of rho = sum_k c_k e^{ik theta}
+        k = np.arange(1, c.shape[1])
+        if n % 2 == 0:
+            c[:, -1] /= 2  # the Nyquist mode counted once (the cosine of the grid values)
+        # Antiderivative: c_0 theta + 2 Re sum_{k>0} c_k e^{ik theta} / (ik).
+        e = np.exp(1j * np.outer(edges, k)) / (1j * k)
+        cumulative = c[:, :1].real * edges + 2 * np.real(c[:, 1:] @ e.T)
+        return np.diff(cumulative, axis=1)
+    dx = 2 * np.pi / n
+    # Piecewise-constant density on cells [theta_j - dx/2, theta_j + dx/2]: the cumulative
+    # mass from the first cell's left edge a is linear between cell edges; an edge past
+    # a + 2 pi wraps around with the whole mass added.
+    a = float(ds["theta"].values[0]) - dx / 2
+    span = a + dx * np.arange(n + 1)
+    cum = np.concatenate([np.zeros((rho.shape[0], 1)), np.cumsum(rho * dx, axis=1)], axis=1)
+    laps = np.floor((edges - a) / (2 * np.pi))
+    local = edges - 2 * np.pi * laps
+    values = np.stack([np.interp(local, span, row) + laps * row[-1] for row in cum])
+    return np.diff(values, axis=1)
+
+
+def sphere_bin_masses(ds: xr.Dataset, mesh: SphereMesh) -> np.ndarray:
+    """PDE mass of each cell of ``mesh``, per time."""
+    rho = ds["density"].values
+    if "cell" in ds["density"].dims:
+        from scipy.spatial import cKDTree
+        lat, lon = ds["lat"].values, ds["lon"].values
+        tree = cKDTree(np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon),
+                                 np.sin(lat)], axis=1))
+        return np.stack([mesh_cell_averages(mesh, lambda x, r=frame: r[tree.query(x)[1]],
+                                            refine=3) * mesh.weights for frame in rho])
+    lmax = ds.sizes["lat"] - 1
+    grid = SphereGrid(lmax)
+    out = []
+    for frame in rho:
+        alm = grid.analysis(frame)
+        out.append(mesh_cell_averages(mesh, lambda x, a=alm: synthesis_at(a, x))
+                   * mesh.weights)
+    return np.stack(out)
+
+
+def synthesis_at(alm: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Values at unit vectors ``points`` (k, 3) of the real field with packed ``alm``."""
+    import ducc0
+
+    loc = np.stack([np.arccos(np.clip(points[:, 2], -1, 1)),
+                    np.mod(np.arctan2(points[:, 1], points[:, 0]), 2 * np.pi)], axis=1)
+    return ducc0.sht.experimental.synthesis_general(
+        alm=np.ascontiguousarray(alm)[None], spin=0, lmax=alm_lmax(alm.size),
+        loc=np.ascontiguousarray(loc), epsilon=1e-13)[0]
+
+
+def nearest_cell(mesh: SphereMesh, x: np.ndarray) -> np.ndarray:
+    """Index of the Voronoi cell (nearest centre) of each unit vector."""
+    from scipy.spatial import cKDTree
+    return cKDTree(mesh.centers).query(x)[1]
