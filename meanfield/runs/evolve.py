@@ -1,26 +1,102 @@
 """``evolve(config)``: solve the mean-field PDE and return an ``xarray.Dataset``.
 
 The run is validated before any work (``ConfigError``), then stepped through the save
-times ``0, save_every, 2 save_every, ..., t_final``. With an output path, a checkpoint
-``<path>.checkpoint.nc`` (the saved frames, the solver state and its next step size) is
-written every ``output.checkpoint_every`` seconds of wall time and on Ctrl-C;
-``resume=True`` continues from it and gives the same numbers as an uninterrupted run.
+times ``0, save_every, 2 save_every, ..., t_final`` by the run engine
+(``meanfield.runs.engine``): with an output path, a checkpoint ``<path>.checkpoint.nc``
+(the saved frames, the solver state and its next step size) is written every
+``output.checkpoint_every`` seconds of wall time and on Ctrl-C; ``resume=True``
+continues from it and gives the same numbers as an uninterrupted run.
 """
 from __future__ import annotations
 
-import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
-from meanfield.discretizations.registry import build_solver, initial_density
-from meanfield.errors import ConfigError
-from meanfield.io import check_writable, read_netcdf, write_netcdf
+from meanfield.discretizations.base import Discretization
+from meanfield.runs import threads as thread_policy
+from meanfield.runs.engine import Engine, SteppingTask
 from meanfield.runs.pde_dataset import to_dataset
-from meanfield.runs.schedule import checkpoint_path, progress_bar, save_times
 from solvers.steppers import integrate
+
+UNDERFLOW_ADVICE = ("the solution is not resolved; raise discretization.resolution, loosen "
+                    "time.tolerance or use method = \"finite-volume\"")
+
+
+@dataclass
+class PdeState:
+    """The solver state at a save: ``u`` (coefficients or cell values), the next step
+    ``h``, and the density itself where it is known exactly (the initial one)."""
+
+    u: np.ndarray
+    h: float
+    density: np.ndarray | None = None
+
+
+class EvolveTask(SteppingTask):
+    """The PDE of one config on the run engine."""
+
+    kind = "evolve"
+
+    def __init__(self, cfg: dict, threads: int | None = None):
+        super().__init__(cfg)
+        cfgmod.check_pde_dim(cfg)
+        if threads is None:
+            threads = thread_policy.current().pde_threads(cfg)
+        self.solver = Discretization.from_config(cfg, threads)
+        self.grid, self.model = self.solver.grid, self.solver.model
+        self.rho0 = self.solver.initial_density(cfg["initial"])
+        self.stepper = self.solver.stepper()
+        self.steps = 0
+
+    def start(self) -> PdeState:
+        return PdeState(self.solver.to_state(self.rho0),
+                        self.solver.first_step(self.cfg["time"]["t_final"]), self.rho0.copy())
+
+    def advance(self, state: PdeState, point: float,
+                on_step: Callable[[float], None]) -> PdeState:
+        saved = {}
+
+        def on_save(t: float, u: np.ndarray, h_next: float) -> None:
+            saved.update(u=u.copy(), h=h_next)
+
+        t0 = float(self.times[np.searchsorted(self.times, point) - 1])
+        res = integrate(self.stepper, state.u, t0, np.array([point]), state.h,
+                        on_save=on_save, check=self.solver.check, on_step=on_step,
+                        h_min=1e-14 * float(self.times[-1]), underflow_advice=UNDERFLOW_ADVICE)
+        self.steps += res.steps
+        if res.status == -1:
+            raise KeyboardInterrupt
+        return PdeState(saved["u"], saved["h"])
+
+    def frame(self, state: PdeState) -> tuple[np.ndarray, dict]:
+        rho = state.density if state.density is not None else self.solver.to_density(state.u)
+        return rho, self.model.diagnostics(rho)
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        return to_dataset(self.cfg, self.grid, list(self.times[: len(frames)]),
+                          [f[0] for f in frames], [f[1] for f in frames], info)
+
+    def info(self) -> dict:
+        return {"steps": self.steps}
+
+    def state_vars(self, state: PdeState) -> tuple[dict, dict]:
+        u = np.asarray(state.u)
+        data = {"checkpoint_state_real": (("state",), np.real(u).astype(float)),
+                "checkpoint_state_imag": (("state",), np.imag(u).astype(float))}
+        return data, {"checkpoint_h": float(state.h),
+                      "checkpoint_complex": int(np.iscomplexobj(u))}
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[PdeState, list]:
+        u = ckpt["checkpoint_state_real"].values
+        if ckpt.attrs["checkpoint_complex"]:
+            u = u + 1j * ckpt["checkpoint_state_imag"].values
+        frames = [(rho, self.model.diagnostics(rho)) for rho in ckpt["density"].values]
+        return PdeState(u, float(ckpt.attrs["checkpoint_h"])), frames
 
 
 def evolve(config: dict | None = None, *, out: str | Path | None = None,
@@ -34,7 +110,8 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
         overwrite: replace an existing result.
         resume: continue from ``<out>.checkpoint.nc`` if it exists.
         progress: show a tqdm progress bar.
-        threads: FFT threads (default: ``discretization.threads``).
+        threads: FFT threads (default: ``discretization.threads``, else the thread
+            policy's, ``meanfield.runs.threads``).
 
     Returns:
         The result dataset; ``attrs["status"]`` is 0 when finished and -1 when interrupted
@@ -47,90 +124,5 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     cfg = cfgmod.validate(config)
     cfgmod.check_pde_dim(cfg)
     out = out if out is not None else cfg["output"]["path"]
-    if out is not None:
-        check_writable(out, overwrite or resume)
-    grid, model, solver = build_solver(cfg, threads)
-    rho0 = initial_density(cfg, grid)
-    times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
-
-    frames: list[np.ndarray] = []
-    diags: list[dict] = []
-    state, t0, h0 = solver.to_state(rho0), 0.0, solver.first_step(cfg["time"]["t_final"])
-    ckpt = checkpoint_path(out) if out is not None else None
-    if resume and ckpt is not None and ckpt.exists():
-        state, t0, h0, frames, diags = _load_checkpoint(ckpt, cfg, model)
-    else:
-        frames.append(rho0.copy())
-        diags.append(model.diagnostics(rho0))
-    pending = times[times > t0 * (1 + 1e-12) + 1e-300]
-
-    bar = progress_bar(cfg["time"]["t_final"], t0, progress)
-    last_ckpt = [_time.monotonic()]
-    # The exact solver state at the last save: a resumed run restarts from it bit for bit.
-    last = {"state": state, "t": t0, "h": h0}
-
-    def on_save(t: float, u: np.ndarray, h_next: float) -> None:
-        rho = solver.to_density(u)
-        diag = model.diagnostics(rho)  # all of a frame or none of it, if Ctrl-C comes here
-        frames.append(rho)
-        diags.append(diag)
-        last.update(state=u.copy(), t=t, h=h_next)
-        if ckpt is not None and (_time.monotonic() - last_ckpt[0]
-                                 > cfg["output"]["checkpoint_every"]):
-            _write_checkpoint(ckpt, cfg, grid, frames, diags, last)
-            last_ckpt[0] = _time.monotonic()
-
-    def on_step(t: float) -> None:
-        if bar is not None:
-            bar.update(t - bar.n)
-
-    wall = _time.perf_counter()
-    try:
-        res = integrate(solver.stepper(), state, t0, pending, h0, on_save=on_save,
-                        check=solver.check, on_step=on_step,
-                        underflow_advice="the solution is not resolved; raise "
-                        "discretization.resolution, loosen time.tolerance or use "
-                        "method = \"finite-volume\"")
-    finally:
-        if bar is not None:
-            bar.close()
-    saved_times = list(times[: len(frames)])
-    attrs = {"status": res.status, "message": res.message, "steps": res.steps,
-             "wall_time_s": _time.perf_counter() - wall}
-    ds = to_dataset(cfg, grid, saved_times, frames, diags, attrs)
-    if res.status == -1:
-        if ckpt is not None:
-            _write_checkpoint(ckpt, cfg, grid, frames, diags, last)
-            ds.attrs["message"] += f"; kept in {str(ckpt)!r}, continue with resume"
-        return ds
-    if out is not None:
-        write_netcdf(ds, out, overwrite=True)
-        if ckpt is not None:
-            ckpt.unlink(missing_ok=True)
-    return ds
-
-
-def _write_checkpoint(path: Path, cfg: dict, grid, frames, diags,
-                      last: dict) -> None:
-    times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])[: len(frames)]
-    t, h_next, state = last["t"], last["h"], np.asarray(last["state"])
-    ds = to_dataset(cfg, grid, list(times), frames, diags,
-                    {"status": -1, "message": f"checkpoint at t = {t:.6g}"})
-    ds["checkpoint_state_real"] = (("state",), np.real(state).astype(float))
-    ds["checkpoint_state_imag"] = (("state",), np.imag(state).astype(float))
-    ds.attrs.update({"checkpoint_t": float(t), "checkpoint_h": float(h_next),
-                     "checkpoint_complex": int(np.iscomplexobj(state))})
-    write_netcdf(ds, path, overwrite=True)
-
-
-def _load_checkpoint(path: Path, cfg: dict, model):
-    ds = read_netcdf(path)
-    if not cfgmod.same_run(ds.attrs["config"], cfg):
-        raise ConfigError(f"the checkpoint {str(path)!r} was made with another config; "
-                          "delete it or run with the same config", "resume")
-    state = ds["checkpoint_state_real"].values
-    if ds.attrs["checkpoint_complex"]:
-        state = state + 1j * ds["checkpoint_state_imag"].values
-    frames = list(ds["density"].values)
-    diags = [model.diagnostics(f) for f in frames]
-    return state, float(ds.attrs["checkpoint_t"]), float(ds.attrs["checkpoint_h"]), frames, diags
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    return engine.run(EvolveTask(cfg, threads))

@@ -1,0 +1,324 @@
+"""The run engine: what every task that goes through a schedule shares.
+
+A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask``;
+``Engine.run`` does the rest, the same way for all of them:
+
+- the output: checked writable before any work (``Output.claim``), written atomically at
+  the end, and its checkpoint ``<out>.checkpoint.nc`` removed then;
+- the schedule: ``task.points()``; the first point is the start (``task.start()``), each
+  further one is reached by ``task.advance(state, point, on_step)``, and ``task.frame``
+  says what is kept there (all of a frame or none of it, whenever Ctrl-C comes);
+- progress: ``task.progress_bar`` (a tqdm bar over simulated time for stepping tasks),
+  fed by ``on_step``;
+- checkpoints: after a point, when ``output.checkpoint_every`` seconds of wall time have
+  passed since the last one, and on Ctrl-C: ``task.checkpoint(state, frames)`` (the frames
+  and whatever restores the state exactly: solver state, next step, noise generator);
+  ``resume=True`` reads it back (``task.restore``) after checking that it was made with
+  the same config, and continues bit for bit;
+- Ctrl-C: the run stops with ``status`` -1, the frames so far in the returned dataset and
+  the checkpoint, and a message saying where the checkpoint is;
+- the dataset: ``task.dataset(frames, info)`` stamped with ``kind``, ``config`` (JSON),
+  ``version`` (the package's), ``status`` and ``message``.
+
+``SteppingTask`` is the base of the tasks that step in time (evolve, particles): the save
+times of ``[time]``, the bar over simulated time, a checkpoint made of the dataset of the
+frames plus the task's ``state_vars``.
+
+Seams for what comes next (not built yet):
+
+- output locking: ``Output.claim`` is called before any work: take ``<out>.lock`` there
+  (``O_CREAT | O_EXCL``, holding the pid) and drop it in ``Output.release``, which
+  ``Engine.run`` already calls on every way out;
+- SIGTERM: ``Engine.run`` runs the loop inside ``_signals()``: install a handler there
+  that raises ``KeyboardInterrupt`` (the interrupted path already writes the
+  checkpoint) and restore the old one on exit;
+- checkpoints between saves on the wall clock: ``CheckpointClock.due()`` is asked after
+  each point; a task with long intervals can be handed the clock in ``advance`` too;
+- frames streamed to disk: ``Engine._keep`` appends each frame to an in-memory list;
+  append to ``<out>.frames.nc`` there (an unlimited ``time`` dimension) and let
+  ``task.dataset`` read them back lazily.
+"""
+from __future__ import annotations
+
+import contextlib
+import time as _time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+import meanfield
+from meanfield import config as cfgmod
+from meanfield.errors import ConfigError, SolverError
+from meanfield.io import check_writable, read_netcdf, write_netcdf
+from meanfield.runs import threads as thread_policy
+from meanfield.runs.schedule import checkpoint_path, progress_bar, save_times
+
+
+class TaskFailed(SolverError):
+    """A task finished its schedule but part of it failed (an ensemble member); the rest
+    is kept in the checkpoint and ``resume`` retries the failed parts."""
+
+
+class RunTask:
+    """The hooks a task gives the engine (see the module docstring).
+
+    Attributes:
+        kind: the task's name, the dataset's ``kind`` attribute.
+        cfg: the validated config.
+    """
+
+    kind = ""
+
+    def __init__(self, cfg: dict):
+        self.cfg = cfg
+
+    def points(self) -> Sequence:
+        """The schedule; ``points()[0]`` is the start."""
+        raise NotImplementedError
+
+    def start(self) -> Any:
+        """The state at the first point."""
+        raise NotImplementedError
+
+    def advance(self, state: Any, point: Any, on_step: Callable[[float], None]) -> Any:
+        """The state at ``point`` from ``state`` at the point before (a new object: the
+        engine keeps the old one for a checkpoint if Ctrl-C comes)."""
+        raise NotImplementedError
+
+    def frame(self, state: Any) -> Any:
+        """What is kept of ``state`` at its point."""
+        raise NotImplementedError
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        """The result made of ``frames`` (the first ``len(frames)`` points), with ``info``
+        (run statistics, status) among its attrs."""
+        raise NotImplementedError
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        """A dataset from which ``restore`` gives back ``state`` and ``frames`` exactly."""
+        raise NotImplementedError
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        """The state and frames of a checkpoint."""
+        raise NotImplementedError
+
+    def where(self, done: int) -> str:
+        """Where the run is after ``done`` points, for messages ("t = 0.5")."""
+        return f"point {done}"
+
+    def info(self) -> dict:
+        """Run statistics for the dataset's attrs (steps and the like)."""
+        return {}
+
+    def finish(self, frames: list) -> None:
+        """Called when every point is done; raises ``TaskFailed`` if some part failed."""
+
+    def progress_bar(self, enabled: bool, done: int):
+        """A bar with ``update(n)``/``close()`` and an ``n``, or None."""
+        return
+
+
+class SteppingTask(RunTask):
+    """A task that steps in time through the save times of ``[time]``.
+
+    Subclasses give ``start``, ``advance``, ``frame``, ``dataset``, ``state_vars`` (the
+    checkpoint's variables and attrs beside the frames) and ``restore``.
+    """
+
+    def __init__(self, cfg: dict):
+        super().__init__(cfg)
+        self.times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
+
+    def points(self) -> np.ndarray:
+        return self.times
+
+    def where(self, done: int) -> str:
+        return f"t = {self.times[max(done, 1) - 1]:.6g}"
+
+    def progress_bar(self, enabled: bool, done: int):
+        return progress_bar(float(self.times[-1]), float(self.times[max(done, 1) - 1]),
+                            enabled)
+
+    def state_vars(self, state: Any) -> tuple[dict, dict]:
+        """Variables and attrs that restore ``state`` exactly."""
+        raise NotImplementedError
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        ds = self.dataset(frames, {})
+        data, attrs = self.state_vars(state)
+        for name, value in data.items():
+            ds[name] = value
+        ds.attrs.update(attrs)
+        return ds
+
+
+class CheckpointClock:
+    """Whether a checkpoint is due: every ``every`` seconds of wall time."""
+
+    def __init__(self, every: float):
+        self.every = every
+        self.last = _time.monotonic()
+
+    def due(self) -> bool:
+        return _time.monotonic() - self.last > self.every
+
+    def reset(self) -> None:
+        self.last = _time.monotonic()
+
+
+class Output:
+    """The result file of a run and its checkpoint (none without a path).
+
+    Args:
+        path: the result (netCDF) or None.
+        overwrite: replace an existing result.
+        resume: continue from the checkpoint if there is one (also allows an existing
+            result to be replaced).
+    """
+
+    def __init__(self, path: str | Path | None, overwrite: bool, resume: bool):
+        self.path = None if path is None else Path(path)
+        self.overwrite, self.resume = overwrite, resume
+        self.checkpoint = None if self.path is None else checkpoint_path(self.path)
+
+    def claim(self) -> None:
+        """Refuse an existing result before any work (the lock will go here)."""
+        if self.path is not None:
+            check_writable(self.path, self.overwrite or self.resume)
+
+    def release(self) -> None:
+        """Give the output up (the lock will be dropped here)."""
+
+    def saved(self, cfg: dict) -> xr.Dataset | None:
+        """The checkpoint to resume from, checked against ``cfg``; None if there is none."""
+        if not self.resume or self.checkpoint is None or not self.checkpoint.exists():
+            return None
+        ckpt = read_netcdf(self.checkpoint)
+        if not cfgmod.same_run(ckpt.attrs["config"], cfg):
+            raise ConfigError(f"the checkpoint {str(self.checkpoint)!r} was made with another "
+                              "config; delete it or run with the same config", "resume")
+        return ckpt
+
+    def write_checkpoint(self, ds: xr.Dataset) -> None:
+        if self.checkpoint is not None:
+            write_netcdf(ds, self.checkpoint, overwrite=True)
+
+    def write_result(self, ds: xr.Dataset) -> None:
+        if self.path is not None:
+            write_netcdf(ds, self.path, overwrite=True)
+            self.checkpoint.unlink(missing_ok=True)
+
+
+def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str) -> xr.Dataset:
+    """Set the attrs every result carries (DESIGN.md section 3)."""
+    ds.attrs.update({"kind": kind, "config": cfgmod.to_json(cfg),
+                     "version": meanfield.__version__, "status": int(status),
+                     "message": message})
+    return ds
+
+
+class Engine:
+    """Runs one task through its schedule (see the module docstring).
+
+    The output is claimed when the engine is made, before the task is built (bad output
+    paths fail before any work).
+
+    Args:
+        cfg: the validated config (``output.checkpoint_every``).
+        out: the result path (None: not written, no checkpoints).
+        overwrite, resume, progress: as the entry points'.
+    """
+
+    def __init__(self, cfg: dict, out: str | Path | None = None, *,
+                 overwrite: bool = False, resume: bool = False, progress: bool = False):
+        self.output = Output(out, overwrite, resume)
+        self.output.claim()
+        self.progress = progress
+        self.clock = CheckpointClock(cfg["output"]["checkpoint_every"])
+        self.task: RunTask | None = None
+        self.last: Any = None
+
+    def run(self, task: RunTask) -> xr.Dataset:
+        """Run (or resume) ``task``; the result dataset (``status`` -1 if interrupted)."""
+        self.task = task
+        wall = _time.perf_counter()
+        try:
+            with thread_policy.current().applied(), _signals():
+                state, frames, failure = self._loop()
+            info = {**task.info(), "wall_time_s": _time.perf_counter() - wall}
+            if failure is not None:
+                self._checkpoint(state, frames)
+                raise TaskFailed(f"{failure}; the rest is kept in "
+                                 f"{str(self.output.checkpoint)!r}, retry with resume"
+                                 if self.output.checkpoint is not None else failure)
+            if len(frames) < len(task.points()):
+                return self._interrupted(state, frames, info)
+            ds = stamp(task.dataset(frames, info), task.kind, task.cfg, 0, "finished")
+            self.output.write_result(ds)
+            return ds
+        finally:
+            self.output.release()
+
+    def _loop(self) -> tuple[Any, list, str | None]:
+        """The schedule from the start or the checkpoint; stops early on Ctrl-C."""
+        task, points = self.task, self.task.points()
+        ckpt = self.output.saved(task.cfg)
+        if ckpt is not None:
+            state, frames = task.restore(ckpt)
+        else:
+            state = task.start()
+            frames = [task.frame(state)]
+        self.last = state  # the exact state at the last point kept
+        bar = task.progress_bar(self.progress, len(frames))
+        on_step = (lambda t: bar.update(t - bar.n)) if bar is not None else _nothing
+        try:
+            for point in points[len(frames):]:
+                state = task.advance(self.last, point, on_step)
+                self._keep(frames, task.frame(state))
+                self.last = state
+                if self.output.checkpoint is not None and self.clock.due():
+                    self._checkpoint(state, frames)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if bar is not None:
+                bar.close()
+        failure = None
+        if len(frames) == len(points):
+            try:
+                task.finish(frames)
+            except TaskFailed as exc:
+                failure = str(exc)
+        return self.last, frames, failure
+
+    @staticmethod
+    def _keep(frames: list, frame: Any) -> None:
+        frames.append(frame)
+
+    def _checkpoint(self, state: Any, frames: list) -> None:
+        task = self.task
+        ds = task.checkpoint(state, frames)
+        stamp(ds, task.kind, task.cfg, -1, f"checkpoint at {task.where(len(frames))}")
+        self.output.write_checkpoint(ds)
+        self.clock.reset()
+
+    def _interrupted(self, state: Any, frames: list, info: dict) -> xr.Dataset:
+        task = self.task
+        message = f"interrupted after {task.where(len(frames))}"
+        if self.output.checkpoint is not None:
+            self._checkpoint(state, frames)
+            message += f"; kept in {str(self.output.checkpoint)!r}, continue with resume"
+        return stamp(task.dataset(frames, info), task.kind, task.cfg, -1, message)
+
+
+def _nothing(t: float) -> None:
+    pass
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """The signals a run turns into a checkpointed stop (SIGTERM: the next issue)."""
+    yield
