@@ -1,0 +1,194 @@
+"""Value checkers of the config: each takes the dotted key and the value, returns the
+cleaned value or raises ``ConfigError`` naming the key, the value and what is accepted."""
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from meanfield.errors import ConfigError
+
+Checker = Callable[[str, Any], Any]
+
+
+def suggest(name: str, valid: list[str] | tuple[str, ...]) -> str:
+    """``valid: 'a', 'b'`` plus the nearest valid name to ``name``, if one is close."""
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"valid: {', '.join(repr(v) for v in valid)}{hint}"
+
+
+def unknown_name(key: str, name: Any, valid, what: str = "value") -> ConfigError:
+    """ConfigError for a name that is not one of ``valid`` (with the nearest suggestion)."""
+    return ConfigError(f"{key} = {name!r} is not a known {what}; {suggest(str(name), valid)}",
+                       key)
+
+
+def number(key: str, value: Any) -> float:
+    """Any int or float (not a bool) as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key} = {value!r} must be a number", key)
+    return float(value)
+
+
+def finite_number(key: str, value: Any, *, minimum: float | None = None,
+                  strict: bool = False, maximum: float | None = None) -> float:
+    """A finite float, optionally bounded below (``strict``: exclusive) and above."""
+    x = number(key, value)
+    if not math.isfinite(x):
+        raise ConfigError(f"{key} = {value!r} must be a finite number", key)
+    if minimum is not None and (x <= minimum if strict else x < minimum):
+        rel = ">" if strict else ">="
+        raise ConfigError(f"{key} = {value!r} must be {rel} {minimum:g}", key)
+    if maximum is not None and x > maximum:
+        raise ConfigError(f"{key} = {value!r} must be <= {maximum:g}", key)
+    return x
+
+
+def integer(key: str, value: Any, *, minimum: int | None = None) -> int:
+    """An int (a float with an integer value is not accepted: resolutions are counts)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} = {value!r} must be an integer"
+                          + (f" >= {minimum}" if minimum is not None else ""), key)
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key} = {value!r} must be an integer >= {minimum}", key)
+    return value
+
+
+def kappa(key: str, value: Any) -> float:
+    """A number > 0, or "inf" (no noise) as ``math.inf``."""
+    if isinstance(value, str):
+        if value.strip().lower() in ("inf", "infinity"):
+            return math.inf
+        raise ConfigError(f"{key} = {value!r} must be a number > 0 or \"inf\" (no noise)", key)
+    x = number(key, value)
+    if math.isnan(x) or x <= 0:
+        raise ConfigError(f"{key} = {value!r} must be a number > 0 or \"inf\" (no noise)", key)
+    return x
+
+
+def auto_or_positive(key: str, value: Any) -> float | str:
+    """"auto" or a finite number > 0."""
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} must be \"auto\" or a number > 0", key)
+    return finite_number(key, value, minimum=0.0, strict=True)
+
+
+def auto_or_count(key: str, value: Any) -> int | str:
+    """"auto" or an integer >= 2."""
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} must be \"auto\" or an integer >= 2", key)
+    return integer(key, value, minimum=2)
+
+
+def boolean(key: str, value: Any) -> bool:
+    """true or false."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} = {value!r} must be true or false", key)
+    return value
+
+
+def choice(valid: tuple[str, ...]) -> Checker:
+    """A checker accepting exactly the names of ``valid``."""
+    def check(key: str, value: Any) -> str:
+        if value not in valid:
+            raise unknown_name(key, value, valid)
+        return value
+    return check
+
+
+def unit_vector(key: str, value: Any, dim: int, tolerance: float) -> list[float]:
+    """A list of ``dim`` finite numbers of length 1 to ``tolerance`` (not normalised)."""
+    what = "unit 3-vector [x, y, z]" if dim == 3 else f"unit {dim}-vector"
+    if (not isinstance(value, (list, tuple)) or len(value) != dim
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)):
+        raise ConfigError(f"{key} = {value!r} must be a {what}", key)
+    vec = [float(v) for v in value]
+    if not all(math.isfinite(v) for v in vec):
+        raise ConfigError(f"{key} = {value!r} must be a finite {what}", key)
+    norm = math.sqrt(sum(v * v for v in vec))
+    if abs(norm - 1) > tolerance:
+        raise ConfigError(f"{key} = {value!r} has length {norm:.12g}, not 1: give a "
+                          f"{what} (it is not normalised for you)", key)
+    return vec
+
+
+def threads(key: str, value: Any) -> int | str:
+    """"auto" or an integer >= 1."""
+    if value == "auto":
+        return "auto"
+    return integer(key, value, minimum=1)
+
+
+def path(key: str, value: Any) -> str | None:
+    """A non-empty file path as a string (None: absent)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, Path)) or str(value) == "":
+        raise ConfigError(f"{key} = {value!r} must be a file path (a non-empty string)", key)
+    return str(value)
+
+
+RANGE_KEYS = ("start", "stop", "num")
+
+
+def list_or_range(key: str, value: Any, *, minimum: float | None = None,
+                  strict: bool = False, integers: bool = False) -> list:
+    """The values of a scan: a non-empty list of numbers, or a table ``{start, stop,
+    num}`` meaning ``numpy.linspace(start, stop, num)`` (both ends included; num >= 1).
+
+    Args:
+        key: the dotted key, named in errors (``key[i]``, ``key.start``, ...).
+        value: the list or the table.
+        minimum: every value must be >= it (``strict``: >).
+        strict: exclusive ``minimum``.
+        integers: values must be integers (counts such as token numbers); a range then
+            must give integers at every point.
+
+    Returns:
+        The values as a list of floats (ints with ``integers``).
+    """
+    if isinstance(value, dict):
+        for name in value:
+            if name not in RANGE_KEYS:
+                raise ConfigError(f"{key}.{name} is not a key of a range; "
+                                  f"{suggest(name, RANGE_KEYS)}", f"{key}.{name}")
+        for name in RANGE_KEYS:
+            if name not in value:
+                raise ConfigError(f"{key}.{name} is missing: a range is a table "
+                                  "{start, stop, num} (numpy.linspace)", f"{key}.{name}")
+        start = finite_number(f"{key}.start", value["start"])
+        stop = finite_number(f"{key}.stop", value["stop"])
+        num = integer(f"{key}.num", value["num"], minimum=1)
+        values = [float(v) for v in np.linspace(start, stop, num)]
+        if integers:
+            if any(v != round(v) for v in values):
+                raise ConfigError(f"{key} = {value!r} must give integers at every point "
+                                  "(choose start, stop and num accordingly, or give a list)",
+                                  key)
+            values = [round(v) for v in values]
+        # linspace is monotonic: its ends bound every value
+        _bounded(f"{key}.start", values[0], minimum, strict)
+        _bounded(f"{key}.stop", values[-1], minimum, strict)
+        return values
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{key} = {value!r} must be a non-empty list of numbers or a range "
+                          "{start, stop, num}", key)
+    check = ((lambda k, v: integer(k, v)) if integers else finite_number)
+    values = [check(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    for i, v in enumerate(values):
+        _bounded(f"{key}[{i}]", v, minimum, strict)
+    return values
+
+
+def _bounded(key: str, x: float, minimum: float | None, strict: bool) -> None:
+    if minimum is not None and (x <= minimum if strict else x < minimum):
+        raise ConfigError(f"{key} = {x!r} must be {'>' if strict else '>='} {minimum:g}", key)

@@ -1,0 +1,129 @@
+"""Which sections a config may have and which task takes which: sections and tasks
+register here, and ``validate`` checks a config against them.
+
+A section is either a table of keys, each with a checker and a default, or a table
+checked as a whole by its own ``validator`` (``[initial]``, whose keys depend on its
+kind). Once a section is clean its ``finish`` runs (derived defaults and checks across
+keys and sections, e.g. ``time.save_every`` against ``time.t_final``). Sections are
+validated in the order they were registered, so a validator or a finish may read the
+sections registered before its own (``[initial]`` reads ``[domain]``).
+
+A task (``evolve``, ``particles``, ``compare``, and the studies that register later)
+names the sections it takes; ``validate(config, task)`` refuses any other section with a
+``ConfigError`` listing the ones the task takes. ``validate(config)`` with no task takes
+every registered section (what callers that do not name a task get).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from meanfield.config.checkers import Checker, suggest
+from meanfield.config.renamed import renamed_key_error
+from meanfield.config.sections import CORE_SECTIONS, CORE_TASKS, Section
+from meanfield.errors import ConfigError
+
+# Registered sections, in validation order, and the sections of each task: the core
+# ones of ``meanfield.config.sections``; studies add theirs with ``register_section``
+# and ``register_task``.
+SECTIONS: dict[str, Section] = {s.name: s for s in CORE_SECTIONS}
+TASKS: dict[str, tuple[str, ...]] = dict(CORE_TASKS)
+
+
+def register_section(name: str, keys: dict[str, tuple[Checker, Any]] | None = None, *,
+                     validator: Callable[[dict, dict, str], dict] | None = None,
+                     finish: Callable[[dict], None] | None = None) -> Section:
+    """Register (or replace) the section ``[name]``; returns it."""
+    if keys and validator is not None:
+        raise ValueError(f"section [{name}]: give keys or a validator, not both")
+    SECTIONS[name] = Section(name, dict(keys or {}), validator, finish)
+    return SECTIONS[name]
+
+
+def register_task(task: str, sections: tuple[str, ...] | list[str]) -> None:
+    """Register (or replace) the sections ``task`` takes (each already registered)."""
+    missing = [s for s in sections if s not in SECTIONS]
+    if missing:
+        raise ValueError(f"task {task!r}: sections {missing} are not registered")
+    TASKS[task] = tuple(sections)
+
+
+def unknown_key(key: str, valid) -> ConfigError:
+    """ConfigError for an unknown dotted key: its new name if it was renamed, else the
+    valid names with the nearest one."""
+    return renamed_key_error(key) or ConfigError(
+        f"unknown key {key}; {suggest(key.rsplit('.', 1)[-1], list(valid))}", key)
+
+
+def task_sections(task: str | None) -> tuple[str, ...]:
+    """The sections ``task`` takes (None: every registered section)."""
+    if task is None:
+        return tuple(SECTIONS)
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; {suggest(task, list(TASKS))}", "task")
+    return TASKS[task]
+
+
+def validate(config: dict | None, task: str | None = None) -> dict:
+    """Check a config and fill in defaults.
+
+    Args:
+        config: nested dict ``{section: {key: value}}``; missing sections and keys take
+            their defaults. The input is not modified.
+        task: the task the config is for (its sections only); None: every section.
+
+    Returns:
+        A new dict with every section of the task and all their keys.
+
+    Raises:
+        ConfigError: naming the key, the value and what is accepted.
+    """
+    config = {} if config is None else config
+    if not isinstance(config, dict):
+        raise ConfigError(f"a config must be a dict of sections, got {type(config).__name__}")
+    sections = task_sections(task)
+    for name in config:
+        if name not in sections:
+            if task is not None and name in SECTIONS:
+                raise ConfigError(f"section [{name}] is not taken by task {task!r}; it "
+                                  f"takes {', '.join(f'[{s}]' for s in sections)}", name)
+            raise ConfigError(f"unknown section [{name}]; {suggest(name, list(sections))}",
+                              name)
+        if not isinstance(config[name], dict):
+            raise ConfigError(f"[{name}] must be a table of keys, got {config[name]!r}", name)
+    out: dict[str, dict] = {}
+    for name, section in SECTIONS.items():  # registration order (see the docstring)
+        if name in sections:
+            out[name] = _validate_section(section, copy.deepcopy(config.get(name, {})), out)
+            if section.finish is not None:
+                section.finish(out)
+    return out
+
+
+def _validate_section(section: Section, given: dict, cfg: dict) -> dict:
+    if section.validator is not None:
+        return section.validator(given, cfg, section.name)
+    for name in given:
+        if name not in section.keys:
+            raise unknown_key(f"{section.name}.{name}", section.keys)
+    clean = {}
+    for name, (check, default) in section.keys.items():
+        if given.get(name) is not None:  # None: absent (validate is idempotent)
+            clean[name] = check(f"{section.name}.{name}", given[name])
+        else:
+            clean[name] = default
+    return clean
+
+
+def check_key(key: str, value: Any) -> Any:
+    """Check one value against the checker of the dotted ``key`` of a keyed section (e.g.
+    ``check_key("model.beta", 2.0)``): what the config accepts there, cleaned."""
+    section, _, name = key.partition(".")
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown section [{section}]; {suggest(section, list(SECTIONS))}",
+                          section)
+    keys = SECTIONS[section].keys
+    if name not in keys:
+        raise unknown_key(key, keys)
+    return keys[name][0](key, value)
