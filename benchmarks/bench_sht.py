@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from solvers.transforms import sht
-from solvers.transforms.sht import SphereGrid
+from solvers.grids.sphere import SphereGrid
 
 
 def random_alm(lmax: int, seed: int = 0) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 
 from meanfield.model.sphere import SphereModel
 from meanfield.discretizations.sphere import SpectralSphere
-from solvers.transforms import sht
+from solvers.grids.sphere import SphereGrid, product_grid
 
 
 def best_of(fn, repeat):
@@ -58,12 +58,12 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
     lmax = args.lmax
-    grid = sht.SphereGrid(lmax)
+    grid = SphereGrid(lmax)
     rng = np.random.default_rng(0)
     alm = grid.analysis(1 / (4 * np.pi) + 0.01 * rng.standard_normal(grid.shape))
     field = grid.synthesis(alm)
     pair = best_of(lambda: grid.analysis(grid.synthesis(alm)), args.repeat)
-    prod = sht.product_grid(lmax)
+    prod = product_grid(lmax)
     pair_p = best_of(lambda: prod.analysis(prod.synthesis(alm)), args.repeat)
     print(f"L = {lmax}, backend {grid.backend}, threads {grid.threads}")
     print(f"  transform pair, output grid {grid.shape}:  {pair * 1e3:8.3f} ms")

@@ -15,7 +15,7 @@ from meanfield.model.kernels import required_resolution, sphere_required_lmax
 from meanfield.model.sphere import SphereFVModel, SphereModel, mesh_level
 from solvers.grids.circle import CircleGrid
 from solvers.grids.mesh import SphereMesh, cell_averages, icosahedral_mesh
-from solvers.transforms.sht import SphereGrid
+from solvers.grids.sphere import SphereGrid
 
 
 def build_solver(cfg: dict, threads: int | None = None):

@@ -44,6 +44,7 @@ from meanfield.initial import sphere as initial_sphere
 from meanfield.errors import ConfigError
 from meanfield.model.particles import (UNIT_TOLERANCE, check_size, equiangular_tokens,
                                        initial_rng)
+from solvers.grids.coordinates import unit_vectors
 
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
 LOW_DIM_KINDS = ("perturbed", "samples")  # defined on S^1 and S^2 only
@@ -259,17 +260,17 @@ def _harmonic_bound(y: Callable[[np.ndarray], np.ndarray], order: int) -> float:
     the longitude factor is 1."""
     lon = 0.0 if order >= 0 else np.pi / (2 * abs(order))
     lat = np.linspace(-np.pi / 2, np.pi / 2, 20001)
-    v = np.abs(y(initial_sphere.unit_vectors(lat, lon)))
+    v = np.abs(y(unit_vectors(lat, lon)))
     padded = np.concatenate([[-1.0], v, [-1.0]])
     peaks = np.flatnonzero((v >= padded[:-2]) & (v >= padded[2:]) & (v >= 0.5 * v.max()))
     lo, hi = lat[np.maximum(peaks - 1, 0)], lat[np.minimum(peaks + 1, lat.size - 1)]
     g = (np.sqrt(5) - 1) / 2
     for _ in range(60):  # shrinks the 3e-4 brackets below 1e-16
         a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        fa = np.abs(y(initial_sphere.unit_vectors(a, lon)))
-        fb = np.abs(y(initial_sphere.unit_vectors(b, lon)))
+        fa = np.abs(y(unit_vectors(a, lon)))
+        fb = np.abs(y(unit_vectors(b, lon)))
         lo, hi = np.where(fa < fb, a, lo), np.where(fa < fb, hi, b)
-    best = np.abs(y(initial_sphere.unit_vectors(0.5 * (lo + hi), lon))).max()
+    best = np.abs(y(unit_vectors(0.5 * (lo + hi), lon))).max()
     return max(1.0, float(v.max()), float(best)) * (1 + 1e-12)
 
 

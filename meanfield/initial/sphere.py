@@ -33,16 +33,9 @@ from scipy import optimize, special
 from meanfield.errors import ConfigError
 from meanfield.initial.circle import SPECTRAL_RESOLUTION_TOLERANCE, normalized_density
 from solvers.transforms.legendre import legendre_table
-from solvers.transforms.sht import SphereGrid
+from solvers.grids.sphere import SphereGrid
 
 FOUR_PI = 4 * np.pi
-
-
-def unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    """Points ``(..., 3)`` of the sphere at latitudes/longitudes (radians, broadcast)."""
-    lat, lon = np.broadcast_arrays(lat, lon)
-    c = np.cos(lat)
-    return np.stack([c * np.cos(lon), c * np.sin(lon), np.sin(lat)], axis=-1)
 
 
 def load_sample_vectors(path: str, key: str = "initial.path") -> np.ndarray:
@@ -191,8 +184,7 @@ def initial_values(initial: dict, grid) -> np.ndarray:
             of the mean (not resolved; the message names the band limit needed).
     """
     f = density_function(initial)
-    rho = normalized_density(f(unit_vectors(grid.lat[:, None], grid.lon[None, :])),
-                             grid.integrate)
+    rho = normalized_density(f(grid.points), grid.integrate)
 
     def tail(g: SphereGrid, values: np.ndarray) -> float:
         a = np.abs(g.analysis(values))
@@ -204,8 +196,7 @@ def initial_values(initial: dict, grid) -> np.ndarray:
     while needed < 2047:
         needed = min(2 * needed + 1, 2047)
         g = SphereGrid(needed)
-        if tail(g, f(unit_vectors(g.lat[:, None], g.lon[None, :]))) <= \
-                SPECTRAL_RESOLUTION_TOLERANCE:
+        if tail(g, f(g.points)) <= SPECTRAL_RESOLUTION_TOLERANCE:
             break
     raise ConfigError(
         f"discretization.resolution = {grid.lmax} (the band limit) does not resolve the "

@@ -16,7 +16,8 @@ import xarray as xr
 
 from solvers.grids.mesh import SphereMesh
 from solvers.grids.mesh import cell_averages as mesh_cell_averages
-from solvers.transforms.sht import SphereGrid, alm_lmax
+from solvers.grids.sphere import SphereGrid
+from solvers.transforms.sht import alm_lmax
 
 
 def circle_bin_masses(ds: xr.Dataset, edges: np.ndarray) -> np.ndarray:

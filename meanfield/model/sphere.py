@@ -29,9 +29,9 @@ import math
 import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
-from meanfield.initial.sphere import unit_vectors
 from meanfield.model.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
-from solvers.transforms.sht import SphereGrid, alm_lmax, product_grid, resize_alm
+from solvers.grids.sphere import SphereGrid, product_grid
+from solvers.transforms.sht import alm_lmax, resize_alm
 
 Y00 = 1 / math.sqrt(4 * math.pi)
 # Potential coefficients below this fraction of the largest are dropped before synthesis:
@@ -73,7 +73,7 @@ class SphereModel:
         self.laplacian = grid.laplacian
         # weight of each packed coefficient in sums over all orders m = -l..l
         self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
-        self.points = unit_vectors(grid.lat[:, None], grid.lon[None, :])
+        self.points = grid.points
         self._degree_cache: dict[int, np.ndarray] = {}
 
     def _laplacian_of(self, coeffs: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import meanfield
 from meanfield import config as cfgmod
 from solvers.grids.mesh import SphereMesh
 from solvers.grids.circle import CircleGrid
-from solvers.transforms.sht import SphereGrid
+from solvers.grids.sphere import SphereGrid
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
          "lon": "rad", "mass": "1", "energy": "1", "free_energy": "1",

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from meanfield import ConfigError
-from meanfield.initial.sphere import (garcia_portugues_bandwidth, initial_values,
-                                      unit_vectors, vmf_density)
-from solvers.transforms.sht import SphereGrid
+from meanfield.initial.sphere import garcia_portugues_bandwidth, initial_values, vmf_density
+from solvers.grids.coordinates import unit_vectors
+from solvers.grids.sphere import SphereGrid
 
 
 def test_von_mises_fisher_is_normalised_and_peaks_at_center():
