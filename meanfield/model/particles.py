@@ -305,7 +305,8 @@ def correlation_gap(x: np.ndarray) -> float:
 
 
 def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
-                       method: str = "direct", accuracy: float = 1e-10) -> float:
+                       method: str = "direct", accuracy: float = 1e-10,
+                       threads: int | None = None) -> float:
     """``E_beta(mu^n) - E_beta(uniform)`` with ``E_beta(mu) = (1/2beta) iint e^{beta<x,y>}``.
 
     The uniform measure on S^{d-1} has ``iint = Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta)``;
@@ -313,14 +314,14 @@ def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
     (``r`` the order parameter; returned exactly at ``beta = 0``), as the PDE energies do.
     Round-off ~1e-16/beta for small beta; with a fast ``method`` the pair sum carries
     its error ``accuracy e^beta`` (relative to the largest kernel value). ``inf`` when the
-    pair sums exceed the double range (``beta`` beyond ~700).
+    pair sums exceed the double range (``beta`` beyond ~700). ``threads``: of the fast sums.
     """
     th = directions(x)
     n, d = th.shape
     if beta == 0:
         return 0.5 * order_parameter(th) ** 2
     _, z, shift = fast_sums.interaction_sums(th, th, beta, method=method, accuracy=accuracy,
-                                             backend=backend, project=True)
+                                             backend=backend, project=True, threads=threads)
     top = float(np.max(shift))
     pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
     nu = d / 2 - 1
@@ -355,6 +356,92 @@ class ParticleRun:
     info: dict = field(default_factory=dict)
 
 
+class TokenStepper:
+    """Advances tokens from one save time to the next: the stepping of ``simulate`` and of
+    the particle runs (``meanfield.runs.particles``).
+
+    RK4 with retraction (fixed ``dt``, or step doubling when ``dt`` is None) without noise,
+    geodesic Euler-Maruyama with noise (fixed ``dt``; increments from ``noise``, drawn in
+    step order). Ctrl-C raises ``KeyboardInterrupt`` out of ``advance``.
+
+    Args:
+        model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
+        kappa: inverse noise strength, > 0; ``inf`` for none (Pre-LN: only ``inf``).
+        dt: fixed step, or None (adaptive RK4, no noise).
+        tolerance: error per adaptive step, relative to max|x|.
+        noise: integer seed or Generator of the Brownian increments (``noise_rng``).
+    """
+
+    def __init__(self, model, *, kappa: float = math.inf, dt: float | None = None,
+                 tolerance: float = 1e-8, noise: int | np.random.Generator | None = 0):
+        self.kappa = check_kappa(kappa)
+        if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt)
+                                   and dt > 0):
+            raise ConfigError(f"time.dt must be a number > 0 or \"auto\", got {dt!r}",
+                              "time.dt")
+        self.noisy = not math.isinf(self.kappa)
+        if self.noisy and not model.on_sphere:
+            raise ConfigError("noise is defined for tokens on the sphere only (Post-LN, "
+                              "hardmax); use kappa = inf with Pre-LN", "model.kappa")
+        if self.noisy and dt is None:
+            raise ConfigError("runs with noise need a fixed time.dt (no adaptive steps for "
+                              "the Euler-Maruyama scheme)", "time.dt")
+        self.model, self.dt, self.steps = model, dt, 0
+        self.noise = noise_rng(noise) if self.noisy else None
+        if self.noisy:
+            self.stepper = steppers.GeodesicEulerMaruyama(model.velocity, self.kappa)
+        else:
+            self.rk4 = steppers.RetractedRK4(
+                model.velocity, sp.normalize_rows if model.on_sphere else None, dt=dt)
+            self.stepper = self.rk4 if dt is not None else StepDoubling(self.rk4, tolerance)
+
+    @property
+    def evaluations(self) -> int:
+        return self.steps if self.noisy else self.rk4.evaluations
+
+    @property
+    def rejected(self) -> int:
+        return getattr(self.stepper, "rejected", 0)
+
+    def first_step(self, t: float, t_next: float) -> float:
+        """The step to try first from ``t`` (adaptive runs; the fixed step otherwise)."""
+        return self.dt if self.dt is not None else min(0.01, t_next - t)
+
+    def advance(self, x: np.ndarray, t: float, t_next: float, h: float | None = None,
+                on_step: Callable[[float], None] | None = None,
+                h_min: float | None = None) -> tuple[np.ndarray, float]:
+        """The tokens at ``t_next`` from ``x`` at ``t`` (a new array) and the next step;
+        ``h``: the step to try first (None: ``first_step``)."""
+        end = np.array([float(t_next)])
+        saved: dict = {}
+        if self.noisy:
+            self.steps += steppers.integrate_sde(
+                self.stepper, x, t, end, self.dt, self.noise,
+                on_save=lambda t_, x_: saved.update(x=np.array(x_)), on_step=on_step)
+            return saved["x"], self.dt
+        h = self.first_step(t, t_next) if h is None else h
+        res = integrate(self.stepper, x, t, end, h, check=_check_finite, on_step=on_step,
+                        on_save=lambda t_, x_, h_: saved.update(x=np.array(x_), h=h_),
+                        h_min=h_min, underflow_advice="the tokens move too fast for "
+                        "time.tolerance; loosen it, or use a fixed time.dt")
+        self.steps += res.steps
+        if res.status == -1:
+            raise KeyboardInterrupt
+        return saved["x"], saved["h"]
+
+    def info(self) -> dict:
+        return {"model": self.model.name, "kappa": self.kappa,
+                "dt": "auto" if self.dt is None else self.dt,
+                "integrator": "geodesic Euler-Maruyama" if self.noisy else
+                ("RK4 + retraction" + (", step doubling" if self.dt is None else ""))}
+
+
+def _check_finite(x: np.ndarray, t: float) -> None:
+    if not np.all(np.isfinite(x)):
+        raise SolverError(f"the tokens became non-finite at t = {t:.6g}; lower time.dt "
+                          "(or beta)")
+
+
 def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
              dt: float | None = None, tolerance: float = 1e-8,
              seed: int | np.random.Generator | None = 0,
@@ -362,7 +449,7 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
              on_save: Callable[[float, np.ndarray, float], None] | None = None,
              t0: float = 0.0, h0: float | None = None,
              renormalize: bool = True) -> ParticleRun:
-    """Run ``model`` from tokens ``x0`` and save at ``save_times``.
+    """Run ``model`` from tokens ``x0`` and save at ``save_times`` (``TokenStepper``).
 
     Args:
         model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
@@ -374,7 +461,7 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
         tolerance: see ``dt``.
         seed: integer seed or Generator of the Brownian increments (``noise_rng``).
         on_step: called with the time after each step (progress bars).
-        on_save: also called as ``on_save(t, x, h_next)`` at each save (checkpoints).
+        on_save: also called as ``on_save(t, x, h_next)`` at each save.
         t0, h0: start time (the saves are those after it) and first step (adaptive runs);
             a run resumed from a save with the saved ``h_next`` and generator continues
             exactly as the uninterrupted run.
@@ -382,7 +469,8 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
             resuming from a saved state, which must be continued as it is).
 
     Returns:
-        ParticleRun (its first save is the state at ``t0``).
+        ParticleRun (its first save is the state at ``t0``); Ctrl-C ends it with status
+        -1 and the saves so far.
     """
     kappa = check_kappa(kappa)
     x0 = check_tokens(x0, model.on_sphere) if renormalize else np.array(x0, dtype=float)
@@ -390,54 +478,20 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
     if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= t0 \
             or np.any(np.diff(save_times) <= 0):
         raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
-    if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-        raise ConfigError(f"time.dt must be a number > 0 or \"auto\", got {dt!r}", "time.dt")
-    noisy = not math.isinf(kappa)
-    if noisy and not model.on_sphere:
-        raise ConfigError("noise is defined for tokens on the sphere only (Post-LN, "
-                          "hardmax); use kappa = inf with Pre-LN", "model.kappa")
-    if noisy and dt is None:
-        raise ConfigError("runs with noise need a fixed time.dt (no adaptive steps for the "
-                          "Euler-Maruyama scheme)", "time.dt")
-
-    times, saved = [float(t0)], [x0.copy()]
-
-    def save(t, x, h_next=None):
-        times.append(t)
-        saved.append(np.array(x))
-        if on_save is not None:
-            on_save(t, saved[-1], dt if h_next is None else h_next)
-
+    stepper = TokenStepper(model, kappa=kappa, dt=dt, tolerance=tolerance, noise=seed)
     run = ParticleRun(times=np.empty(0), positions=np.empty(0))
-    if noisy:
-        stepper = steppers.GeodesicEulerMaruyama(model.velocity, kappa)
-        try:
-            run.steps = steppers.integrate_sde(stepper, x0, t0, save_times, dt, noise_rng(seed),
-                                         on_save=save, on_step=on_step)
-        except KeyboardInterrupt:
-            run.status, run.message = -1, f"interrupted after t = {times[-1]:.6g}"
-        run.evaluations = run.steps
-    else:
-        rk4 = steppers.RetractedRK4(model.velocity, sp.normalize_rows if model.on_sphere else None,
-                              dt=dt)
-        stepper = rk4 if dt is not None else StepDoubling(rk4, tolerance)
-
-        def check(x, t):
-            if not np.all(np.isfinite(x)):
-                raise SolverError(f"the tokens became non-finite at t = {t:.6g}; lower "
-                                  "time.dt (or beta)")
-
-        if h0 is None:
-            h0 = dt if dt is not None else min(0.01, float(save_times[0]) - t0)
-        res = integrate(stepper, x0, t0, save_times, h0, on_save=save, check=check,
-                        on_step=on_step, underflow_advice="the tokens move too fast for "
-                        "time.tolerance; loosen it, or use a fixed time.dt")
-        run.steps, run.status, run.message = res.steps, res.status, res.message
-        run.evaluations = rk4.evaluations
-        run.rejected = getattr(stepper, "rejected", 0)
-    run.times = np.array(times)
-    run.positions = np.stack(saved)
-    run.info = {"model": model.name, "kappa": kappa, "dt": "auto" if dt is None else dt,
-                "integrator": "geodesic Euler-Maruyama" if noisy else
-                ("RK4 + retraction" + (", step doubling" if dt is None else ""))}
+    times, saved = [float(t0)], [x0.copy()]
+    x, h, h_min = x0, h0, 1e-14 * float(save_times[-1] - t0)
+    try:
+        for t_save in save_times:
+            x, h = stepper.advance(x, times[-1], float(t_save), h, on_step, h_min)
+            times.append(float(t_save))
+            saved.append(x)
+            if on_save is not None:
+                on_save(times[-1], x, h)
+    except KeyboardInterrupt:
+        run.status, run.message = -1, f"interrupted after t = {times[-1]:.6g}"
+    run.steps, run.evaluations, run.rejected = stepper.steps, stepper.evaluations, \
+        stepper.rejected
+    run.times, run.positions, run.info = np.array(times), np.stack(saved), stepper.info()
     return run

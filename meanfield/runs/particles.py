@@ -31,22 +31,21 @@ from __future__ import annotations
 
 import json
 import math
-import time as _time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-import meanfield
-from meanfield.metrics import clusters as cl
 from meanfield import config as cfgmod
-from meanfield.model import particles as pm
-from meanfield.initial import samplers as sampling
-from meanfield.metrics.diagnostics import summarize
 from meanfield.errors import ConfigError
-from meanfield.runs.schedule import checkpoint_path, progress_bar, save_times
-from meanfield.io import check_writable, read_netcdf, write_netcdf
+from meanfield.initial import samplers as sampling
+from meanfield.metrics import clusters as cl
+from meanfield.metrics.diagnostics import summarize
+from meanfield.model import particles as pm
+from meanfield.runs import threads as thread_policy
+from meanfield.runs.engine import Engine, SteppingTask
 from solvers.particles import fast as fast_sums
 
 DEFAULT_N = 1000
@@ -151,7 +150,7 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict) -> dict:
         energy = math.nan  # E_beta diverges with beta
     else:
         energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
-                                       accuracy=p["accuracy"])
+                                       accuracy=p["accuracy"], threads=plan.get("threads"))
     summary = summarize(np.full(n, 1.0 / n), np.ones(n), th, energy, 0.0)
     out: dict[str, Any] = {key: summary[key]
                            for key in ("order_parameter", "mean_direction", "energy")}
@@ -221,8 +220,6 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         "architecture": p["architecture"], "beta": plan["beta"], "kappa": m["kappa"],
         "n": plan["n"], "seed": p["seed"], "sum_method": plan["sum_method"],
         "sum_order": plan["sum_order"], "accuracy": p["accuracy"],
-        "config": cfgmod.to_json(cfg), "meanfield_version": meanfield.__version__,
-        "status": 0, "message": "finished",
     })
     ds.attrs.update(attrs or {})
     return ds
@@ -230,6 +227,86 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
 
 # ---------------------------------------------------------------------------------------
 # Running.
+
+@dataclass
+class TokenState:
+    """The tokens at a save: ``x`` as stepped (unit rows for the sphere models, renormalised
+    at the start), the next step ``h`` (None: not chosen yet), the noise generator's state
+    ``rng``, and the tokens as given where they differ from ``x`` (the start)."""
+
+    x: np.ndarray
+    h: float | None
+    rng: dict
+    shown: np.ndarray | None = None
+
+
+class ParticlesTask(SteppingTask):
+    """The token system of one config on the run engine (``meanfield.runs.engine``)."""
+
+    kind = "particles"
+    t_start = 0.0  # where this (resumed) run starts stepping: sets the step size floor
+
+    def __init__(self, cfg: dict, plan: dict, threads: int | None = None):
+        super().__init__(cfg)
+        self.plan = dict(plan)
+        if threads is None:
+            threads = thread_policy.current().fast_sum_threads()
+        self.plan["threads"] = threads
+        self.model = build_model(cfg, self.plan, threads)
+        self.x0 = initial_tokens(cfg, self.plan)
+        self.noise = pm.noise_rng(cfg["particles"]["seed"])
+        self.stepper = pm.TokenStepper(self.model, kappa=self.plan["kappa"],
+                                       dt=self.plan["dt"], tolerance=cfg["time"]["tolerance"],
+                                       noise=self.noise)
+
+    def start(self) -> TokenState:
+        # the run steps from unit rows (sphere models); frame 0 is the tokens as given
+        x = self._stepped(self.x0)
+        return TokenState(x, None, self.noise.bit_generator.state, self.x0)
+
+    def _stepped(self, x: np.ndarray) -> np.ndarray:
+        return pm.check_tokens(x, self.model.on_sphere)
+
+    def advance(self, state: TokenState, point: float, on_step) -> TokenState:
+        t = float(self.times[np.searchsorted(self.times, point) - 1])
+        self.noise.bit_generator.state = state.rng
+        x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
+                                    h_min=1e-14 * float(self.times[-1] - self.t_start))
+        return TokenState(x, h, self.noise.bit_generator.state)
+
+    def frame(self, state: TokenState) -> tuple[np.ndarray, dict]:
+        x = state.shown if state.shown is not None else state.x
+        return x, diagnostics(x, self.cfg, self.plan)
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        return to_dataset(self.cfg, self.plan, list(self.times[: len(frames)]),
+                          [f[0] for f in frames], [f[1] for f in frames], info)
+
+    def info(self) -> dict:
+        return {"steps": self.stepper.steps, "rejected_steps": self.stepper.rejected,
+                "integrator": self.stepper.info()["integrator"]}
+
+    def state_vars(self, state: TokenState) -> tuple[dict, dict]:
+        # The frames as stepped (Pre-LN: not unit vectors), so that a resumed run is
+        # bit-identical; the last is the state.
+        return {}, {"checkpoint_h": -1.0 if state.h is None else float(state.h),
+                    "checkpoint_rng": json.dumps(state.rng)}
+
+    def checkpoint(self, state: TokenState, frames: list) -> xr.Dataset:
+        ds = super().checkpoint(state, frames)
+        ds["checkpoint_state"] = (("time", "particle", "component"),
+                                  np.stack([f[0] for f in frames]))
+        return ds
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[TokenState, list]:
+        xs = list(ckpt["checkpoint_state"].values)
+        frames = [(x, diagnostics(x, self.cfg, self.plan)) for x in xs]
+        h = float(ckpt.attrs["checkpoint_h"])
+        rng = json.loads(ckpt.attrs["checkpoint_rng"])
+        self.t_start = float(self.times[len(xs) - 1])
+        x = self._stepped(xs[0]) if len(xs) == 1 else xs[-1]
+        return TokenState(x, None if h < 0 else h, rng), frames
+
 
 def particles(config: dict | None = None, *, out: str | Path | None = None,
               overwrite: bool = False, resume: bool = False, progress: bool = False,
@@ -242,7 +319,8 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
         overwrite: replace an existing result.
         resume: continue from ``<out>.checkpoint.nc`` if it exists.
         progress: show a tqdm progress bar.
-        threads: threads of the fast sums (default: chosen by n).
+        threads: threads of the fast sums (default: the thread policy's,
+            ``meanfield.runs.threads``).
 
     Returns:
         The dataset; ``attrs["status"]`` is 0 when finished, -1 when interrupted (then it
@@ -255,85 +333,5 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
     cfg = cfgmod.validate(config)
     plan = check_config(cfg)
     out = out if out is not None else cfg["output"]["path"]
-    if out is not None:
-        check_writable(out, overwrite or resume)
-    model = build_model(cfg, plan, threads)
-    x0 = initial_tokens(cfg, plan)
-    times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
-    noise = pm.noise_rng(cfg["particles"]["seed"])
-
-    ckpt = checkpoint_path(out) if out is not None else None
-    frames, diags = [x0], [diagnostics(x0, cfg, plan)]
-    t0, h0 = 0.0, None
-    if resume and ckpt is not None and ckpt.exists():
-        frames, t0, h0, rng_state = _load_checkpoint(ckpt, cfg)
-        diags = [diagnostics(f, cfg, plan) for f in frames]
-        noise.bit_generator.state = rng_state
-    last = {"t": t0, "h": h0, "rng": noise.bit_generator.state}
-    bar = progress_bar(cfg["time"]["t_final"], t0, progress)
-    last_ckpt = [_time.monotonic()]
-
-    def on_save(t: float, x: np.ndarray, h_next: float) -> None:
-        diag = diagnostics(x, cfg, plan)
-        frames.append(x)
-        diags.append(diag)
-        last.update(t=t, h=h_next, rng=noise.bit_generator.state)
-        if ckpt is not None and (_time.monotonic() - last_ckpt[0]
-                                 > cfg["output"]["checkpoint_every"]):
-            _write_checkpoint(ckpt, cfg, plan, frames, diags, last)
-            last_ckpt[0] = _time.monotonic()
-
-    def on_step(t: float) -> None:
-        if bar is not None:
-            bar.update(t - bar.n)
-
-    wall = _time.perf_counter()
-    pending = times[times > t0 * (1 + 1e-12) + 1e-300]
-    try:
-        if pending.size:
-            run = pm.simulate(model, frames[-1], pending, kappa=plan["kappa"], dt=plan["dt"],
-                              tolerance=cfg["time"]["tolerance"], seed=noise,
-                              on_step=on_step, on_save=on_save, t0=t0, h0=h0,
-                              renormalize=t0 == 0)
-        else:
-            run = pm.ParticleRun(times=np.empty(0), positions=np.empty(0))
-    finally:
-        if bar is not None:
-            bar.close()
-    attrs = {"status": run.status, "message": run.message, "steps": run.steps,
-             "rejected_steps": run.rejected, "wall_time_s": _time.perf_counter() - wall,
-             **{k: v for k, v in run.info.items() if k in ("integrator",)}}
-    ds = to_dataset(cfg, plan, list(times[: len(frames)]), frames, diags, attrs)
-    if run.status == -1:
-        if ckpt is not None:
-            _write_checkpoint(ckpt, cfg, plan, frames, diags, last)
-            ds.attrs["message"] += f"; kept in {str(ckpt)!r}, continue with resume"
-        return ds
-    if out is not None:
-        write_netcdf(ds, out, overwrite=True)
-        if ckpt is not None:
-            ckpt.unlink(missing_ok=True)
-    return ds
-
-
-def _write_checkpoint(path: Path, cfg: dict, plan: dict, frames, diags, last: dict) -> None:
-    times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])[: len(frames)]
-    ds = to_dataset(cfg, plan, list(times), frames, diags,
-                    {"status": -1, "message": f"checkpoint at t = {last['t']:.6g}"})
-    # The exact states (Pre-LN: not unit vectors), so that a resumed run is bit-identical.
-    ds["checkpoint_state"] = (("time", "particle", "component"), np.stack(frames))
-    ds.attrs.update({"checkpoint_t": float(last["t"]),
-                     "checkpoint_h": -1.0 if last["h"] is None else float(last["h"]),
-                     "checkpoint_rng": json.dumps(last["rng"])})
-    write_netcdf(ds, path, overwrite=True)
-
-
-def _load_checkpoint(path: Path, cfg: dict):
-    ds = read_netcdf(path)
-    if not cfgmod.same_run(ds.attrs["config"], cfg):
-        raise ConfigError(f"the checkpoint {str(path)!r} was made with another config; "
-                          "delete it or run with the same config", "resume")
-    frames = list(ds["checkpoint_state"].values)
-    h = float(ds.attrs["checkpoint_h"])
-    return frames, float(ds.attrs["checkpoint_t"]), (None if h < 0 else h), \
-        json.loads(ds.attrs["checkpoint_rng"])
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    return engine.run(ParticlesTask(cfg, plan, threads))

@@ -14,7 +14,7 @@ from meanfield import ConfigError
 from meanfield.metrics import clusters as cl
 from meanfield.studies import compare as compare_module
 from meanfield.model import particles as pm
-from meanfield.runs import particles as run_module
+from meanfield.runs.schedule import checkpoint_path
 from meanfield.cli import main
 from meanfield.runs.evolve import evolve
 from meanfield.io import read_netcdf
@@ -142,7 +142,7 @@ def test_interrupt_and_bit_identical_resume(tmp_path, monkeypatch):
     part = meanfield.particles(cfg, out=out)
     monkeypatch.setattr(cl, "cluster_count", real)
     assert part.attrs["status"] == -1 and not out.exists()
-    ckpt = run_module.checkpoint_path(out)
+    ckpt = checkpoint_path(out)
     assert ckpt.exists()
     resumed = meanfield.particles(cfg, out=out, resume=True)
     assert resumed.attrs["status"] == 0 and not ckpt.exists() and out.exists()
@@ -282,7 +282,7 @@ def test_bad_particle_config(raw, key, words, monkeypatch):
     def no_work(*a, **k):
         raise AssertionError("stepping started")
 
-    monkeypatch.setattr(pm, "simulate", no_work)
+    monkeypatch.setattr(pm.TokenStepper, "advance", no_work)
     with pytest.raises(ConfigError) as err:
         meanfield.particles(raw)
     assert err.value.key == key and words in str(err.value), str(err.value)
