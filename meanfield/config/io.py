@@ -115,8 +115,10 @@ def from_json(text: str) -> dict:
 
 def same_run(saved_json: str, cfg: dict) -> bool:
     """Whether a config saved by ``to_json`` describes the same run as ``cfg`` (the
-    ``[output]`` section aside): the test before resuming from a checkpoint."""
+    ``[output]`` and ``[parallel]`` sections aside: where the result goes and how the work
+    is spread do not change it): the test before resuming from a checkpoint."""
     saved, mine = from_json(saved_json), from_json(to_json(cfg))
     for c in (saved, mine):
         c.pop("output", None)
+        c.pop("parallel", None)
     return saved == mine
