@@ -1,5 +1,5 @@
-"""The circle S^1: an equispaced grid, its Fourier transforms, and a dealiased transport
-operator for ``d rho/dt = -d/dtheta (rho v)``.
+"""The circle S^1: an equispaced grid and its Fourier transforms (the transport operator
+built on them is ``solvers.operators.transport``).
 
 Grid space: ``n`` values at ``theta_j = 2 pi j / n`` (for the finite-volume method, the
 centres of cells ``[theta_j - dx/2, theta_j + dx/2]``). Coefficient space: the ``n//2 + 1``
@@ -9,9 +9,11 @@ operators (its derivative is not real).
 """
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 
+from solvers.grids.coordinates import angle, circle_points, read_only
 from solvers.transforms.fft import RealFFT, real_fft
 
 
@@ -25,11 +27,18 @@ def padded_size(n: int) -> int:
 class CircleGrid:
     """Equispaced grid of ``n`` points on [0, 2 pi) with its FFTs.
 
+    A ``solvers.grids.SpectralGrid`` (geometry ``"circle"``, dims ``("theta",)``).
+
     Args:
         n: number of points (cells), ``n >= 8``.
         threads: FFT threads (``None``: chosen from ``n``).
         backend: FFT backend (``None``: pyfftw when importable).
     """
+
+    geometry = "circle"
+    dims = ("theta",)
+    components = ("x", "y")
+    has_transforms = True
 
     def __init__(self, n: int, threads: int | None = None, backend: str | None = None):
         if n < 8:
@@ -43,6 +52,25 @@ class CircleGrid:
         self.m = padded_size(self.n)
         self.fft_padded: RealFFT = real_fft(self.m, threads, backend)
         self._threads, self._backend = threads, backend
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    @functools.cached_property
+    def points(self) -> np.ndarray:
+        """``(n, 2)`` unit vectors ``(cos theta, sin theta)`` of the nodes (read-only)."""
+        return read_only(circle_points(self.theta))
+
+    def coords(self) -> dict[str, np.ndarray]:
+        """Dataset coordinates: ``theta`` (a new array)."""
+        return {"theta": self.theta.copy()}
+
+    def locate(self, x: np.ndarray) -> np.ndarray:
+        """Index of the nearest node (whose cell ``[theta_j - dx/2, theta_j + dx/2)`` holds
+        the point) of each point ``(..., 2)`` (a direction of the plane)."""
+        return np.floor(angle(np.asarray(x, dtype=float)) / self.dx + 0.5).astype(
+            np.int64) % self.n
 
     def analysis(self, f: np.ndarray) -> np.ndarray:
         """Fourier coefficients (a new array) of grid values ``f``."""

@@ -43,17 +43,10 @@ to 5.3e-5 and the observed order from 1.82 to 1.95 (2 Lloyd sweeps only at the f
 level: 7.3e-5; a converged centroidal tessellation: 5.2e-5). The price: the cells next to
 the pentagons shrink, the diffusive step is 8 % (L5) to 12 % (L6) below ``lloyd=0``.
 
-Construction (level 6 in ~1.2 s on 2 cores): refinement and Lloyd sweeps on the known
-triangulation, whose circumcentres are the Voronoi corners once it is checked to be
-Delaunay (empty circumcircles across every edge; otherwise scipy's ``SphericalVoronoi``
-is used). This skips the convex hull and Python region lists of ``SphericalVoronoi``
-(0.86 s at level 6, against 0.13 s) and gives identical meshes. Areas are sums of
-exact triangle solid angles (Van Oosterom-Strackee): they add to 4 pi within 2e-15,
-where ``SphericalVoronoi.calculate_areas`` was 1.3e-12 off at level 6. The diffusive
-bound uses the largest eigenvalue of the mesh Laplacian (Lanczos, 0.08 s at level 6);
-Gershgorin's bound is 1.30-1.46 times larger, i.e. that much smaller steps. Cells keep
-the order of the refinement (each level appends its edge midpoints), which has locality
-enough: sorting them in latitude bands made the flux loop slower, not faster.
+Construction (level 6 in ~1.2 s on 2 cores): ``solvers.grids.voronoi`` (refinement, Lloyd
+sweeps, the Voronoi diagram, exact areas). The diffusive bound uses the largest
+eigenvalue of the mesh Laplacian (Lanczos, 0.08 s at level 6); Gershgorin's bound is
+1.30-1.46 times larger, i.e. that much smaller steps.
 """
 from __future__ import annotations
 
@@ -63,6 +56,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.grids.coordinates import lat_lon
+from solvers.grids.voronoi import (
+    arc,
+    icosahedral_triangulation,
+    log_map,
+    next_in_cycle,
+    normalize,
+    polygon_areas_and_moments,
+    spherical_voronoi,
+    tangent_basis,
+    voronoi_edges,
+    voronoi_from_delaunay,
+)
+
 # Stability interval of SSP-RK3 on the negative real axis is [-2.51, 0].
 SSPRK3_REAL_STABILITY = 2.51
 
@@ -70,6 +77,9 @@ SSPRK3_REAL_STABILITY = 2.51
 @dataclass(frozen=True, eq=False, repr=False)
 class SphereMesh:
     """A conforming finite-volume mesh of the unit sphere with orthogonal dual edges.
+
+    A ``solvers.grids.Grid`` (geometry ``"sphere"``, dims ``("cell",)``, no transforms):
+    its nodes are the generators, its weights the cell areas.
 
     ``n`` cells, ``m`` edges (each between two cells, ``edges[:, 0] < edges[:, 1]``), and the
     neighbour lists in CSR form: the slots ``k in range(neighbor_start[c],
@@ -107,6 +117,11 @@ class SphereMesh:
         lloyd: Lloyd iterations after each refinement (icosahedral).
     """
 
+    geometry = "sphere"
+    dims = ("cell",)
+    components = ("x", "y", "z")
+    has_transforms = False
+
     kind: str
     centers: np.ndarray
     weights: np.ndarray
@@ -140,6 +155,38 @@ class SphereMesh:
     def n_edges(self) -> int:
         return self.edges.shape[0]
 
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n_cells,)
+
+    @property
+    def points(self) -> np.ndarray:
+        """``(n, 3)`` the generators ``centers`` (read-only)."""
+        return self.centers
+
+    def coords(self) -> dict[str, tuple[str, np.ndarray]]:
+        """Dataset coordinates: ``lat`` and ``lon`` of the generators along ``cell``."""
+        lat, lon = lat_lon(self.centers)
+        return {"lat": ("cell", lat), "lon": ("cell", lon)}
+
+    @functools.cached_property
+    def _tree(self):
+        from scipy.spatial import cKDTree
+        return cKDTree(self.centers)
+
+    def locate(self, x: np.ndarray) -> np.ndarray:
+        """Index of the cell holding each unit vector of ``x`` ``(..., 3)``: the nearest
+        generator's (a Voronoi cell) or, on a lat-lon mesh, the latitude band and
+        longitude sector's."""
+        x = np.asarray(x, dtype=float)
+        if self.kind == "latlon":
+            nlat, lat_lon_ = self.level, lat_lon(x)
+            nlon = self.n_cells // nlat
+            i_lat = np.floor((lat_lon_[0] / np.pi + 0.5) * nlat).astype(np.int64)
+            i_lon = np.floor(lat_lon_[1] * (nlon / (2 * np.pi))).astype(np.int64)
+            return np.clip(i_lat, 0, nlat - 1) * nlon + np.clip(i_lon, 0, nlon - 1)
+        return self._tree.query(x.reshape(-1, 3))[1].reshape(x.shape[:-1])
+
     def difference(self, values: np.ndarray) -> np.ndarray:
         """``values[b] - values[a]`` on each edge ``(a, b)`` (last axis indexes cells)."""
         return values[..., self.edges[:, 1]] - values[..., self.edges[:, 0]]
@@ -155,228 +202,6 @@ class SphereMesh:
 
 
 # ---------------------------------------------------------------------------------------
-# Spherical geometry helpers (vectorised over the leading axis).
-
-def _normalize(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-def _arc(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Great-circle distance between unit vectors (accurate at small and large angles)."""
-    return np.arctan2(np.linalg.norm(np.cross(p, q), axis=-1), np.einsum("...i,...i", p, q))
-
-
-def _triangle_solid_angle(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Signed area of the geodesic triangle abc (Van Oosterom & Strackee 1983)."""
-    det = np.einsum("...i,...i", a, np.cross(b, c))
-    den = 1 + np.einsum("...i,...i", a, b) + np.einsum("...i,...i", b, c) \
-        + np.einsum("...i,...i", c, a)
-    return 2 * np.arctan2(det, den)
-
-
-def _log_map(c: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Tangent vector at ``c`` pointing to ``p`` with length the arc distance (3-D)."""
-    t = p - np.einsum("...i,...i", p, c)[..., None] * c
-    s = np.linalg.norm(t, axis=-1, keepdims=True)
-    theta = np.arctan2(s, np.einsum("...i,...i", p, c)[..., None])
-    return t * (theta / np.where(s > 0, s, 1.0))
-
-
-def _tangent_basis(centers: np.ndarray) -> np.ndarray:
-    """(n, 2, 3) east and north unit vectors; at (near) the poles east is taken along x."""
-    z = np.array([0.0, 0.0, 1.0])
-    east = np.cross(z, centers)
-    norm = np.linalg.norm(east, axis=1)
-    polar = norm < 1e-8
-    east[polar] = np.cross(centers[polar], np.cross(np.array([1.0, 0, 0]), centers[polar]))
-    east = _normalize(east)
-    north = np.cross(centers, east)
-    return np.stack([east, north], axis=1)
-
-
-# ---------------------------------------------------------------------------------------
-# Icosahedral generators.
-
-def _icosahedron() -> tuple[np.ndarray, np.ndarray]:
-    t = (1 + 5**0.5) / 2
-    v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t],
-                  [0, -1, -t], [0, 1, -t], [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]],
-                 dtype=float)
-    f = np.array([[0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9],
-                  [5, 11, 4], [11, 10, 2], [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2],
-                  [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5], [2, 4, 11], [6, 2, 10],
-                  [8, 6, 7], [9, 8, 1]])
-    return _normalize(v), f
-
-
-def _refine(v: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Split every triangle into four at its edge midpoints (pushed to the sphere)."""
-    e = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
-    unique, inverse = np.unique(e, axis=0, return_inverse=True)
-    mid = _normalize(v[unique[:, 0]] + v[unique[:, 1]])
-    idx = len(v) + inverse.reshape(3, len(f))
-    a, b, c = f.T
-    ab, bc, ca = idx
-    v = np.vstack([v, mid])
-    f = np.concatenate([np.stack([a, ab, ca], 1), np.stack([ab, b, bc], 1),
-                        np.stack([ca, bc, c], 1), np.stack([ab, bc, ca], 1)])
-    return v, f
-
-
-def _lloyd_step(v: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Move each generator to the normalised centroid of its Voronoi cell.
-
-    The cells are read off the triangulation ``f`` (counter-clockwise seen from outside,
-    assumed Delaunay): the part of the cell of ``a`` in triangle ``abc`` is the geodesic
-    quadrilateral ``a, mid(ab), circumcentre, mid(ca)``; its sides along ``ab`` and ``ca``
-    cancel against the neighbouring triangles in ``int_P x dA = 1/2 sum (arc pq) (p x
-    q)/|p x q|`` over the sides ``pq`` of ``P``. Arrays are component-major (faster).
-    """
-    def cross(p, q):
-        return np.stack([p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2],
-                         p[0] * q[1] - p[1] * q[0]])
-
-    def unit(p):
-        return p / np.sqrt((p * p).sum(axis=0))
-
-    a, b, c = v.T[:, f[:, 0]], v.T[:, f[:, 1]], v.T[:, f[:, 2]]
-    cc = unit(cross(b - a, c - a))
-    mab, mbc, mca = unit(a + b), unit(b + c), unit(c + a)
-    p = np.concatenate([mab, cc, mbc, cc, mca, cc], axis=1)
-    q = np.concatenate([cc, mca, cc, mab, cc, mbc], axis=1)
-    owner = np.concatenate([f[:, 0], f[:, 0], f[:, 1], f[:, 1], f[:, 2], f[:, 2]])
-    n = cross(p, q)
-    s = np.sqrt((n * n).sum(axis=0))
-    n *= np.arctan2(s, (p * q).sum(axis=0)) / s
-    moment = np.stack([np.bincount(owner, n[i], len(v)) for i in range(3)], axis=1)
-    return _normalize(moment)
-
-
-def _icosahedral_triangulation(level: int, lloyd: int) -> tuple[np.ndarray, np.ndarray]:
-    """Points and counter-clockwise triangles of the refined icosahedron (see below)."""
-    v, f = _icosahedron()
-    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    flip = np.einsum("ij,ij->i", a, np.cross(b, c)) < 0
-    f[flip] = f[flip][:, ::-1]
-    for _ in range(level):
-        v, f = _refine(v, f)
-        for _ in range(lloyd):
-            v = _lloyd_step(v, f)
-    return v, f
-
-
-def icosahedral_points(level: int, lloyd: int = 0) -> np.ndarray:
-    """The ``10 4^level + 2`` vertices of the icosahedron refined ``level`` times.
-
-    Each refinement splits every triangle into four at its edge midpoints, pushed to the
-    sphere; with ``lloyd > 0``, that many Lloyd iterations follow every refinement
-    (multilevel Lloyd: the coarse levels fix the large scales cheaply, and the few
-    iterations after each refinement remove the offsets the midpoints bring in).
-    """
-    return _icosahedral_triangulation(level, lloyd)[0]
-
-
-def _voronoi_from_delaunay(v: np.ndarray, f: np.ndarray):
-    """Voronoi corners (circumcentres) and counter-clockwise corner lists from ``f``.
-
-    Returns ``None`` when ``f`` is not Delaunay (a circumcircle holds the opposite vertex
-    of a neighbouring triangle), in which case its circumcentres are not the Voronoi
-    diagram.
-    """
-    n, t = len(v), len(f)
-    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    cc = _normalize(np.cross(b - a, c - a))
-    # Local Delaunay test on every edge (enough on a closed triangulated sphere).
-    e = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
-    opposite = np.concatenate([f[:, 2], f[:, 0], f[:, 1]])
-    tri = np.tile(np.arange(t), 3)
-    key = np.minimum(e[:, 0], e[:, 1]) * n + np.maximum(e[:, 0], e[:, 1])
-    order = np.argsort(key, kind="stable")
-    if np.any(key[order[0::2]] != key[order[1::2]]):
-        return None
-    t1, t2 = tri[order[0::2]], tri[order[1::2]]
-    o1, o2 = opposite[order[0::2]], opposite[order[1::2]]
-    corner = v[e[order[0::2], 0]]
-    tol = 1e-14
-    if (np.any(np.einsum("ij,ij->i", cc[t1], v[o2] - corner) > tol)
-            or np.any(np.einsum("ij,ij->i", cc[t2], v[o1] - corner) > tol)):
-        return None
-    # Corners of each cell: circumcentres of its triangles sorted by angle (CCW).
-    cell = f.ravel()
-    tri = np.repeat(np.arange(t), 3)
-    basis = _tangent_basis(v)[cell]
-    rel = cc[tri]
-    angle = np.arctan2(np.einsum("ij,ij->i", rel, basis[:, 1]),
-                       np.einsum("ij,ij->i", rel, basis[:, 0]))
-    order = np.lexsort((angle, cell))
-    start = np.concatenate([[0], np.cumsum(np.bincount(cell, minlength=n))])
-    return cc, start, tri[order]
-
-
-def _voronoi(generators: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Voronoi corners and counter-clockwise corner lists (CSR) by scipy's qhull route."""
-    from scipy.spatial import SphericalVoronoi
-
-    sv = SphericalVoronoi(generators, radius=1.0, center=np.zeros(3))
-    sv.sort_vertices_of_regions()
-    counts = np.fromiter((len(r) for r in sv.regions), dtype=np.int64, count=len(sv.regions))
-    start = np.concatenate([[0], np.cumsum(counts)])
-    flat = np.fromiter((i for r in sv.regions for i in r), dtype=np.int64, count=start[-1])
-    vertices = _normalize(np.asarray(sv.vertices, dtype=float))
-    # Orient every polygon counter-clockwise seen from outside.
-    cell = np.repeat(np.arange(len(counts)), counts)
-    nxt = _next_in_cycle(start, counts)
-    signed = _triangle_solid_angle(generators[cell], vertices[flat], vertices[flat[nxt]])
-    orientation = np.bincount(cell, signed, len(counts))
-    flip = np.flatnonzero(orientation < 0)
-    for c in flip:
-        flat[start[c]:start[c + 1]] = flat[start[c]:start[c + 1]][::-1]
-    return vertices, start, flat
-
-
-def _next_in_cycle(start: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Index of the next corner of the same polygon for each corner slot."""
-    k = np.arange(start[-1])
-    cell_start = np.repeat(start[:-1], counts)
-    cell_count = np.repeat(counts, counts)
-    return cell_start + (k - cell_start + 1) % cell_count
-
-
-def _polygon_areas_and_moments(generators, vertices, start, flat):
-    """Exact areas and first moments ``int x dA`` of geodesic polygons (CSR corners)."""
-    n = len(start) - 1
-    counts = np.diff(start)
-    cell = np.repeat(np.arange(n), counts)
-    nxt = _next_in_cycle(start, counts)
-    p, q = vertices[flat], vertices[flat[nxt]]
-    areas = np.bincount(cell, _triangle_solid_angle(generators[cell], p, q), n)
-    # int_P x dA = 1/2 sum over edges of (arc length) (unit normal of the edge's plane).
-    normal = np.cross(p, q)
-    norm = np.linalg.norm(normal, axis=1)
-    w = 0.5 * np.arctan2(norm, np.einsum("ij,ij->i", p, q)) / np.where(norm > 0, norm, 1.0)
-    moments = np.stack([np.bincount(cell, w * normal[:, i], n) for i in range(3)], axis=1)
-    return areas, moments
-
-
-def _voronoi_edges(vertices, start, flat):
-    """Cell pairs, lengths and midpoints of the Voronoi edges (from the corner lists)."""
-    n = len(start) - 1
-    counts = np.diff(start)
-    cell = np.repeat(np.arange(n), counts)
-    nxt = _next_in_cycle(start, counts)
-    va, vb = flat, flat[nxt]
-    key = np.minimum(va, vb) * len(vertices) + np.maximum(va, vb)
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    if len(key) % 2 or np.any(key[0::2] != key[1::2]) or np.any(key[1:-1:2] == key[2::2]):
-        raise ValueError("degenerate Voronoi diagram: an edge is not shared by two cells")
-    c0, c1 = cell[order[0::2]], cell[order[1::2]]
-    edges = np.stack([np.minimum(c0, c1), np.maximum(c0, c1)], axis=1)
-    p, q = vertices[va[order[0::2]]], vertices[vb[order[0::2]]]
-    return edges, _arc(p, q), _normalize(p + q)
-
-
-# ---------------------------------------------------------------------------------------
 # Assembly of the finite-volume data.
 
 def _assemble(kind, level, lloyd, centers, areas, edges, edge_length, edge_midpoint,
@@ -385,7 +210,7 @@ def _assemble(kind, level, lloyd, centers, areas, edges, edge_length, edge_midpo
     order = np.lexsort((edges[:, 1], edges[:, 0]))
     edges, edge_length, edge_midpoint = edges[order], edge_length[order], edge_midpoint[order]
     a, b = edges[:, 0], edges[:, 1]
-    edge_distance = _arc(centers[a], centers[b])
+    edge_distance = arc(centers[a], centers[b])
     # CSR neighbour lists: slot of every (cell, edge) pair.
     owner = np.concatenate([a, b])
     other = np.concatenate([b, a])
@@ -399,11 +224,11 @@ def _assemble(kind, level, lloyd, centers, areas, edges, edge_length, edge_midpo
     edge_slot = np.stack([slot[:m], slot[m:]], axis=1)
     owner = owner[order]
     # Normal coordinates of neighbours and face midpoints in the frame of each cell.
-    basis = _tangent_basis(centers)
+    basis = tangent_basis(centers)
     frame = basis[owner]
-    r_nb = np.einsum("kij,kj->ki", frame, _log_map(centers[owner], centers[neighbor]))
+    r_nb = np.einsum("kij,kj->ki", frame, log_map(centers[owner], centers[neighbor]))
     r_face = np.einsum("kij,kj->ki", frame,
-                       _log_map(centers[owner], edge_midpoint[neighbor_edge]))
+                       log_map(centers[owner], edge_midpoint[neighbor_edge]))
     # Weighted least squares (weights 1/d^2): g = M^-1 sum_k w_k r_k (f_k - f_c).
     w = 1.0 / np.einsum("ki,ki->k", r_nb, r_nb)
     mxx = np.bincount(owner, w * r_nb[:, 0] ** 2, n)
@@ -478,11 +303,11 @@ def icosahedral_mesh(level: int, lloyd: int = 3) -> SphereMesh:
     """
     if not 0 <= level <= 7:
         raise ValueError(f"level must be in 0..7, got {level}")
-    generators, triangles = _icosahedral_triangulation(level, lloyd)
-    voronoi = _voronoi_from_delaunay(generators, triangles)
-    vertices, start, flat = voronoi if voronoi is not None else _voronoi(generators)
-    areas, _ = _polygon_areas_and_moments(generators, vertices, start, flat)
-    edges, length, midpoint = _voronoi_edges(vertices, start, flat)
+    generators, triangles = icosahedral_triangulation(level, lloyd)
+    voronoi = voronoi_from_delaunay(generators, triangles)
+    vertices, start, flat = voronoi if voronoi is not None else spherical_voronoi(generators)
+    areas, _ = polygon_areas_and_moments(generators, vertices, start, flat)
+    edges, length, midpoint = voronoi_edges(vertices, start, flat)
     return _assemble("icosahedral", level, lloyd, generators, areas, edges, length,
                      midpoint, vertices, start, flat)
 
@@ -506,7 +331,7 @@ def latlon_mesh(nlat: int, nlon: int) -> SphereMesh:
     mx = icc[:, None] * (np.sin(lon_e[1:]) - np.sin(lon_e[:-1]))[None, :]
     my = icc[:, None] * (np.cos(lon_e[:-1]) - np.cos(lon_e[1:]))[None, :]
     mz = np.broadcast_to(isc[:, None] * dlon, mx.shape)
-    centers = _normalize(np.stack([mx, my, mz], axis=-1).reshape(-1, 3))
+    centers = normalize(np.stack([mx, my, mz], axis=-1).reshape(-1, 3))
     areas = np.repeat(band_area, nlon)
     areas = areas * (4 * np.pi / areas.sum())
     idx = np.arange(nlat * nlon).reshape(nlat, nlon)
@@ -585,12 +410,12 @@ def cell_averages(mesh: SphereMesh, f: Callable[[np.ndarray], np.ndarray],
     start, flat, verts = mesh.vertex_start, mesh.cell_vertices, mesh.vertices
     counts = np.diff(start)
     cell = np.repeat(np.arange(n), counts)
-    nxt = _next_in_cycle(start, counts)
+    nxt = next_in_cycle(start, counts)
     tris = [(mesh.centers[cell], verts[flat], verts[flat[nxt]])]
     for _ in range(refine - 1):
         new = []
         for p0, p1, p2 in tris:
-            m01, m12, m20 = _normalize(p0 + p1), _normalize(p1 + p2), _normalize(p2 + p0)
+            m01, m12, m20 = normalize(p0 + p1), normalize(p1 + p2), normalize(p2 + p0)
             new += [(p0, m01, m20), (m01, p1, m12), (m20, m12, p2), (m01, m12, m20)]
         tris = new
     total = np.zeros(n)

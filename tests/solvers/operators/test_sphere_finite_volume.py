@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.grids import mesh as sphere_mesh
+from solvers.grids import voronoi
 from solvers.operators.finite_volume import GradientFlowMeshFV
 from solvers.grids.mesh import (
     cell_averages,
@@ -111,8 +111,8 @@ def test_fast_voronoi_agrees_with_scipy_spherical_voronoi():
     assert scipy_edges == {tuple(e) for e in mesh.edges}
     # The fallback through SphericalVoronoi (used if a triangulation is not Delaunay)
     # orients the cells and gives the same areas.
-    vertices, start, corners = sphere_mesh._voronoi(mesh.centers)
-    areas, _ = sphere_mesh._polygon_areas_and_moments(mesh.centers, vertices, start, corners)
+    vertices, start, corners = voronoi.spherical_voronoi(mesh.centers)
+    areas, _ = voronoi.polygon_areas_and_moments(mesh.centers, vertices, start, corners)
     assert np.allclose(areas, mesh.weights, rtol=1e-13, atol=0)
 
 
