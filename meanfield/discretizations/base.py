@@ -1,29 +1,199 @@
-"""What the two methods share, whatever the geometry: the stepper, the first step, and the
-checks that stop an unstable or unresolved run with an error that says what to change.
+"""The registry of discretizations and what every method shares, whatever the geometry.
 
-A solver adapts a model to ``solvers.steppers.integrate``: ``to_state``/``to_density``
-convert between grid values and the stepped state (spectral coefficients, or the cell
-values themselves), ``stepper()`` gives the object with ``attempt``, ``check`` runs after
-every accepted step.
+A discretization is one class per (geometry, method), a subclass of ``Discretization``
+that names its pair in the class attributes ``geometry`` and ``method``: defining it
+registers it (``__init_subclass__``), and ``Discretization.from_config(cfg)`` builds the
+one a config asks for (``docs/adding_a_discretization.md``).
+
+An instance holds its grid and model and serves two clients:
+
+- the run (``meanfield.runs.evolve``): ``initial_density`` from the ``[initial]`` table,
+  ``to_state``/``to_density`` between grid values and the stepped state (spectral
+  coefficients, or the cell values themselves), ``first_step``, ``stepper()`` (an object
+  with ``attempt``), and ``check`` after every accepted step;
+- the model as a parameterised residual ``F(u; beta, kappa)`` in its state space:
+  ``residual(u) = linear * u + nonlinear(u)`` (``linear`` the diagonal linear part the
+  exponential integrators take exactly, ``None`` when there is none), ``max_step(u)``
+  the step bound (``inf`` when the scheme has none), ``jvp(u, v)`` the derivative of
+  ``residual`` at ``u`` along ``v``, and ``set_parameters(beta, kappa)``, which changes
+  the parameters in place and keeps grids, transforms and plans.
 """
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+import math
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from meanfield.errors import SolverError
+from meanfield import config as cfgmod
+from meanfield.errors import ConfigError, SolverError
 from solvers.steppers import ETDRK4, SSPRK3, StepDoubling
 
+# The modules that define the built-in discretizations (imported on first look-up).
+BUILTIN_MODULES = ("meanfield.discretizations.circle", "meanfield.discretizations.sphere")
+# Relative step of the centred difference behind finite-volume Jacobian-vector products:
+# the cube root of the machine epsilon balances truncation (step^2) and round-off.
+JVP_STEP = float(np.finfo(float).eps) ** (1 / 3)
+# Largest beta of USA runs: their velocity carries e^beta (as meanfield.config checks).
+USA_BETA_MAX = 700.0
 
-class SpectralSolver:
+
+def _load_builtin() -> None:
+    for name in BUILTIN_MODULES:
+        importlib.import_module(name)
+
+
+class Discretization:
+    """Base class and registry of the discretizations (module docstring).
+
+    Subclasses set ``geometry`` and ``method`` and implement ``needed_resolution``,
+    ``build``, ``initial_density``, the state conversions and the residual interface;
+    ``SpectralDiscretization`` and ``FiniteVolumeDiscretization`` implement the parts
+    that depend on the method only.
+    """
+
+    geometry: ClassVar[str] = ""
+    method: ClassVar[str] = ""
+    # Whether non-negative initial data stay non-negative (checked by the generic tests).
+    preserves_positivity: ClassVar[bool] = False
+    _registry: ClassVar[dict[tuple[str, str], type[Discretization]]] = {}
+    model: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A class that names its geometry is an entry; one that only names a method (a
+        # family such as SpectralDiscretization) or names nothing (a variant of an
+        # entry) is not.
+        if "geometry" not in vars(cls) or not cls.method:
+            return
+        key = (cls.geometry, cls.method)
+        old = Discretization._registry.get(key)
+        if old is not None and (old.__module__, old.__qualname__) != (
+                cls.__module__, cls.__qualname__):
+            raise ValueError(f"the discretization {key} is already registered by "
+                             f"{old.__module__}.{old.__qualname__}; unregister it first")
+        Discretization._registry[key] = cls
+
+    # --- the registry ---------------------------------------------------------------------
+    @staticmethod
+    def registered() -> list[tuple[str, str]]:
+        """The registered (geometry, method) pairs, sorted."""
+        _load_builtin()
+        return sorted(Discretization._registry)
+
+    @staticmethod
+    def from_name(geometry: str, method: str) -> type[Discretization]:
+        """The class registered for (geometry, method); ConfigError listing the pairs."""
+        _load_builtin()
+        cls = Discretization._registry.get((geometry, method))
+        if cls is None:
+            pairs = ", ".join(f"({g!r}, {m!r})" for g, m in Discretization.registered())
+            raise ConfigError(
+                f"no discretization for domain.geometry = {geometry!r} with "
+                f"discretization.method = {method!r}; registered (geometry, method): "
+                f"{pairs}", "discretization.method")
+        return cls
+
+    @staticmethod
+    def unregister(geometry: str, method: str) -> None:
+        """Remove an entry (for experiments and tests; the built-ins come back on reload)."""
+        Discretization._registry.pop((geometry, method), None)
+
+    @staticmethod
+    def from_config(cfg: dict, threads: int | None = None) -> Discretization:
+        """Grid, model and solver of a validated config (raises ConfigError on mismatch).
+
+        ``resolution`` is the number of points (cells) on the circle and the band limit
+        ``lmax`` on the sphere (Gauss-Legendre grid of lmax + 1 by 2 lmax + 2 points).
+        A fixed ``time.dt`` is shortened to divide ``time.save_every``.
+        """
+        disc, model_cfg = cfg["discretization"], cfg["model"]
+        cls = Discretization.from_name(cfg["domain"]["geometry"], disc["method"])
+        cls.check_resolution(disc["resolution"], model_cfg["beta"])
+        if threads is None and disc["threads"] != "auto":
+            threads = disc["threads"]
+        t = cfg["time"]
+        dt = t["dt"]
+        if dt != "auto":
+            # A fixed step that divides save_every, so that saves fall on steps.
+            dt = t["save_every"] / math.ceil(t["save_every"] / dt * (1 - 1e-12))
+        return cls.build(cfg, dt, threads)
+
+    # --- what an entry defines --------------------------------------------------------
+    @classmethod
+    def needed_resolution(cls, beta: float) -> int:
+        """The smallest ``discretization.resolution`` that carries the kernel at beta."""
+        raise NotImplementedError
+
+    @classmethod
+    def resolves(cls, resolution: int, beta: float) -> bool:
+        """Whether ``resolution`` carries the kernel at beta (override with a fast test)."""
+        return resolution >= cls.needed_resolution(beta)
+
+    @classmethod
+    def check_resolution(cls, resolution: int, beta: float) -> None:
+        if not cls.resolves(resolution, beta):
+            raise ConfigError(
+                f"discretization.resolution = {resolution} is too small for model.beta = "
+                f"{beta:g}: the kernel needs resolution >= {cls.needed_resolution(beta)}",
+                "discretization.resolution")
+
+    @classmethod
+    def build(cls, cfg: dict, dt: float | str, threads: int | None) -> Discretization:
+        """The instance for a validated config (resolution already checked)."""
+        raise NotImplementedError
+
+    @property
+    def grid(self):
+        """The grid (or mesh) of the densities."""
+        return self.model.grid
+
+    @property
+    def resolution(self) -> int:
+        raise NotImplementedError
+
+    def initial_density(self, initial: dict) -> np.ndarray:
+        """Checked initial grid values of mass 1 from the ``[initial]`` table."""
+        raise NotImplementedError
+
+    # --- the parameters ---------------------------------------------------------------
+    @property
+    def parameters(self) -> tuple[float, float]:
+        """``(beta, kappa)``."""
+        return self.model.beta, self.model.kappa
+
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
+        """Change beta and/or kappa in place; grids, transforms and plans are reused.
+
+        Checked like the config keys ``model.beta`` and ``model.kappa`` (ConfigError),
+        including the resolution the new beta needs.
+        """
+        if beta is not None:
+            beta = cfgmod.check_key("model.beta", beta)
+            if not self.model.normalized and beta > USA_BETA_MAX:
+                raise ConfigError(f"model.beta = {beta!r}: the unnormalized (USA) velocity "
+                                  f"overflows beyond beta = {USA_BETA_MAX:g}", "model.beta")
+            self.check_resolution(self.resolution, beta)
+        if kappa is not None:
+            kappa = cfgmod.check_key("model.kappa", kappa)
+        self.model.set_parameters(beta, kappa)
+        self._parameters_changed()
+
+    def _parameters_changed(self) -> None:
+        """Refresh what the solver derived from the model's parameters."""
+
+
+class SpectralDiscretization(Discretization):
     """ETDRK4 (order 4, the diagonal linear part exact) on spectral coefficients; fixed
-    steps or step doubling with ``tolerance``. Subclasses give ``to_state``/``to_density``.
+    steps or step doubling with ``tolerance``. Entries give ``to_state``/``to_density``
+    and ``_linear_part`` (the diffusion's diagonal at the model's kappa).
 
     Args:
         model: the model (its ``scale`` sets the first step of USA runs).
-        linear: diagonal of the linear (diffusion) operator on the coefficients.
-        tendency: the nonlinear transport tendency of the coefficients.
+        tendency: ``nonlinear(u)``, the transport tendency ``-div(rho v[rho])`` of the
+            coefficients ``u`` (handed to ETDRK4 as it is: no extra call per stage).
+        tendency_jvp: ``(u, v) ->`` its derivative at ``u`` along ``v``.
         dt: fixed step or ``"auto"``.
         tolerance: error per step of the adaptive stepper.
         negativity_tolerance: the run stops when ``min rho < -tol * max rho``.
@@ -32,15 +202,45 @@ class SpectralSolver:
 
     method = "spectral"
 
-    def __init__(self, model, linear: np.ndarray, tendency: Callable, dt: float | str,
-                 tolerance: float, negativity_tolerance: float, resolution_hint: str):
+    def __init__(self, model, tendency: Callable[[np.ndarray], np.ndarray],
+                 tendency_jvp: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 dt: float | str, tolerance: float, negativity_tolerance: float,
+                 resolution_hint: str):
         self.model = model
-        self.scheme = ETDRK4(linear, tendency, None if dt == "auto" else float(dt))
+        self.nonlinear = tendency
+        self._nonlinear_jvp = tendency_jvp
+        self.scheme = ETDRK4(self._linear_part(), tendency,
+                             None if dt == "auto" else float(dt))
         self.adaptive = dt == "auto"
         self.tolerance = tolerance
         self.negativity_tolerance = negativity_tolerance
         self.resolution_hint = resolution_hint
 
+    def _linear_part(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def linear(self) -> np.ndarray:
+        """The diagonal of the linear part: the diffusion ``Delta / kappa``."""
+        return self.scheme.linear
+
+    def residual(self, u: np.ndarray) -> np.ndarray:
+        """``F(u) = linear * u + nonlinear(u)``."""
+        return self.scheme.linear * u + self.nonlinear(u)
+
+    def max_step(self, u: np.ndarray) -> float:
+        """No bound: the diffusion is integrated exactly and steps are error-controlled."""
+        return math.inf
+
+    def jvp(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``F'(u) v = linear * v + N'(u) v``, with ``N'`` exact (the entry's
+        ``tendency_jvp``): the derivative of the discrete operator to round-off."""
+        return self.scheme.linear * v + self._nonlinear_jvp(u, v)
+
+    def _parameters_changed(self) -> None:
+        self.scheme.linear = self._linear_part()  # (drops ETDRK4's coefficient cache)
+
+    # --- stepping -----------------------------------------------------------------------
     def first_step(self, t_final: float) -> float:
         """The fixed step, or a cautious first adaptive step (USA runs on e^-beta)."""
         if not self.adaptive:
@@ -67,22 +267,52 @@ class SpectralSolver:
                 f"({self.resolution_hint}) or use method = \"finite-volume\"")
 
 
-class FiniteVolumeSolver:
+class FiniteVolumeDiscretization(Discretization):
     """SSP-RK3 (order 3) on cell values under the step bound of a CCH right-hand side.
 
     Args:
         model: the model.
-        rhs: ``rhs(rho) -> (drho/dt, h_max)`` (``GradientFlowFV`` or ``GradientFlowMeshFV``).
+        rhs: ``rhs(rho) -> drho/dt`` with ``rhs.max_step(rho)`` (``GradientFlowFV`` or
+            ``GradientFlowMeshFV``).
         dt: fixed step (refused if above the bound) or ``"auto"``.
     """
 
     method = "finite-volume"
+    preserves_positivity = True  # under the step bound (solvers.operators.finite_volume)
+    linear = None  # everything is explicit: residual = nonlinear
 
-    def __init__(self, model, rhs: Callable, dt: float | str):
+    def __init__(self, model, rhs, dt: float | str):
         self.model = model
         self.rhs = rhs
-        self.scheme = SSPRK3(rhs, None if dt == "auto" else float(dt))
+        self.scheme = SSPRK3(rhs, rhs.max_step, None if dt == "auto" else float(dt))
 
+    def residual(self, u: np.ndarray) -> np.ndarray:
+        """``F(u)``: the CCH tendency of the cell values (transport and diffusion)."""
+        return self.rhs(u)
+
+    def nonlinear(self, u: np.ndarray) -> np.ndarray:
+        return self.rhs(u)
+
+    def max_step(self, u: np.ndarray) -> float:
+        """The positivity and diffusion bounds times ``discretization.cfl``."""
+        return self.rhs.max_step(u)
+
+    def jvp(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``F'(u) v`` by the centred difference ``(F(u + e v) - F(u - e v)) / 2e`` with
+        ``e = JVP_STEP |u|_inf / |v|_inf`` (``JVP_STEP = eps^(1/3) = 6e-6``): error
+        ``O(e^2)`` where the fluxes are smooth in ``u``; the upwinding and the limiter make
+        them only piecewise smooth, so no analytic derivative is offered."""
+        scale = float(np.max(np.abs(v)))
+        if scale == 0:
+            return np.zeros_like(u)
+        e = JVP_STEP * max(float(np.max(np.abs(u))), 1.0) / scale
+        return (self.rhs(u + e * v) - self.rhs(u - e * v)) / (2 * e)
+
+    def _parameters_changed(self) -> None:
+        self.rhs.diffusion = float(self.model.noise)
+        self.rhs.invalidate()
+
+    # --- stepping -----------------------------------------------------------------------
     def to_state(self, rho: np.ndarray) -> np.ndarray:
         return np.array(rho, dtype=float)
 
@@ -102,3 +332,9 @@ class FiniteVolumeSolver:
         if state.min() < 0:
             raise SolverError(f"the finite-volume density went negative at t = {t:.6g} "
                               f"(min {state.min():.3g}): lower discretization.cfl")
+
+
+def model_arguments(cfg: dict) -> tuple[float, float, bool]:
+    """``(beta, kappa, normalized)`` of a validated config."""
+    m = cfg["model"]
+    return m["beta"], m["kappa"], m["normalized"]

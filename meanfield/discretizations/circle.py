@@ -3,23 +3,79 @@ volumes (SSP-RK3)."""
 from __future__ import annotations
 
 import numpy as np
+from scipy import special
 
-from meanfield.discretizations.base import FiniteVolumeSolver, SpectralSolver
+from meanfield.discretizations.base import (
+    FiniteVolumeDiscretization,
+    SpectralDiscretization,
+    model_arguments,
+)
+from meanfield.initial import circle as initial
 from meanfield.model.circle import CircleModel
+from meanfield.model.kernels import RESOLUTION_TOLERANCE, required_resolution
+from solvers.grids.circle import CircleGrid
 from solvers.operators.finite_volume import GradientFlowFV
-from solvers.operators.transport import make_transport_operator
+from solvers.operators.transport import make_transport_jvp, make_transport_operator
 
 
-class SpectralCircle(SpectralSolver):
+class _CircleEntry:
+    """What both circle discretizations share: the resolution test and the initial data."""
+
+    geometry = "circle"
+    model: CircleModel
+    method: str
+
+    @classmethod
+    def needed_resolution(cls, beta: float) -> int:
+        return required_resolution(beta)
+
+    @classmethod
+    def resolves(cls, resolution: int, beta: float) -> bool:
+        """``required_resolution``'s test without its search: the modes dropped at n
+        points (``k >= n/2``) carry ``I_k/I_1 <= tol``, and ``I_k`` decreases in k, so
+        checking ``k = n//2`` is enough (two Bessel values instead of a loop)."""
+        if resolution < 8:
+            return False
+        if beta == 0:
+            return True
+        top, first = special.ive([resolution // 2, 1], beta)
+        return bool(top <= RESOLUTION_TOLERANCE * first)
+
+    @property
+    def resolution(self) -> int:
+        return self.model.grid.n
+
+    def initial_density(self, initial_cfg: dict) -> np.ndarray:
+        """Point values (spectral) or cell averages (finite volumes) of mass 1."""
+        grid = self.model.grid
+        return initial.initial_values(initial_cfg, grid.theta, grid.dx, self.method)
+
+
+class SpectralCircle(_CircleEntry, SpectralDiscretization):
     """Fourier pseudo-spectral solver: state = coefficients, ETDRK4 (order 4 in time),
-    diffusion exact, products dealiased by the 3/2 rule; fixed or step-doubling steps."""
+    diffusion exact, products dealiased by the 3/2 rule; fixed or step-doubling steps.
+
+    The Jacobian-vector product is exact: ``-d/dtheta(rho v)`` differentiated by the
+    product rule, with the velocity's derivative from ``CircleModel.velocity_derivative``
+    (USA: the transport is bilinear, ``J v = B(u, v) + B(v, u)``)."""
+
+    geometry = "circle"
 
     def __init__(self, model: CircleModel, dt: float | str, tolerance: float,
                  negativity_tolerance: float):
         grid = model.grid
-        super().__init__(model, -model.noise * grid.k.astype(float) ** 2,
-                         make_transport_operator(grid, model.velocity), dt, tolerance,
-                         negativity_tolerance, f"the {grid.n} points")
+        super().__init__(model, make_transport_operator(grid, model.velocity),
+                         make_transport_jvp(grid, model.velocity, model.velocity_derivative),
+                         dt, tolerance, negativity_tolerance, f"the {grid.n} points")
+
+    @classmethod
+    def build(cls, cfg: dict, dt: float | str, threads: int | None) -> SpectralCircle:
+        grid = CircleGrid(cfg["discretization"]["resolution"], threads=threads)
+        return cls(CircleModel(grid, *model_arguments(cfg)), dt, cfg["time"]["tolerance"],
+                   cfg["discretization"]["negativity_tolerance"])
+
+    def _linear_part(self) -> np.ndarray:
+        return -self.model.noise * self.model.grid.k.astype(float) ** 2
 
     def to_state(self, rho: np.ndarray) -> np.ndarray:
         c = self.model.grid.analysis(rho)
@@ -31,10 +87,18 @@ class SpectralCircle(SpectralSolver):
         return self.model.grid.synthesis(state)
 
 
-class FiniteVolumeCircle(FiniteVolumeSolver):
+class FiniteVolumeCircle(_CircleEntry, FiniteVolumeDiscretization):
     """Carrillo-Chertock-Huang finite volumes (second order in space) with SSP-RK3 (third
     order in time) under the positivity and diffusion step bounds."""
+
+    geometry = "circle"
 
     def __init__(self, model: CircleModel, dt: float | str, cfl: float):
         super().__init__(model, GradientFlowFV(model.grid.dx, model.potential_difference,
                                                model.noise, cfl), dt)
+
+    @classmethod
+    def build(cls, cfg: dict, dt: float | str, threads: int | None) -> FiniteVolumeCircle:
+        grid = CircleGrid(cfg["discretization"]["resolution"], threads=threads)
+        return cls(CircleModel(grid, *model_arguments(cfg)), dt,
+                   cfg["discretization"]["cfl"])

@@ -31,7 +31,7 @@ import numpy as np
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
 from solvers.grids.sphere import SphereGrid, product_grid
-from solvers.transforms.sht import alm_lmax, resize_alm
+from solvers.transforms.sht import alm_lmax, product_sizes, resize_alm
 
 Y00 = 1 / math.sqrt(4 * math.pi)
 # Potential coefficients below this fraction of the largest are dropped before synthesis:
@@ -56,25 +56,45 @@ class SphereModel:
 
     def __init__(self, grid: SphereGrid, beta: float, kappa: float, normalized: bool,
                  threads: int | None = None):
-        self.grid, self.beta, self.kappa, self.normalized = grid, beta, kappa, normalized
-        l = grid.l
-        self.g = sphere_potential_multiplier(grid.lmax, beta)[l]
-        # The kernel multipliers decay super-exponentially in l: g*rho carries degrees up
-        # to about beta + O(sqrt(beta)) only, and is synthesised at that band limit.
-        self.g_lmax = effective_lmax(self.g, l)
-        # Every product pairs rho (or Delta rho) with the potential. USA's potential has
-        # degree g_lmax, so a grid for degree lmax + g_lmax is exact (1.1-1.3 times the
-        # output grid instead of 2.25); SA's log-potential is not band-limited: 3/2 rule.
-        self.products = product_grid(grid.lmax, threads=threads,
-                                     other_lmax=None if normalized else self.g_lmax)
-        self.s = sphere_kernel_multiplier(grid.lmax, beta)[l]
-        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
-        self.scale = 1.0 if normalized else math.exp(beta)
+        self.grid, self.normalized, self.threads = grid, normalized, threads
         self.laplacian = grid.laplacian
         # weight of each packed coefficient in sums over all orders m = -l..l
         self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
         self.points = grid.points
         self._degree_cache: dict[int, np.ndarray] = {}
+        self._product_grids: dict[tuple[int, int], SphereGrid] = {}
+        self.beta = None
+        self.set_parameters(beta, kappa)
+
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
+        """Change beta and/or kappa in place: the multipliers, the potential's degree and
+        the noise are recomputed; product grids are kept, one per size (a beta that
+        changes the potential's degree takes a grid of another size, made once)."""
+        if beta is not None and beta != self.beta:
+            grid, l = self.grid, self.grid.l
+            self.beta = beta
+            self.g = sphere_potential_multiplier(grid.lmax, beta)[l]
+            # The kernel multipliers decay super-exponentially in l: g*rho carries degrees
+            # up to about beta + O(sqrt(beta)) only, and is synthesised at that band limit.
+            self.g_lmax = effective_lmax(self.g, l)
+            # Every product pairs rho (or Delta rho) with the potential. USA's potential
+            # has degree g_lmax, so a grid for degree lmax + g_lmax is exact (1.1-1.3
+            # times the output grid instead of 2.25); SA's log-potential is not
+            # band-limited: 3/2 rule.
+            self.products = self._product_grid(None if self.normalized else self.g_lmax)
+            self.s = sphere_kernel_multiplier(grid.lmax, beta)[l]
+            self.scale = 1.0 if self.normalized else math.exp(beta)
+        if kappa is not None:
+            self.kappa = kappa
+            self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+
+    def _product_grid(self, other_lmax: int | None) -> SphereGrid:
+        size = product_sizes(self.grid.lmax, other_lmax)
+        grid = self._product_grids.get(size)
+        if grid is None:
+            grid = product_grid(self.grid.lmax, threads=self.threads, other_lmax=other_lmax)
+            self._product_grids[size] = grid
+        return grid
 
     def _laplacian_of(self, coeffs: np.ndarray) -> np.ndarray:
         d = self._degrees(coeffs.size)
@@ -99,8 +119,7 @@ class SphereModel:
         square_lmax = 2 * self.g_lmax
         if square_lmax > p.lmax:  # kernel barely resolved: Psi through its coefficients
             return self._potential_fields_by_analysis(a, phi)
-        lap_square = p.synthesis(self._laplacian_of(p.analysis(phi * phi, square_lmax)))
-        grad2 = 0.5 * lap_square - phi * lap_phi
+        grad2 = 0.5 * self._lap_product(phi, phi, square_lmax) - phi * lap_phi
         mean = self.s[0] * a[0].real * Y00
         kernel = mean + self.beta * phi
         return self._log_ratio(phi, mean), lap_phi / kernel - self.beta * grad2 / kernel**2
@@ -120,8 +139,11 @@ class SphereModel:
 
     def tendency(self, a: np.ndarray) -> np.ndarray:
         """Coefficients of ``-div(rho grad U)`` (dealiased)."""
+        return self._transport(a, *self.potential_fields(a))
+
+    def _transport(self, a: np.ndarray, pot: np.ndarray, lap_pot: np.ndarray) -> np.ndarray:
+        """``-div(rho grad U)`` for the density ``a`` and the potential fields: bilinear."""
         p, lap = self.products, self.laplacian
-        pot, lap_pot = self.potential_fields(a)
         rho = p.synthesis(a)
         lap_rho = p.synthesis(lap * a)
         first = p.analysis(rho * pot)
@@ -129,6 +151,58 @@ class SphereModel:
         out = -0.5 * (lap * first + second)
         out[0] = 0.0  # a divergence has zero mean: mass is conserved exactly, not to 1e-16
         return out
+
+    def tendency_jvp(self, a: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Derivative of ``tendency`` at ``a`` along ``w``, exact (not a difference
+        quotient): the transport is bilinear in (rho, U), so the derivative is
+        ``T(w, U(a)) + T(a, U'(a) w)`` with ``U'`` from ``potential_fields_jvp``."""
+        pot, lap_pot, dpot, dlap_pot = self.potential_fields_jvp(a, w)
+        return self._transport(w, pot, lap_pot) + self._transport(a, dpot, dlap_pot)
+
+    def potential_fields_jvp(self, a: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``U, Delta U`` at ``a`` and their derivatives along ``w`` on the product grid.
+
+        USA: linear, ``U'(a) w = U(w)``. SA, with ``K = M + beta phi`` (``M`` the mass
+        term ``s_0 a_00 Y_00``): ``Psi = log(K/M)/beta`` has the derivative
+        ``dPsi = dphi/K - dM phi/(K M)`` (no 1/beta: exact as beta -> 0; ``dM`` is the
+        mass of ``w``), and ``Delta Psi = Delta phi/K - beta G/K^2`` with ``G = |grad
+        phi|^2`` has ``dDelta Psi = Delta dphi/K - Delta phi dK/K^2 - beta dG/K^2 + 2 beta G
+        dK/K^3``, ``dG = Delta(phi dphi) - dphi Delta phi - phi Delta dphi``. When
+        ``Psi`` goes through its coefficients (``2 g_lmax > lmax``), ``dPsi`` is analysed
+        and truncated at the same degree.
+        """
+        p = self.products
+        fields = []
+        for coeffs in (a, w):
+            phi_lm = resize_alm(self.g * coeffs, self.g_lmax)
+            fields += [p.synthesis(phi_lm), p.synthesis(self._laplacian_of(phi_lm))]
+        phi, lap_phi, dphi, lap_dphi = fields
+        if not self.normalized:
+            return tuple(self.scale * f for f in fields)
+        mean, dmean = (self.s[0] * c[0].real * Y00 for c in (a, w))
+        kernel = mean + self.beta * phi
+        dkernel = dmean + self.beta * dphi
+        dpsi = dphi / kernel - dmean * phi / (kernel * mean)
+        square_lmax = 2 * self.g_lmax
+        if square_lmax > p.lmax:
+            psi_lm = p.analysis(self._log_ratio(phi, mean))
+            degree = effective_lmax(psi_lm, self.grid.l)
+            out = []
+            for lm in (resize_alm(psi_lm, degree), resize_alm(p.analysis(dpsi), degree)):
+                out += [p.synthesis(lm), p.synthesis(self._laplacian_of(lm))]
+            return tuple(out)
+        grad2 = 0.5 * self._lap_product(phi, phi, square_lmax) - phi * lap_phi
+        dgrad2 = self._lap_product(phi, dphi, square_lmax) - dphi * lap_phi - phi * lap_dphi
+        lap_psi = lap_phi / kernel - self.beta * grad2 / kernel**2
+        dlap_psi = (lap_dphi / kernel - lap_phi * dkernel / kernel**2
+                    - self.beta * dgrad2 / kernel**2
+                    + 2 * self.beta * grad2 * dkernel / kernel**3)
+        return self._log_ratio(phi, mean), lap_psi, dpsi, dlap_psi
+
+    def _lap_product(self, f: np.ndarray, g: np.ndarray, lmax: int) -> np.ndarray:
+        """``Delta(f g)`` on the product grid, for a product of degree <= ``lmax``."""
+        p = self.products
+        return p.synthesis(self._laplacian_of(p.analysis(f * g, lmax)))
 
     def _degrees(self, size: int) -> np.ndarray:
         """Degrees ``l`` of a packed coefficient array of ``size`` entries."""
@@ -171,19 +245,28 @@ class SphereFVModel:
     """
 
     def __init__(self, mesh, beta: float, kappa: float, normalized: bool):
-        self.mesh, self.beta, self.kappa, self.normalized = mesh, beta, kappa, normalized
-        full = sphere_potential_multiplier(400, beta)
-        self.lmax = max(1, effective_lmax(full, np.arange(401)))
-        l, _ = SphereGrid.degrees(self.lmax)
-        self.g = full[l]
-        self.s0 = float(sphere_kernel_multiplier(0, beta)[0])
-        self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
-        self.scale = 1.0 if normalized else math.exp(beta)
+        self.mesh, self.normalized = mesh, normalized
         c = mesh.centers
         self.loc = np.ascontiguousarray(np.stack(
             [np.arccos(np.clip(c[:, 2], -1, 1)), np.mod(np.arctan2(c[:, 1], c[:, 0]),
                                                         2 * np.pi)], axis=1))
         self.points = c
+        self.beta = None
+        self.set_parameters(beta, kappa)
+
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
+        """Change beta and/or kappa in place (the mesh and the centres are kept)."""
+        if beta is not None and beta != self.beta:
+            self.beta = beta
+            full = sphere_potential_multiplier(400, beta)
+            self.lmax = max(1, effective_lmax(full, np.arange(401)))
+            l, _ = SphereGrid.degrees(self.lmax)
+            self.g = full[l]
+            self.s0 = float(sphere_kernel_multiplier(0, beta)[0])
+            self.scale = 1.0 if self.normalized else math.exp(beta)
+        if kappa is not None:
+            self.kappa = kappa
+            self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
 
     def _phi(self, rho: np.ndarray) -> tuple[np.ndarray, complex]:
         import ducc0

@@ -7,7 +7,6 @@ from typing import Callable
 import numpy as np
 
 
-
 def phi_coefficients(hl: np.ndarray, contour_points: int = 32) -> tuple[np.ndarray, ...]:
     """ETDRK4 coefficients for the (real, diagonal) values ``hl = h * L``.
 
@@ -40,11 +39,21 @@ class ETDRK4:
 
     def __init__(self, linear: np.ndarray, nonlinear: Callable[[np.ndarray], np.ndarray],
                  dt: float | None = None):
-        self.linear = np.asarray(linear, dtype=float)
+        self._cache: dict[float, tuple] = {}
+        self.linear = linear
         self.nonlinear = nonlinear
         self.dt = dt
-        self._cache: dict[float, tuple] = {}
         self.evaluations = 0
+
+    @property
+    def linear(self) -> np.ndarray:
+        """The diagonal of ``L``; setting it drops the coefficients computed for the old one."""
+        return self._linear
+
+    @linear.setter
+    def linear(self, value: np.ndarray) -> None:
+        self._linear = np.asarray(value, dtype=float)
+        self._cache.clear()
 
     def _coeffs(self, h: float) -> tuple:
         co = self._cache.get(h)
@@ -72,5 +81,3 @@ class ETDRK4:
 
     def attempt(self, u: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
         return h, self.step(u, h), self.dt if self.dt is not None else h
-
-
