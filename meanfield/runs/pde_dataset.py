@@ -8,9 +8,7 @@ import xarray as xr
 
 import meanfield
 from meanfield import config as cfgmod
-from solvers.grids.mesh import SphereMesh
-from solvers.grids.circle import CircleGrid
-from solvers.grids.sphere import SphereGrid
+from solvers.grids import Grid
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
          "lon": "rad", "mass": "1", "energy": "1", "free_energy": "1",
@@ -29,31 +27,20 @@ LONG_NAMES = {
 }
 
 
-def _space(grid: CircleGrid | SphereGrid | SphereMesh
-           ) -> tuple[tuple[str, ...], dict, list[str]]:
-    """Dimensions, coordinates and vector components of a grid (or mesh: the cells, with
-    the latitude and longitude of their centres)."""
-    if isinstance(grid, SphereMesh):
-        c = grid.centers
-        lat = np.arcsin(np.clip(c[:, 2], -1, 1))
-        lon = np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi)
-        return ("cell",), {"lat": ("cell", lat), "lon": ("cell", lon)}, ["x", "y", "z"]
-    if isinstance(grid, SphereGrid):
-        return ("lat", "lon"), {"lat": grid.lat.copy(), "lon": grid.lon.copy()}, \
-            ["x", "y", "z"]
-    return ("theta",), {"theta": grid.theta.copy()}, ["x", "y"]
-
-
-def to_dataset(cfg: dict, grid: CircleGrid | SphereGrid, times: list[float],
+def to_dataset(cfg: dict, grid: Grid, times: list[float],
                densities: list[np.ndarray], diags: list[dict],
                attrs: dict[str, Any] | None = None) -> xr.Dataset:
-    """The result dataset (see DESIGN.md section 3)."""
-    dims, coords, components = _space(grid)
-    geometry = cfg["domain"]["geometry"]
+    """The result dataset (see DESIGN.md section 3).
+
+    The grid gives the dimensions of a field, the coordinates of its nodes (theta; lat,
+    lon; or the cells with the lat, lon of their centres), the quadrature weights and the
+    components of ``mean_direction``.
+    """
+    dims, coords, components = grid.dims, grid.coords(), list(grid.components)
+    geometry = grid.geometry
     data: dict[str, Any] = {
         "density": (("time",) + dims, np.array(densities)),
-        "weights": (dims, (grid.weights if isinstance(grid, SphereMesh)
-                           else grid.weights).copy()),
+        "weights": (dims, np.array(grid.weights)),
     }
     names = ["mass", "energy", "order_parameter"]
     if diags and "free_energy" in diags[0]:
@@ -77,7 +64,7 @@ def to_dataset(cfg: dict, grid: CircleGrid | SphereGrid, times: list[float],
         "geometry": geometry, "method": cfg["discretization"]["method"],
         "model": "SA" if m["normalized"] else "USA", "beta": m["beta"], "kappa": m["kappa"],
         "resolution": cfg["discretization"]["resolution"], "config": cfgmod.to_json(cfg),
-        "meanfield_version": meanfield.__version__, "status": 0, "message": "finished",
+        "version": meanfield.__version__, "status": 0, "message": "finished",
     })
     ds.attrs.update(attrs or {})
     return ds
