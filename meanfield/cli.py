@@ -4,7 +4,7 @@
     meanfield evolve CONFIG.toml [--set section.key=value ...] [--out PATH]
                      [--overwrite] [--resume] [--no-progress]
     meanfield particles CONFIG.toml [same options as evolve]
-    meanfield compare CONFIG.toml [--set ...] [--out PATH] [--overwrite] [--no-progress]
+    meanfield compare CONFIG.toml [same options as evolve]
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
@@ -45,9 +45,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="override a config value (repeatable)")
         e.add_argument("--out", help="output netCDF (default: output.path, else CONFIG.nc)")
         e.add_argument("--overwrite", action="store_true", help="replace an existing result")
-        if name != "compare":
-            e.add_argument("--resume", action="store_true",
-                           help="continue from the checkpoint")
+        e.add_argument("--resume", action="store_true", help="continue from the checkpoint")
         e.add_argument("--no-progress", action="store_true", help="no progress bar")
     pl = sub.add_parser("plot", help="figures from a result file")
     pl.add_argument("result", help="netCDF result")
@@ -69,13 +67,8 @@ def _run(args) -> int:
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
     progress = not args.no_progress
     if args.command == "compare":
-        from meanfield.studies.compare import compare
-        ds = compare(cfg, out=out, overwrite=args.overwrite, progress=progress)
-        print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
-              f"{float(ds.l1_distance[-1]):.3g}, noise floor "
-              f"{float(ds.l1_noise_floor[-1]):.3g})")
-        return 0
-    if args.command == "particles":
+        from meanfield.studies.compare import compare as task
+    elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
         from meanfield.runs.evolve import evolve as task
@@ -83,8 +76,13 @@ def _run(args) -> int:
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
         return 130
-    print(f"wrote {out}  (t = {float(ds.time[-1]):g}, {ds.attrs['steps']} steps, "
-          f"{ds.attrs['wall_time_s']:.1f} s)")
+    if args.command == "compare":
+        print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
+              f"{float(ds.l1_distance[-1]):.3g}, noise floor "
+              f"{float(ds.l1_noise_floor[-1]):.3g})")
+    else:
+        print(f"wrote {out}  (t = {float(ds.time[-1]):g}, {ds.attrs['steps']} steps, "
+              f"{ds.attrs['wall_time_s']:.1f} s)")
     return 0
 
 

@@ -28,6 +28,8 @@ converged comparison reaches and cannot beat.
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -35,13 +37,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-import meanfield
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
-from meanfield.runs.evolve import evolve
-from meanfield.io import check_writable, write_netcdf
-from meanfield.runs.particles import check_config, particles
 from meanfield.metrics.binning import circle_bin_masses, nearest_cell, sphere_bin_masses
+from meanfield.runs.engine import Engine, RunTask, TaskFailed
+from meanfield.runs.evolve import evolve
+from meanfield.runs.executor import Executor, TaskResult
+from meanfield.runs.particles import check_config, particles
 from solvers.grids.mesh import icosahedral_mesh
 
 SAMPLES_PER_CELL = 20
@@ -75,119 +77,275 @@ def check_compare_config(cfg: dict) -> dict:
     return plan
 
 
+# ---------------------------------------------------------------------------------------
+# The runs: the PDE, then the ensemble members (through the executor).
+
+MEMBER_VARS = ("position", "order_parameter", "energy")
+
+
+def run_member(config: dict, progress: bool, params: dict) -> xr.Dataset:
+    """Ensemble member ``params["member"]``: ``meanfield particles`` with
+    ``particles.seed = params["particles.seed"]``; what compare keeps of it."""
+    member = copy.deepcopy(config)
+    member["particles"]["seed"] = params["particles.seed"]
+    run = particles(member, progress=progress)
+    if run.attrs["status"] != 0:
+        raise KeyboardInterrupt
+    kept = run[list(MEMBER_VARS)]
+    kept.attrs = {"wall_time_s": run.attrs["wall_time_s"]}
+    return kept
+
+
+class CompareTask(RunTask):
+    """The comparison on the run engine: its points are the start, the PDE and each
+    ensemble member; a checkpoint keeps the PDE and the members done (in any order)."""
+
+    kind = "compare"
+
+    def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
+        super().__init__(cfg)
+        self.plan, self.executor, self.progress = plan, executor, progress
+        quiet = copy.deepcopy(cfg)
+        quiet["output"]["path"] = None
+        self.pde_cfg = {s: copy.deepcopy(quiet[s]) for s in cfgmod.task_sections("evolve")}
+        self.pde_cfg["time"]["dt"] = "auto"  # time.dt is the particles' step
+        self.member_cfg = {s: quiet[s] for s in cfgmod.task_sections("particles")}
+        self.ensemble = cfg["particles"]["ensemble"]
+        self.restored: dict[int, xr.Dataset] = {}  # members done out of order before
+        self._results = None
+
+    def points(self) -> list:
+        return ["start", "pde", *range(self.ensemble)]
+
+    def where(self, done: int) -> str:
+        if done <= 1:
+            return "the start"
+        members = done - 2 + len(self.restored)  # in order, and done out of order before
+        return f"the PDE and {members} of {self.ensemble} ensemble members"
+
+    def start(self) -> None:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> xr.Dataset | TaskResult:
+        if point == "pde":
+            pde = evolve(self.pde_cfg, progress=self.progress)
+            if pde.attrs["status"] != 0:
+                raise KeyboardInterrupt
+            return pde
+        if point in self.restored:
+            return self.restored.pop(point)
+        if self._results is None:  # the members not done yet, all at once on a cluster
+            todo = [r for r in range(point, self.ensemble) if r not in self.restored]
+            fn = functools.partial(run_member, self.member_cfg,
+                                   self.progress and not self.executor.parallel)
+            seed = self.cfg["particles"]["seed"]
+            self._results = self.executor.imap(
+                fn, [{"member": r, "particles.seed": seed + r} for r in todo])
+        result = next(self._results)
+        assert result.params["member"] == point
+        return result.value if result.ok else result
+
+    def frame(self, state: Any) -> Any:
+        return state
+
+    def close(self) -> None:
+        """Stop the members still running (Ctrl-C) while the executor is open."""
+        if self._results is not None:
+            self._results.close()
+
+    def finish(self, frames: list) -> None:
+        failed = [f for f in frames[2:] if isinstance(f, TaskResult)]
+        if failed:
+            raise TaskFailed("; ".join(f"ensemble member {f.params['member']} "
+                                       f"(particles.seed = {f.params['particles.seed']}) "
+                                       f"failed: {f.error}" for f in failed))
+
+    def _members(self, frames: list) -> dict[int, xr.Dataset]:
+        """The members done: in ``frames`` and restored out of order."""
+        done = {r: f for r, f in enumerate(frames[2:]) if isinstance(f, xr.Dataset)}
+        done.update(self.restored)
+        return dict(sorted(done.items()))
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        if len(frames) < 2:
+            return xr.Dataset(attrs=dict(info))
+        members = self._members(frames)
+        return comparison(self.cfg, self.plan, frames[1], members, info)
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        if len(frames) < 2:
+            return xr.Dataset()
+        pde = frames[1]
+        ds = pde.copy()
+        ds.attrs = {"pde_attrs": json.dumps(_plain(pde.attrs)),
+                    "pde_vars": json.dumps(list(pde.data_vars))}
+        members = self._members(frames)
+        if members:
+            stacked = xr.concat(list(members.values()), dim="member")
+            stacked = stacked.assign_coords(member=list(members))
+            for name in MEMBER_VARS:
+                ds[f"member_{name}"] = stacked[name]
+            ds["member_wall_time_s"] = ("member", [m.attrs["wall_time_s"]
+                                                   for m in members.values()])
+        return ds
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        if "pde_vars" not in ckpt.attrs:
+            return None, [None]
+        pde = ckpt[json.loads(ckpt.attrs["pde_vars"])].drop_vars("member", errors="ignore")
+        pde.attrs = json.loads(ckpt.attrs["pde_attrs"])
+        frames = [None, pde]
+        for r in (ckpt["member"].values if "member" in ckpt.coords else []):
+            m = xr.Dataset({name: ckpt[f"member_{name}"].sel(member=r, drop=True)
+                            for name in MEMBER_VARS},
+                           attrs={"wall_time_s": float(ckpt["member_wall_time_s"].sel(
+                               member=r))})
+            self.restored[int(r)] = m
+        while len(frames) - 2 in self.restored:  # the members done in order are frames
+            frames.append(self.restored.pop(len(frames) - 2))
+        return frames[-1], frames
+
+
+def _plain(attrs: dict) -> dict:
+    """Attrs as JSON-ready Python values."""
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in attrs.items()}
+
+
 def compare(config: dict | None = None, *, out: str | Path | None = None,
-            overwrite: bool = False, progress: bool = False) -> xr.Dataset:
+            overwrite: bool = False, resume: bool = False,
+            progress: bool = False) -> xr.Dataset:
     """Solve the PDE and run the particle ensemble of one config; compare them.
+
+    The ensemble runs through ``meanfield.runs.executor`` (``[parallel]`` workers or
+    scheduler; the same numbers serially and in parallel). With an output path, Ctrl-C
+    keeps the PDE and the members done in ``<out>.checkpoint.nc`` (also on the
+    ``output.checkpoint_every`` schedule) and ``resume=True`` goes on from there, bit for
+    bit.
 
     Args:
         config: the config (see ``meanfield.config``); ``particles.ensemble`` runs.
         out: where to write the netCDF result (default ``output.path``).
         overwrite: replace an existing result.
-        progress: progress bars.
+        resume: continue from ``<out>.checkpoint.nc`` if it exists.
+        progress: progress bars (the PDE's, and the members' when serial).
 
     Returns:
-        The comparison dataset (see the module docstring).
+        The comparison dataset (see the module docstring); ``status`` -1 when
+        interrupted (then it compares the members done, if the PDE is done).
+
+    Raises:
+        ConfigError: bad input (before any work), or an unreachable scheduler.
+        TaskFailed: an ensemble member failed (named with its seed); the others are kept
+            in the checkpoint.
     """
     cfg = cfgmod.validate(config)
     plan = check_compare_config(cfg)
     out = out if out is not None else cfg["output"]["path"]
-    if out is not None:
-        check_writable(out, overwrite)
-    quiet = copy.deepcopy(cfg)
-    quiet["output"]["path"] = None
-    pde_cfg = copy.deepcopy(quiet)
-    pde_cfg["time"]["dt"] = "auto"
-    pde = evolve(pde_cfg, progress=progress)
-    if pde.attrs["status"] != 0:
-        raise KeyboardInterrupt
-    ensemble = cfg["particles"]["ensemble"]
-    runs = []
-    for r in range(ensemble):
-        member = copy.deepcopy(quiet)
-        member["particles"]["seed"] = cfg["particles"]["seed"] + r
-        run = particles(member, progress=progress)
-        if run.attrs["status"] != 0:
-            raise KeyboardInterrupt
-        runs.append(run)
-    positions = np.stack([run["position"].values for run in runs])  # run, time, i, comp
-    total = ensemble * plan["n"]
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    with Executor.from_config(cfg) as executor:
+        task = CompareTask(cfg, plan, executor, progress)
+        try:
+            return engine.run(task)
+        finally:
+            task.close()
 
-    coords: dict[str, Any] = {"time": pde["time"].values, "run": np.arange(ensemble)}
+
+# ---------------------------------------------------------------------------------------
+# The comparison dataset.
+
+def _bins(cfg: dict, plan: dict, pde: xr.Dataset, positions: np.ndarray) -> dict:
+    """PDE bin masses ``q`` (time, bin), each token's bin ``index`` (run, time, i), bin
+    sizes ``width``, the bins' coordinates and extra variables."""
     if cfg["domain"]["geometry"] == "circle":
         b = plan["bins"]
         edges = np.linspace(0, 2 * np.pi, b + 1)
-        q = circle_bin_masses(pde, edges)
         angle = np.mod(np.arctan2(positions[..., 1], positions[..., 0]), 2 * np.pi)
-        index = np.minimum((angle / (2 * np.pi / b)).astype(int), b - 1)
-        width = np.full(b, 2 * np.pi / b)
-        coords.update(bin=(edges[:-1] + edges[1:]) / 2)
-        bin_dims = ("bin",)
-        extra = {"bin_edges": (("bin_edge",), edges)}
-    else:
-        mesh = icosahedral_mesh(cfgmod.SPHERE_MESH_CELLS.index(plan["bins"]) + 1)
-        q = sphere_bin_masses(pde, mesh)
-        b = mesh.n_cells
-        index = nearest_cell(mesh, positions.reshape(-1, 3)).reshape(positions.shape[:-1])
-        width = mesh.weights
-        c = mesh.centers
-        coords.update(bin=np.arange(b), bin_lat=("bin", np.arcsin(np.clip(c[:, 2], -1, 1))),
-                      bin_lon=("bin", np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi)))
-        bin_dims = ("bin",)
-        extra = {}
-    counts = np.zeros((ensemble, len(coords["time"]), b))
-    for r in range(ensemble):
-        for t in range(len(coords["time"])):
-            counts[r, t] = np.bincount(index[r, t], minlength=b)
-    p_member = counts / plan["n"]
-    p = counts.sum(axis=0) / total
-    l1 = np.abs(p - q).sum(axis=1)
-    l1_member = np.abs(p_member - q[None]).sum(axis=2).T
-    floor = np.sqrt(2 * np.clip(q, 0, 1) * (1 - np.clip(q, 0, 1)) / (math.pi * total)).sum(1)
+        return {"q": circle_bin_masses(pde, edges),
+                "index": np.minimum((angle / (2 * np.pi / b)).astype(int), b - 1),
+                "width": np.full(b, 2 * np.pi / b),
+                "coords": {"bin": (edges[:-1] + edges[1:]) / 2},
+                "extra": {"bin_edges": (("bin_edge",), edges)}}
+    mesh = icosahedral_mesh(cfgmod.SPHERE_MESH_CELLS.index(plan["bins"]) + 1)
+    c = mesh.centers
+    return {"q": sphere_bin_masses(pde, mesh),
+            "index": nearest_cell(mesh, positions.reshape(-1, 3)).reshape(
+                positions.shape[:-1]),
+            "width": mesh.weights,
+            "coords": {"bin": np.arange(mesh.n_cells),
+                       "bin_lat": ("bin", np.arcsin(np.clip(c[:, 2], -1, 1))),
+                       "bin_lon": ("bin", np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi))},
+            "extra": {}}
 
+
+def _histograms(bins: dict, n: int) -> dict:
+    """Member and pooled histograms, their L1 distances to the PDE, the noise floor."""
+    index, q = bins["index"], bins["q"]
+    b = len(bins["width"])
+    runs, times = index.shape[:2]
+    counts = np.zeros((runs, times, b))
+    for r in range(runs):
+        for t in range(times):
+            counts[r, t] = np.bincount(index[r, t], minlength=b)
+    total = runs * n
+    p = counts.sum(axis=0) / total
+    floor = np.sqrt(2 * np.clip(q, 0, 1) * (1 - np.clip(q, 0, 1)) / (math.pi * total)).sum(1)
+    return {"p": p, "l1": np.abs(p - q).sum(axis=1),
+            "l1_member": np.abs(counts / n - q[None]).sum(axis=2).T, "floor": floor}
+
+
+def comparison(cfg: dict, plan: dict, pde: xr.Dataset, members: dict[int, xr.Dataset],
+               info: dict) -> xr.Dataset:
+    """The comparison dataset of the PDE and the members (index -> member) done."""
+    if not members:
+        return xr.Dataset({k: pde[k] for k in pde.data_vars}, attrs=dict(info))
+    runs = list(members.values())
+    positions = np.stack([run["position"].values for run in runs])  # run, time, i, comp
+    bins = _bins(cfg, plan, pde, positions)
+    h = _histograms(bins, plan["n"])
+    q, width = bins["q"], bins["width"]
     unit = "1/rad" if cfg["domain"]["geometry"] == "circle" else "1/sr"
+
+    def per_run(name: str) -> np.ndarray:
+        return np.stack([r_[name].values for r_ in runs], axis=1)
+
     data = {
         "density": pde["density"],
         "weights": pde["weights"],
-        "pde_bin_density": (("time",) + bin_dims, q / width,
+        "pde_bin_density": (("time", "bin"), q / width,
                             {"units": unit, "long_name": "PDE mass of each bin / its size"}),
-        "particle_density": (("time",) + bin_dims, p / width,
+        "particle_density": (("time", "bin"), h["p"] / width,
                              {"units": unit, "long_name": "pooled particle histogram "
                               "(fraction of tokens in each bin / its size)"}),
-        "bin_size": (bin_dims, width, {"units": "rad" if unit == "1/rad" else "sr",
+        "bin_size": (("bin",), width, {"units": "rad" if unit == "1/rad" else "sr",
                                        "long_name": "bin length (circle) or area (sphere)"}),
-        "l1_distance": (("time",), l1, {"units": "1", "long_name":
-                                        "sum_b |p_b - q_b|: pooled particles vs PDE"}),
-        "l1_distance_member": (("time", "run"), l1_member, {"units": "1", "long_name":
-                                                            "sum_b |p_b - q_b| per run"}),
-        "l1_noise_floor": (("time",), floor, {"units": "1", "long_name":
-                                              "expected L1 distance of N exact samples"}),
+        "l1_distance": (("time",), h["l1"], {"units": "1", "long_name":
+                                             "sum_b |p_b - q_b|: pooled particles vs PDE"}),
+        "l1_distance_member": (("time", "run"), h["l1_member"], {
+            "units": "1", "long_name": "sum_b |p_b - q_b| per run"}),
+        "l1_noise_floor": (("time",), h["floor"], {"units": "1", "long_name":
+                                                   "expected L1 distance of N exact samples"}),
         "order_parameter": pde["order_parameter"],
         "energy": pde["energy"],
         "mean_direction": pde["mean_direction"],
-        "particle_order_parameter": (("time", "run"),
-                                     np.stack([r_["order_parameter"].values for r_ in runs],
-                                              axis=1),
+        "particle_order_parameter": (("time", "run"), per_run("order_parameter"),
                                      {"units": "1", "long_name": "|mean_i x_i| per run"}),
-        "particle_energy": (("time", "run"),
-                            np.stack([r_["energy"].values for r_ in runs], axis=1),
+        "particle_energy": (("time", "run"), per_run("energy"),
                             {"units": "1", "long_name": "E_beta(mu^n) - E_beta(uniform)"}),
         "position": runs[0]["position"],
-        **extra,
+        **bins["extra"],
     }
+    coords = {"time": pde["time"].values, "run": np.array(list(members)), **bins["coords"]}
     ds = xr.Dataset(data, coords=coords)
     if "free_energy" in pde:
         ds["free_energy"] = pde["free_energy"]
     ds.attrs.update({k: v for k, v in pde.attrs.items()
                      if k in ("geometry", "method", "model", "beta", "kappa", "resolution")})
     ds.attrs.update({
-        "title": f"PDE vs {ensemble} x {plan['n']} tokens: {pde.attrs['title']}",
-        "kind": "compare", "n": plan["n"], "ensemble": ensemble, "bins": b,
+        "title": f"PDE vs {len(runs)} x {plan['n']} tokens: {pde.attrs['title']}",
+        "n": plan["n"], "ensemble": len(runs), "bins": len(width),
         "seed": cfg["particles"]["seed"], "sum_method": plan["sum_method"],
-        "config": cfgmod.to_json(cfg), "meanfield_version": meanfield.__version__,
-        "status": 0, "message": "finished",
         "pde_wall_time_s": pde.attrs["wall_time_s"],
         "particles_wall_time_s": float(sum(r_.attrs["wall_time_s"] for r_ in runs)),
+        **info,
     })
-    if out is not None:
-        write_netcdf(ds, out, overwrite=True)
     return ds
