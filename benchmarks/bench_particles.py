@@ -8,8 +8,8 @@ uniform tokens on S^1 and S^2, beta = 5, accuracy 1e-10. Columns:
 
 - velocity: the fast method with ``project=True`` (the tangent part and z: what the
   models evaluate);
-- fast: ``solvers.particles.fast`` (``fourier`` on S^1, ``harmonic`` on S^2), all cores, the
-  full sums ``s, z``;
+- fast: ``solvers.particles.fourier`` on S^1, ``.harmonic`` on S^2 (multipliers from
+  ``meanfield.model.kernels``), all cores, the full sums ``s, z``;
 - direct: ``solvers.particles.direct.exp_kernel_sums`` (numba);
 - numpy direct: blocks of the Gram matrix, ``exp``, two matrix products;
 - numpy Fourier (S^1): the moments and evaluations of the fast method as dense
@@ -29,8 +29,12 @@ import time
 import numpy as np
 from scipy import special
 
-from solvers.particles import fast as fs
+from meanfield.model import kernels as kn
+from solvers.particles import chunks
 from solvers.particles.direct import exp_kernel_sums
+from solvers.particles.fourier import fourier_kernel_sums
+from solvers.particles.harmonic import harmonic_kernel_sums
+from solvers.particles.multipliers import FAST_METHOD
 
 BETA, ACCURACY = 5.0, 1e-10
 
@@ -65,7 +69,7 @@ def numpy_direct(x, beta, block_elements=1 << 22):
 
 def numpy_fourier(x, beta, accuracy, block_elements=1 << 21):
     """The S^1 Fourier-moment sums with dense complex exponentials instead of NUFFTs."""
-    order = fs.fast_order(2, beta, accuracy)
+    order = kn.fast_order(2, beta, accuracy)
     theta = np.arctan2(x[:, 1], x[:, 0])
     n = theta.size
     cols = max(1, block_elements // (2 * order + 3))
@@ -118,8 +122,13 @@ def fast_error(x, result):
 
 
 def bench_geometry(d, sizes, budget, threads):
-    method = fs.FAST_METHOD[d]
-    fast_fn = fs.fourier_kernel_sums if d == 2 else fs.harmonic_kernel_sums
+    method = FAST_METHOD[d]
+    sums = fourier_kernel_sums if d == 2 else harmonic_kernel_sums
+    multipliers = kn.fast_multipliers(d, BETA, ACCURACY)
+
+    def fast_fn(x, threads, project=False):
+        return sums(x, x, multipliers, threads, project)
+
     columns = [Column("direct", lambda x: exp_kernel_sums(x, x, BETA), budget,
                       lambda n: n * n),
                Column("numpy direct", lambda x: numpy_direct(x, BETA), budget,
@@ -127,18 +136,18 @@ def bench_geometry(d, sizes, budget, threads):
     if d == 2:
         columns.append(Column("numpy Fourier", lambda x: numpy_fourier(x, BETA, ACCURACY),
                               budget, lambda n: n))
-    order = fs.fast_order(d, BETA, ACCURACY)
+    order = multipliers.order
     print(f"\nS^{d - 1} (d = {d}), beta = {BETA:g}, accuracy {ACCURACY:g}: method "
           f"{method!r}, order {order}, auto crossover n = "
-          f"{fs.crossover_n(d, BETA, ACCURACY)}")
+          f"{kn.crossover_n(d, BETA, ACCURACY)}")
     print(f"{'n':>9} {'velocity':>10} {'fast':>10} " + " ".join(f"{c.name:>15}" for c in columns)
           + "   speed-up of fast     error/(n e^beta)")
     for n in sizes:
         x = uniform(n, d, seed=n)
-        result = fast_fn(x, x, BETA, ACCURACY, threads)
-        t_fast = best_of(lambda: fast_fn(x, x, BETA, ACCURACY, threads), 3)
+        result = fast_fn(x, threads)
+        t_fast = best_of(lambda: fast_fn(x, threads), 3)
         # what the models call: the tangent part (project=True) and z
-        t_velocity = best_of(lambda: fast_fn(x, x, BETA, ACCURACY, threads, True), 3)
+        t_velocity = best_of(lambda: fast_fn(x, threads, True), 3)
         cells, ratios = [], []
         for c in columns:
             seconds, extrapolated = c.time(x)
@@ -165,8 +174,8 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of the fast methods (default: all cores)")
     args = parser.parse_args(argv)
-    print(f"cores: {fs.default_threads()}; fast-method threads: "
-          f"{args.threads or fs.default_threads()}; '~': extrapolated from the measured "
+    print(f"cores: {chunks.default_threads()}; fast-method threads: "
+          f"{args.threads or chunks.default_threads()}; '~': extrapolated from the measured "
           "rate of the previous size")
     sizes = [10**3, 10**4, 10**5] if args.quick else [10**3, 10**4, 10**5, 10**6]
     budget = 2.0 if args.quick else 20.0

@@ -41,7 +41,7 @@ import numpy as np
 from scipy import special
 
 from meanfield.errors import ConfigError, SolverError
-from solvers.particles import fast as fast_sums
+from meanfield.model import kernels
 from solvers.particles import direct as sp
 from solvers import steppers
 from solvers.steppers import StepDoubling, integrate
@@ -189,7 +189,7 @@ class AttentionParticles:
     def attention(self, x: np.ndarray, project: bool = False) -> np.ndarray:
         """The attention vectors (SA average or USA mean sum); ``project``: their tangent
         parts ``P^perp_{x_i}`` (the fast sums then skip the radial part)."""
-        s, z, shift = fast_sums.interaction_sums(
+        s, z, shift = kernels.kernel_sums(
             x, x, self.beta, method=self.method, accuracy=self.accuracy,
             threads=self.threads, backend=self.backend, relative_rows=self.normalized,
             project=project)
@@ -320,8 +320,8 @@ def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
     n, d = th.shape
     if beta == 0:
         return 0.5 * order_parameter(th) ** 2
-    _, z, shift = fast_sums.interaction_sums(th, th, beta, method=method, accuracy=accuracy,
-                                             backend=backend, project=True, threads=threads)
+    _, z, shift = kernels.kernel_sums(th, th, beta, method=method, accuracy=accuracy,
+                                      backend=backend, project=True, threads=threads)
     top = float(np.max(shift))
     pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
     nu = d / 2 - 1

@@ -43,14 +43,15 @@ from meanfield.errors import ConfigError
 from meanfield.initial import samplers as sampling
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.diagnostics import summarize
+from meanfield.model import kernels
 from meanfield.model import particles as pm
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, SteppingTask
-from solvers.particles import fast as fast_sums
+from solvers.particles.multipliers import FAST_METHOD
 
 DEFAULT_N = 1000
 # method -> the only dimension it serves
-FAST_METHODS = {method: d for d, method in fast_sums.FAST_METHOD.items()}
+FAST_METHODS = {method: d for d, method in FAST_METHOD.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def check_config(cfg: dict) -> dict:
     beta = m["beta"] if p["architecture"] != "hardmax" else math.inf
     if method in FAST_METHODS:
         try:
-            fast_sums.check_fast_accuracy(dim, beta, p["accuracy"])
+            kernels.check_fast_accuracy(dim, beta, p["accuracy"])
         except ValueError as exc:
             raise ConfigError(f"particles.accuracy = {p['accuracy']!r} with method "
                               f"{method!r} at beta = {beta:g}: {exc}",
@@ -106,8 +107,8 @@ def check_config(cfg: dict) -> dict:
     if p["architecture"] == "hardmax":
         resolved = "direct"
     else:
-        resolved = fast_sums.resolve_method(method, n, dim, beta, p["accuracy"])
-    order = fast_sums.fast_order(dim, beta, p["accuracy"]) if resolved in FAST_METHODS else 0
+        resolved = kernels.resolve_sum_method(method, n, dim, beta, p["accuracy"])
+    order = kernels.fast_order(dim, beta, p["accuracy"]) if resolved in FAST_METHODS else 0
     if p["attention_rank"] and n > cl.MAX_RANK_TOKENS:
         raise ConfigError(f"particles.attention_rank = true needs a dense SVD of the n x n "
                           f"attention matrix: n = {n} > {cl.MAX_RANK_TOKENS}; use fewer tokens",

@@ -1,18 +1,30 @@
 """Fast interaction sums (solvers.particles.fast) against the direct kernel: accuracy of the
-USA sums and the SA averages, beta = 0, clustered points with the row fix-up, the
-truncation rules against the exact kernel, thread-count independence, bad input."""
+USA sums and the SA averages, beta = 0, clustered points with the row fix-up,
+thread-count independence, bad input. The multipliers come from the model layer
+(meanfield.model.kernels; their truncation rules: tests/meanfield/model)."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
-from scipy import special
 
+from meanfield.model import kernels as kn
+from solvers.particles import chunks
 from solvers.particles import fast as fs
 from solvers.particles.direct import exp_kernel_sums
+from solvers.particles.fourier import fourier_kernel_sums
+from solvers.particles.harmonic import harmonic_kernel_sums
 
-FAST = {2: fs.fourier_kernel_sums, 3: fs.harmonic_kernel_sums}
+
+def fast_sums(d, queries, keys, beta, accuracy=1e-12, threads=None, project=False):
+    """The fast method of ``d`` with the kernel's multipliers for beta and accuracy."""
+    sums = fourier_kernel_sums if d == 2 else harmonic_kernel_sums
+    return sums(queries, keys, kn.fast_multipliers(d, beta, accuracy), threads, project)
+
+
+FAST = {d: functools.partial(fast_sums, d) for d in (2, 3)}
 
 
 def uniform(n, d, seed):
@@ -70,10 +82,10 @@ def test_beta_zero_and_queries_other_than_keys(d):
     q = uniform(300, d, 2)
     for beta in (0.0, 3.0):
         direct = exp_kernel_sums(q, y, beta)
-        fast = fs.interaction_sums(q, y, beta, method=fs.FAST_METHOD[d], accuracy=1e-12)
+        fast = kn.kernel_sums(q, y, beta, method=fs.FAST_METHOD[d], accuracy=1e-12)
         usa, zerr, sa = errors(fast, direct, beta)
         assert max(usa, zerr) / 2000 <= 1e-12 and sa <= 1e-11
-    assert fs.fast_order(2, 0.0, 1e-12) == 0 and fs.fast_order(3, 0.0, 1e-12) == 1
+    assert kn.fast_order(2, 0.0, 1e-12) == 0 and kn.fast_order(3, 0.0, 1e-12) == 1
 
 
 def test_poles_and_points_off_the_sphere():
@@ -96,8 +108,8 @@ def test_relative_rows_fix_the_rows_far_from_the_clusters(d):
     q = np.concatenate([uniform(1500, d, 8), y[:500]])
     direct = exp_kernel_sums(q, y, beta)
     method = fs.FAST_METHOD[d]
-    plain = fs.interaction_sums(q, y, beta, method=method, accuracy=accuracy)
-    fixed = fs.interaction_sums(q, y, beta, method=method, accuracy=accuracy,
+    plain = kn.kernel_sums(q, y, beta, method=method, accuracy=accuracy)
+    fixed = kn.kernel_sums(q, y, beta, method=method, accuracy=accuracy,
                                 relative_rows=True)
     assert errors(plain, direct, beta)[2] > 1e-3  # far rows: z ~ e^{-40} n e^beta
     usa, zerr, sa = errors(fixed, direct, beta)
@@ -108,67 +120,6 @@ def test_relative_rows_fix_the_rows_far_from_the_clusters(d):
     # Each row's sum is within accuracy of itself.
     zf, zd = unshifted(*fixed, beta)[1], unshifted(*direct, beta)[1]
     assert np.all(np.abs(zf - zd) <= accuracy * zd)
-
-
-# ---------------------------------------------------------------------------------------
-# Truncation rules against the exact kernel (no transforms involved).
-
-def circle_truncation_error(beta, order):
-    """max over angles of |e^{beta (cos phi - 1)} - sum_{|k|<=K} I_k e^{-beta} e^{ik phi}|."""
-    phi = np.linspace(0, np.pi, 2001)
-    k = np.arange(1, order + 1)
-    series = special.ive(0, beta) + 2 * np.cos(np.outer(phi, k)) @ special.ive(k, beta)
-    return np.abs(series - np.exp(beta * (np.cos(phi) - 1))).max()
-
-
-def sphere_truncation_error(beta, order):
-    """max over t of the kernel, radial and tangent parts' truncation errors (units e^beta):
-    e^{b(t-1)} = sum (2l+1) i_l P_l(t), t e^{b(t-1)} = sum (2l+1) i_l' P_l(t),
-    sqrt(1-t^2) e^{b(t-1)} = sqrt(1-t^2) sum (2l+1) (i_l/b) P_l'(t)."""
-    t = np.linspace(-1, 1, 2001)
-    k, dk, g = (f / (4 * np.pi) for f in fs.sphere_multipliers(order, beta))
-    p_prev, p = np.ones_like(t), t.copy()
-    dp_prev, dp = np.zeros_like(t), np.ones_like(t)
-    kern, rad, tan = k[0] * p_prev, dk[0] * p_prev, np.zeros_like(t)
-    for ell in range(1, order + 1):
-        w = 2 * ell + 1
-        kern += w * k[ell] * p
-        rad += w * dk[ell] * p
-        tan += w * g[ell] * dp
-        p_prev, p = p, (w * t * p - ell * p_prev) / (ell + 1)
-        dp_prev, dp = dp, dp_prev + w * p_prev  # P'_{l+1} = P'_{l-1} + (2l+1) P_l
-    e = np.exp(beta * (t - 1))
-    return max(np.abs(kern - e).max(), np.abs(rad - t * e).max(),
-               np.abs((tan - e) * np.sqrt(1 - t * t)).max())
-
-
-@pytest.mark.parametrize("d", [2, 3])
-@pytest.mark.parametrize("beta", [0.5, 5.0, 20.0, 100.0])
-def test_truncation_orders_meet_the_accuracy_and_are_minimal(d, beta):
-    error = circle_truncation_error if d == 2 else sphere_truncation_error
-    previous = None
-    for accuracy in (1e-6, 1e-10, 1e-13):
-        order = fs.fast_order(d, beta, accuracy)
-        err = error(beta, order)
-        assert err <= accuracy / 2 + 1e-15
-        # The bound is what decides: one order less breaks it.
-        assert fs._tails(d, beta)[order - 1] > accuracy / 2 or order == d - 2
-        if previous is not None:
-            assert order >= previous
-        previous = order
-    # Convergence: the error falls as the order grows.
-    errs = [error(beta, o) for o in range(max(1, previous - 12), previous + 1, 3)]
-    assert all(b < a for a, b in zip(errs, errs[1:]) if a > 1e-14)
-
-
-def test_issue_rules_are_conservative():
-    for beta in (0.1, 1.0, 5.0, 20.0, 100.0, 1000.0):
-        k_issue = int(beta + 10 * math.sqrt(beta) + 20)
-        l_issue = int(beta + 25)
-        assert fs._tails(2, beta)[k_issue] <= 1e-14
-        assert fs._tails(3, beta)[l_issue] <= 1e-13
-        assert fs.fast_order(2, beta, 2e-14) < k_issue
-        assert fs.fast_order(3, beta, 2e-13) <= l_issue
 
 
 @pytest.mark.parametrize("d,accuracy", [(2, 1e-6), (2, 1e-13), (3, 1e-6), (3, 1e-12)])
@@ -185,8 +136,8 @@ def test_accuracy_contract_end_to_end(d, accuracy):
 
 @pytest.mark.parametrize("d", [2, 3])
 def test_results_do_not_depend_on_threads_or_runs(d):
-    n = 4 * fs.CHUNK_POINTS + 123  # several chunks
-    assert len(fs.chunk_slices(n)) == 4
+    n = 4 * chunks.CHUNK_POINTS + 123  # several chunks
+    assert len(chunks.chunk_slices(n)) == 4
     x = uniform(n, d, 30)
     q = uniform(1000, d, 31)
     runs = [FAST[d](x, x, 5.0, 1e-10, threads=t) for t in (1, 2, 2, 3)]
@@ -198,45 +149,45 @@ def test_results_do_not_depend_on_threads_or_runs(d):
 
 def test_auto_picks_direct_for_few_keys_and_fast_for_many():
     for d in (2, 3):
-        cross = fs.crossover_n(d, 5.0, 1e-10)
+        cross = kn.crossover_n(d, 5.0, 1e-10)
         assert 100 < cross < 10_000
-        assert fs.choose_method(cross - 1, d, 5.0, 1e-10) == "direct"
-        assert fs.choose_method(cross, d, 5.0, 1e-10) == fs.FAST_METHOD[d]
-        assert fs.crossover_n(d, 1000.0, 1e-10) >= cross
-        assert fs.choose_method(10**6, d, -1.0, 1e-10) == "direct"  # negative beta
-        assert fs.choose_method(10**6, d, 5.0, 1e-15) == "direct"  # below the floor
-    assert fs.choose_method(10**6, 3, 1e5, 1e-10) == "direct"  # L > 1000
-    assert fs.choose_method(10**6, 4, 5.0, 1e-10) == "direct"
+        assert kn.choose_method(cross - 1, d, 5.0, 1e-10) == "direct"
+        assert kn.choose_method(cross, d, 5.0, 1e-10) == fs.FAST_METHOD[d]
+        assert kn.crossover_n(d, 1000.0, 1e-10) >= cross
+        assert kn.choose_method(10**6, d, -1.0, 1e-10) == "direct"  # negative beta
+        assert kn.choose_method(10**6, d, 5.0, 1e-15) == "direct"  # below the floor
+    assert kn.choose_method(10**6, 3, 1e5, 1e-10) == "direct"  # L > 1000
+    assert kn.choose_method(10**6, 4, 5.0, 1e-10) == "direct"
     x = uniform(50, 4, 40)
-    s, z, shift = fs.interaction_sums(x, x, 2.0)
+    s, z, shift = kn.kernel_sums(x, x, 2.0)
     assert np.allclose(s, exp_kernel_sums(x, x, 2.0)[0])
 
 
 def test_bad_methods_dimensions_and_accuracies():
     x2, x3 = uniform(10, 2, 0), uniform(10, 3, 0)
     with pytest.raises(ValueError, match="'auto', 'direct', 'fourier', 'harmonic'"):
-        fs.interaction_sums(x2, x2, 1.0, method="fmm")
+        kn.kernel_sums(x2, x2, 1.0, method="fmm")
     with pytest.raises(ValueError, match="for d = 3 use one of 'auto', 'direct', 'harmonic'"):
-        fs.interaction_sums(x3, x3, 1.0, method="fourier")
+        kn.kernel_sums(x3, x3, 1.0, method="fourier")
     with pytest.raises(ValueError, match="for d = 2 use one of 'auto', 'direct', 'fourier'"):
-        fs.interaction_sums(x2, x2, 1.0, method="harmonic")
+        kn.kernel_sums(x2, x2, 1.0, method="harmonic")
     with pytest.raises(ValueError, match="for d = 4 use one of 'auto', 'direct'$"):
-        fs.interaction_sums(uniform(10, 4, 0), uniform(10, 4, 0), 1.0, method="fourier")
+        kn.kernel_sums(uniform(10, 4, 0), uniform(10, 4, 0), 1.0, method="fourier")
     for acc in (1e-15, 0.0, -1.0, float("nan"), 1.0):
         with pytest.raises(ValueError, match=r"reaches accuracies in \[1e-13, 1\)"):
-            fs.interaction_sums(x2, x2, 1.0, method="fourier", accuracy=acc)
+            kn.kernel_sums(x2, x2, 1.0, method="fourier", accuracy=acc)
     with pytest.raises(ValueError, match=r"reaches accuracies in \[1e-12, 1\)"):
-        fs.harmonic_kernel_sums(x3, x3, 1.0, accuracy=1e-13)
+        FAST[3](x3, x3, 1.0, accuracy=1e-13)
     with pytest.raises(ValueError, match="needs order .* > 1000 .* reaches beta <= "):
-        fs.check_fast_accuracy(3, 1e5, 1e-10)
+        kn.check_fast_accuracy(3, 1e5, 1e-10)
     with pytest.raises(ValueError, match="beta >= 0"):
-        fs.fourier_kernel_sums(x2, x2, -1.0)
+        FAST[2](x2, x2, -1.0)
     with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
-        fs.harmonic_kernel_sums(x2, x2, 1.0)
+        FAST[3](x2, x2, 1.0)
     with pytest.raises(ValueError, match="d = 2 .* d = 3"):
-        fs.fast_order(4, 1.0, 1e-10)
-    beta_max = fs.max_fast_beta(3, 1e-10)
-    assert fs.fast_order(3, beta_max, 1e-10) <= 1000 < fs.fast_order(3, 1.02 * beta_max, 1e-10)
+        kn.fast_order(4, 1.0, 1e-10)
+    beta_max = kn.max_fast_beta(3, 1e-10)
+    assert kn.fast_order(3, beta_max, 1e-10) <= 1000 < kn.fast_order(3, 1.02 * beta_max, 1e-10)
 
 
 @pytest.mark.parametrize("d", [2, 3])
@@ -249,7 +200,7 @@ def test_projected_sums_are_the_tangent_parts(d, beta):
     x = rng.standard_normal((3000, d))
     x /= np.linalg.norm(x, axis=1)[:, None]
     method = fs.FAST_METHOD[d]
-    s, z, shift = fs.interaction_sums(x, x, beta, method=method, accuracy=1e-10,
+    s, z, shift = kn.kernel_sums(x, x, beta, method=method, accuracy=1e-10,
                                       project=True)
     sd, zd, hd = exp_kernel_sums(x, x, beta)
     exact = (sd - np.einsum("ij,ij->i", x, sd)[:, None] * x) * np.exp(hd - beta)[:, None]
@@ -257,3 +208,28 @@ def test_projected_sums_are_the_tangent_parts(d, beta):
     assert np.max(np.abs(s - exact)) / scale < 1e-10
     assert np.max(np.abs(z - zd * np.exp(hd - beta))) / scale < 1e-10
     assert np.max(np.abs(np.einsum("ij,ij->i", s, x))) < 1e-12 * scale  # tangent
+
+
+def test_fast_methods_take_the_callers_multipliers():
+    # solvers computes no Bessel function: a fast method without multipliers, or with
+    # those of another beta or dimension, is refused; relative rows need multipliers
+    # made for them (row_accuracy)
+    x2 = uniform(50, 2, 50)
+    with pytest.raises(ValueError, match="needs the kernel's multipliers"):
+        fs.interaction_sums(x2, x2, 1.0, method="fourier")
+    with pytest.raises(ValueError, match="beta = 2.0 given to sums with d = 2, beta = 1.0"):
+        fs.interaction_sums(x2, x2, 1.0, method="fourier",
+                            multipliers=kn.fast_multipliers(2, 2.0, 1e-10))
+    with pytest.raises(ValueError, match="d = 3"):
+        fourier_kernel_sums(x2, x2, kn.fast_multipliers(3, 1.0, 1e-10))
+    with pytest.raises(ValueError, match="row_accuracy"):
+        fs.interaction_sums(x2, x2, 1.0, method="fourier", relative_rows=True,
+                            multipliers=kn.fast_multipliers(2, 1.0, 1e-10))
+    # the same multipliers give the same sums as the model layer's kernel_sums
+    m = kn.fast_multipliers(2, 1.0, 1e-10, relative_rows=True)
+    assert m.row_accuracy == 1e-10 and m.accuracy < 1e-10
+    a = fs.interaction_sums(x2, x2, 1.0, method="fourier", multipliers=m, relative_rows=True)
+    b = kn.kernel_sums(x2, x2, 1.0, method="fourier", accuracy=1e-10, relative_rows=True)
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    # without multipliers "auto" has no fast method to pick
+    assert fs.choose_method(10**6, 2, None) == "direct"
