@@ -1,9 +1,11 @@
 """Masses of a PDE solution in bins, and the bins of points: what a histogram of tokens
 is compared with.
 
-- circle: arcs between given edges. The PDE mass of an arc is exact: from the Fourier
-  series (spectral) or the cell averages (finite volumes, piecewise constant).
-- sphere: the Voronoi cells of a ``SphereMesh``. The PDE mass of a cell is a degree-5
+- circle: arcs between given edges (``equal_arcs``: ``b`` arcs from 0; ``arc_index`` bins
+  points). The PDE mass of an arc is exact: from the Fourier series (spectral) or the
+  cell averages (finite volumes, piecewise constant).
+- sphere: the cells of a ``SphereMesh`` (points are binned by its ``locate``, the
+  ``solvers.grids.Grid`` protocol). The PDE mass of a cell is a degree-5
   quadrature (``cell_averages``) of the spectral solution (spectral) or of the
   piecewise-constant finite-volume solution (its value at a quadrature point is that of
   the nearest PDE cell; the quadrature triangles are refined 3 times, so the cut PDE cells
@@ -14,10 +16,21 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from solvers.grids.coordinates import angle, unit_vectors
 from solvers.grids.mesh import SphereMesh
 from solvers.grids.mesh import cell_averages as mesh_cell_averages
 from solvers.grids.sphere import SphereGrid
 from solvers.transforms.sht import alm_lmax
+
+
+def equal_arcs(bins: int) -> np.ndarray:
+    """The ``bins + 1`` edges of ``bins`` equal arcs of [0, 2 pi]."""
+    return np.linspace(0, 2 * np.pi, bins + 1)
+
+
+def arc_index(x: np.ndarray, bins: int) -> np.ndarray:
+    """Index of the arc of ``equal_arcs(bins)`` holding each point ``(..., 2)``."""
+    return np.minimum((angle(x) / (2 * np.pi / bins)).astype(int), bins - 1)
 
 
 def circle_bin_masses(ds: xr.Dataset, edges: np.ndarray) -> np.ndarray:
@@ -51,9 +64,7 @@ def sphere_bin_masses(ds: xr.Dataset, mesh: SphereMesh) -> np.ndarray:
     rho = ds["density"].values
     if "cell" in ds["density"].dims:
         from scipy.spatial import cKDTree
-        lat, lon = ds["lat"].values, ds["lon"].values
-        tree = cKDTree(np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon),
-                                 np.sin(lat)], axis=1))
+        tree = cKDTree(unit_vectors(ds["lat"].values, ds["lon"].values))
         return np.stack([mesh_cell_averages(mesh, lambda x, r=frame: r[tree.query(x)[1]],
                                             refine=3) * mesh.weights for frame in rho])
     lmax = ds.sizes["lat"] - 1
@@ -75,9 +86,3 @@ def synthesis_at(alm: np.ndarray, points: np.ndarray) -> np.ndarray:
     return ducc0.sht.experimental.synthesis_general(
         alm=np.ascontiguousarray(alm)[None], spin=0, lmax=alm_lmax(alm.size),
         loc=np.ascontiguousarray(loc), epsilon=1e-13)[0]
-
-
-def nearest_cell(mesh: SphereMesh, x: np.ndarray) -> np.ndarray:
-    """Index of the Voronoi cell (nearest centre) of each unit vector."""
-    from scipy.spatial import cKDTree
-    return cKDTree(mesh.centers).query(x)[1]

@@ -39,7 +39,12 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
-from meanfield.metrics.binning import circle_bin_masses, nearest_cell, sphere_bin_masses
+from meanfield.metrics.binning import (
+    arc_index,
+    circle_bin_masses,
+    equal_arcs,
+    sphere_bin_masses,
+)
 from meanfield.runs.engine import Engine, RunTask, TaskFailed
 from meanfield.runs.evolve import evolve
 from meanfield.runs.executor import Executor, TaskResult
@@ -258,18 +263,16 @@ def _bins(cfg: dict, plan: dict, pde: xr.Dataset, positions: np.ndarray) -> dict
     sizes ``width``, the bins' coordinates and extra variables."""
     if cfg["domain"]["geometry"] == "circle":
         b = plan["bins"]
-        edges = np.linspace(0, 2 * np.pi, b + 1)
-        angle = np.mod(np.arctan2(positions[..., 1], positions[..., 0]), 2 * np.pi)
+        edges = equal_arcs(b)
         return {"q": circle_bin_masses(pde, edges),
-                "index": np.minimum((angle / (2 * np.pi / b)).astype(int), b - 1),
+                "index": arc_index(positions, b),
                 "width": np.full(b, 2 * np.pi / b),
                 "coords": {"bin": (edges[:-1] + edges[1:]) / 2},
                 "extra": {"bin_edges": (("bin_edge",), edges)}}
     mesh = icosahedral_mesh(cfgmod.SPHERE_MESH_CELLS.index(plan["bins"]) + 1)
     c = mesh.centers
     return {"q": sphere_bin_masses(pde, mesh),
-            "index": nearest_cell(mesh, positions.reshape(-1, 3)).reshape(
-                positions.shape[:-1]),
+            "index": mesh.locate(positions),
             "width": mesh.weights,
             "coords": {"bin": np.arange(mesh.n_cells),
                        "bin_lat": ("bin", np.arcsin(np.clip(c[:, 2], -1, 1))),

@@ -12,7 +12,6 @@ from scipy import optimize, special
 import meanfield
 from meanfield import ConfigError
 from meanfield.metrics import clusters as cl
-from meanfield.studies import compare as compare_module
 from meanfield.model import particles as pm
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.cli import main
@@ -153,28 +152,6 @@ def test_interrupt_and_bit_identical_resume(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------------------------------
 # compare: PDE vs particles.
-
-def test_circle_bin_masses_are_exact():
-    theta = np.linspace(0, 2 * np.pi, 64, endpoint=False)
-    rho = (1 + 0.5 * np.cos(theta - 0.3) + 0.2 * np.sin(3 * theta)) / (2 * np.pi)
-    import xarray as xr
-    ds = xr.Dataset({"density": (("time", "theta"), rho[None])}, coords={"theta": theta},
-                    attrs={"method": "spectral"})
-    edges = np.linspace(0, 2 * np.pi, 11)
-    exact = (np.diff(edges) + 0.5 * np.diff(np.sin(edges - 0.3))
-             - 0.2 / 3 * np.diff(np.cos(3 * edges))) / (2 * np.pi)
-    np.testing.assert_allclose(compare_module.circle_bin_masses(ds, edges)[0], exact,
-                               atol=1e-15)
-    ds.attrs["method"] = "finite-volume"
-    fv = compare_module.circle_bin_masses(ds, np.linspace(0, 2 * np.pi, 9))[0]
-    dx = 2 * np.pi / 64
-    cells = rho * dx
-    # bin b = [8b dx, (8b + 8) dx]: the right half of cell 8b, cells 8b+1..8b+7, the left
-    # half of cell 8b+8 (cells are centred on the grid points)
-    expect = [cells[8 * b] / 2 + cells[8 * b + 1: 8 * b + 8].sum() + cells[(8 * b + 8) % 64]
-              / 2 for b in range(8)]
-    np.testing.assert_allclose(fv, expect, rtol=0, atol=1e-15)
-
 
 @pytest.mark.parametrize("geometry, method", [("circle", "spectral"), ("sphere", "spectral"),
                                               ("circle", "finite-volume"),
