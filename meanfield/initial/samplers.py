@@ -27,7 +27,7 @@ give the PDE solvers. Each sampler is exact; "acceptance" is the rate of a rejec
   uniformly, then a von Mises (dim 2) / von Mises-Fisher (dim 3) draw around it with the
   estimate's kernel concentration (``kde_concentration`` of ``initial``/``initial_sphere``).
 - ``equiangular`` (``rho``, needs n <= dim): ``<x_i, x_j> = rho`` for i != j, a fixed
-  frame turned by a uniformly random rotation (``particle_models.equiangular_tokens``).
+  frame turned by a uniformly random rotation (``tokens.equiangular_tokens``).
 - ``tokens`` (``path``, ``unit_rows``): the rows of a file are the tokens (nothing is
   drawn); see ``load_token_file`` and ``sample_tokens``.
 """
@@ -42,8 +42,8 @@ import numpy as np
 from meanfield.initial import circle as circle_initial
 from meanfield.initial import sphere as initial_sphere
 from meanfield.errors import ConfigError
-from meanfield.model.particles import (UNIT_TOLERANCE, check_size, equiangular_tokens,
-                                       initial_rng)
+from meanfield.initial.tokens import (TOKEN_UNIT_TOLERANCE, check_size, equiangular_tokens,
+                                      initial_rng)
 from solvers.grids.coordinates import unit_vectors
 
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
@@ -66,7 +66,7 @@ def sample_tokens(initial: dict, n: int, dim: int,
     ``equiangular`` gives a randomly turned equiangular set; ``tokens`` gives the rows of
     ``initial["path"]``, each divided by its Euclidean length: with ``unit_rows = true``
     any non-zero lengths are accepted, with ``unit_rows = false`` every row must already
-    be a unit vector to ``UNIT_TOLERANCE`` (1e-6) and the division only removes that
+    be a unit vector to ``TOKEN_UNIT_TOLERANCE`` (1e-6) and the division only removes that
     round-off.
 
     Args:
@@ -74,7 +74,7 @@ def sample_tokens(initial: dict, n: int, dim: int,
         n: number of tokens, >= 2.
         dim: ambient dimension d >= 2 (tokens on S^{d-1}).
         rng: the Generator of the initial tokens (an int seed goes through
-            ``particle_models.initial_rng``). The same state gives the same tokens, bit
+            ``meanfield.initial.tokens.initial_rng``). The same state gives the same tokens, bit
             for bit.
 
     Returns:
@@ -126,10 +126,10 @@ def _sample(initial: dict, n: int, dim: int, rng: np.random.Generator, key: str
     norms = _row_norms(x)
     if not initial.get("unit_rows", True):
         bad = np.abs(norms - 1.0)
-        if bad.max() > UNIT_TOLERANCE:
+        if bad.max() > TOKEN_UNIT_TOLERANCE:
             i = int(np.argmax(bad))
             raise ConfigError(f"{key}.path = {initial['path']!r}: row {i} has length "
-                              f"{norms[i]:.12g}, not 1 to {UNIT_TOLERANCE:g}, and "
+                              f"{norms[i]:.12g}, not 1 to {TOKEN_UNIT_TOLERANCE:g}, and "
                               f"{key}.unit_rows = false; give unit vectors or set "
                               "unit_rows = true (each row divided by its length)",
                               f"{key}.path")

@@ -41,6 +41,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.initial import samplers as sampling
+from meanfield.initial import tokens
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model import kernels
@@ -74,7 +75,7 @@ def check_config(cfg: dict) -> dict:
                               "out to take them all", "particles.n")
         n = rows
     n = DEFAULT_N if n is None else n
-    pm.check_size(n, dim)
+    tokens.check_size(n, dim)
     noisy = not math.isinf(m["kappa"])
     if noisy and p["architecture"] == "pre-ln":
         raise ConfigError("model.kappa: noise is defined for tokens on the sphere (post-ln, "
@@ -132,9 +133,9 @@ def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
     init = cfg["initial"]
     if cfg["particles"]["architecture"] == "pre-ln" and init["kind"] == "tokens" \
             and not init["unit_rows"]:
-        return pm.check_tokens(sampling.load_token_file(init["path"], plan["dim"], plan["n"]),
+        return tokens.check_tokens(sampling.load_token_file(init["path"], plan["dim"], plan["n"]),
                                on_sphere=False, key="initial.path")
-    rng = pm.initial_rng(cfg["particles"]["seed"])
+    rng = tokens.initial_rng(cfg["particles"]["seed"])
     return sampling.sample_tokens(init, plan["n"], plan["dim"], rng)
 
 
@@ -255,7 +256,7 @@ class ParticlesTask(SteppingTask):
         self.plan["threads"] = threads
         self.model = build_model(cfg, self.plan, threads)
         self.x0 = initial_tokens(cfg, self.plan)
-        self.noise = pm.noise_rng(cfg["particles"]["seed"])
+        self.noise = tokens.noise_rng(cfg["particles"]["seed"])
         self.stepper = pm.TokenStepper(self.model, kappa=self.plan["kappa"],
                                        dt=self.plan["dt"], tolerance=cfg["time"]["tolerance"],
                                        noise=self.noise)
@@ -266,7 +267,7 @@ class ParticlesTask(SteppingTask):
         return TokenState(x, None, self.noise.bit_generator.state, self.x0)
 
     def _stepped(self, x: np.ndarray) -> np.ndarray:
-        return pm.check_tokens(x, self.model.on_sphere)
+        return tokens.check_tokens(x, self.model.on_sphere)
 
     def advance(self, state: TokenState, point: float, on_step) -> TokenState:
         t = float(self.times[np.searchsorted(self.times, point) - 1])

@@ -11,6 +11,7 @@ import pytest
 from scipy import integrate
 
 from meanfield import ConfigError
+from meanfield.initial import tokens
 from meanfield.model import particles as pm
 from solvers.particles import direct as sp
 from solvers import steppers
@@ -34,7 +35,7 @@ def slope(x, y):
 def test_orthogonal_tokens_follow_the_equiangular_ode(normalized, beta):
     n = d = 16
     model = pm.AttentionParticles(beta, normalized)
-    x0 = pm.equiangular_tokens(n, d, 0.0)
+    x0 = tokens.equiangular_tokens(n, d, 0.0)
     assert np.array_equal(x0, np.eye(n))
     run = pm.simulate(model, x0, np.linspace(0.1, 10.0, 100), dt=0.005)
     ode = integrate.solve_ivp(model.equiangular_rhs(n), (0, 10), [0.0], t_eval=run.times,
@@ -47,7 +48,7 @@ def test_orthogonal_tokens_follow_the_equiangular_ode(normalized, beta):
 def test_hardmax_equiangular_ode_and_rotated_start():
     n, d = 8, 12
     model = pm.HardmaxParticles()
-    x0 = pm.equiangular_tokens(n, d, 0.2, seed=4)  # turned by a random rotation
+    x0 = tokens.equiangular_tokens(n, d, 0.2, seed=4)  # turned by a random rotation
     assert np.abs(pair_products(x0[None]) - 0.2).max() < 1e-14
     run = pm.simulate(model, x0, np.linspace(0.5, 5.0, 10), dt=0.01)
     ode = integrate.solve_ivp(model.equiangular_rhs(n), (0, 5), [0.2], t_eval=run.times,
@@ -60,7 +61,7 @@ def test_hardmax_equiangular_ode_and_rotated_start():
 
 def test_post_ln_gap_decays_with_rate_two_and_pre_ln_like_t_to_minus_two():
     n, beta = 16, 1.0
-    x0 = pm.equiangular_tokens(n, n, 0.0)
+    x0 = tokens.equiangular_tokens(n, n, 0.0)
     post = pm.simulate(pm.AttentionParticles(beta), x0, np.linspace(0.5, 10.0, 20),
                        tolerance=1e-10)
     gap = np.array([pm.correlation_gap(x) for x in post.positions])
@@ -87,7 +88,7 @@ def test_post_ln_gap_decays_with_rate_two_and_pre_ln_like_t_to_minus_two():
 
 def test_retracted_rk4_is_fourth_order_and_keeps_norms():
     model = pm.AttentionParticles(4.0)
-    x0 = pm.uniform_tokens(64, 3, seed=1)
+    x0 = tokens.uniform_tokens(64, 3, seed=1)
     scheme = steppers.RetractedRK4(model.velocity)
 
     def solve(steps):
@@ -118,7 +119,7 @@ def test_retracted_rk4_is_fourth_order_and_keeps_norms():
 def test_geodesic_euler_maruyama_strong_order_one_half():
     n, kappa, t_final = 300, 1.0, 1.0
     model = pm.AttentionParticles(2.0)
-    x0 = pm.uniform_tokens(n, 3, seed=3)
+    x0 = tokens.uniform_tokens(n, 3, seed=3)
     scheme = steppers.GeodesicEulerMaruyama(model.velocity, kappa)
     fine = 2**11
     dw = np.random.Generator(np.random.PCG64(7)).standard_normal((fine, n, 3))
@@ -188,14 +189,14 @@ def test_geodesic_euler_maruyama_weak_order_one_on_brownian_motion():
 def test_runs_are_bit_identical_with_one_and_two_threads():
     def runs():
         out = []
-        x0 = pm.uniform_tokens(200, 3, seed=11)
+        x0 = tokens.uniform_tokens(200, 3, seed=11)
         out.append(pm.simulate(pm.AttentionParticles(5.0), x0, [0.05, 0.1], kappa=4.0,
                                dt=0.01, seed=11).positions)
         out.append(pm.simulate(pm.AttentionParticles(1.0, False), x0, [0.2],
                                dt=0.05).positions)
         out.append(pm.simulate(pm.HardmaxParticles(), x0, [0.1], kappa=8.0, dt=0.02,
                                seed=2).positions)
-        x1 = pm.uniform_tokens(70, 40, seed=5)  # the BLAS backend (d > 32)
+        x1 = tokens.uniform_tokens(70, 40, seed=5)  # the BLAS backend (d > 32)
         out.append(pm.simulate(pm.AttentionParticles(3.0), x1, [0.1], kappa=10.0,
                                dt=0.02, seed=5).positions)
         return out
@@ -251,7 +252,7 @@ def test_kernel_sums_match_numpy(backend, d):
 
 
 def test_kernel_sums_survive_large_beta():
-    x = pm.uniform_tokens(300, 3, seed=8)
+    x = tokens.uniform_tokens(300, 3, seed=8)
     for backend in ("numba", "blas"):
         s, z, shift = sp.exp_kernel_sums(x, x, 1e4, backend)
         assert np.all(np.isfinite(s)) and np.all(z >= 1.0)
@@ -277,13 +278,13 @@ def test_hardmax_means_match_numpy_with_ties():
 # (g) bad input: ConfigError naming the key.
 
 def test_bad_input_names_the_key():
-    good = pm.uniform_tokens(8, 3, seed=0)
+    good = tokens.uniform_tokens(8, 3, seed=0)
     model = pm.AttentionParticles(1.0)
     nan = good.copy()
     nan[2, 1] = np.nan
     cases = [
-        (lambda: pm.uniform_tokens(10, 1), "domain.dim"),
-        (lambda: pm.uniform_tokens(1, 3), "particles.n"),
+        (lambda: tokens.uniform_tokens(10, 1), "domain.dim"),
+        (lambda: tokens.uniform_tokens(1, 3), "particles.n"),
         (lambda: pm.simulate(model, good[:, :1] / np.abs(good[:, :1]), [1.0]), "domain.dim"),
         (lambda: pm.simulate(model, good[:1], [1.0]), "particles.n"),
         (lambda: pm.simulate(model, nan, [1.0]), "initial"),
@@ -299,9 +300,9 @@ def test_bad_input_names_the_key():
         (lambda: pm.AttentionParticles(-1.0), "model.beta"),
         (lambda: pm.AttentionParticles(math.inf), "model.beta"),
         (lambda: pm.AttentionParticles(800.0, normalized=False), "model.beta"),
-        (lambda: pm.equiangular_tokens(5, 4), "particles.n"),
-        (lambda: pm.equiangular_tokens(4, 4, rho=1.0), "initial.rho"),
-        (lambda: pm.equiangular_tokens(4, 4, rho=-0.5), "initial.rho"),
+        (lambda: tokens.equiangular_tokens(5, 4), "particles.n"),
+        (lambda: tokens.equiangular_tokens(4, 4, rho=1.0), "initial.rho"),
+        (lambda: tokens.equiangular_tokens(4, 4, rho=-0.5), "initial.rho"),
     ]
     for call, key in cases:
         with pytest.raises(ConfigError) as info:
