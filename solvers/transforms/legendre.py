@@ -27,8 +27,8 @@ Why the care:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 import numba
 import numpy as np
