@@ -103,10 +103,12 @@ class Executor:
         self._cluster = None
 
     @classmethod
-    def from_config(cls, cfg: dict, timeout: float = CONNECT_TIMEOUT) -> Executor:
-        """The executor of a validated config's ``[parallel]`` section."""
+    def from_config(cls, cfg: dict, timeout: float | None = None) -> Executor:
+        """The executor of a validated config's ``[parallel]`` section (``timeout``:
+        ``CONNECT_TIMEOUT``)."""
         par = cfg.get("parallel") or {}
-        return cls(par.get("workers", 1), par.get("scheduler"), timeout=timeout)
+        return cls(par.get("workers", 1), par.get("scheduler"),
+                   timeout=CONNECT_TIMEOUT if timeout is None else timeout)
 
     @property
     def parallel(self) -> bool:
@@ -123,7 +125,7 @@ class Executor:
             for index, p in enumerate(params):
                 yield run_task(fn, index, p)
             return
-        client = self._connect()
+        client = self.connect()
         futures = [client.submit(run_task, fn, i, p, pure=False)
                    for i, p in enumerate(params)]
         try:
@@ -135,8 +137,11 @@ class Executor:
         finally:
             client.cancel([f for f in futures if not f.done()])
 
-    def _connect(self):
-        """The dask client (started or joined on first use), thread policies installed."""
+    def connect(self):
+        """The dask client (started or joined on first use, or here to fail early), the
+        workers' thread policies installed; None when serial."""
+        if not self.parallel:
+            return None
         if self._client is not None:
             return self._client
         from distributed import Client, LocalCluster

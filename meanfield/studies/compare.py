@@ -248,6 +248,7 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
     out = out if out is not None else cfg["output"]["path"]
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     with Executor.from_config(cfg) as executor:
+        executor.connect()  # an unreachable scheduler fails before any work
         task = CompareTask(cfg, plan, executor, progress)
         try:
             return engine.run(task)
