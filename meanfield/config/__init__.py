@@ -21,12 +21,13 @@ from meanfield.config.io import apply_overrides, from_json, load, parse_value, s
 from meanfield.config.registry import (SECTIONS, TASKS, check_key, register_section,
                                        register_task, task_sections, validate)
 from meanfield.config.renamed import RENAMED_KEYS
-from meanfield.config.sections import (ARCHITECTURES, GEOMETRIES, METHODS, METHODS_BY_GEOMETRY,
-                                       SPHERE_MESH_CELLS, SUM_METHODS, Section, check_pde_dim)
+from meanfield.config.sections import (ARCHITECTURES, GEOMETRIES, MAX_USA_BETA, METHODS,
+                                       METHODS_BY_GEOMETRY, SPHERE_MESH_CELLS, SUM_METHODS,
+                                       Section, check_pde_dim)
 
 __all__ = [
     "ANY_DIM_KINDS", "ARCHITECTURES", "CENTER_UNIT_TOLERANCE", "GEOMETRIES", "INITIAL_KINDS",
-    "INITIAL_PARAMS", "METHODS", "METHODS_BY_GEOMETRY", "PARTICLE_ONLY_KINDS",
+    "INITIAL_PARAMS", "MAX_USA_BETA", "METHODS", "METHODS_BY_GEOMETRY", "PARTICLE_ONLY_KINDS",
     "RENAMED_KEYS", "SECTIONS", "SPHERE_MESH_CELLS", "SUM_METHODS", "TASKS", "Section",
     "apply_overrides", "check_key", "check_pde_dim", "finite_number", "from_json", "integer",
     "list_or_range", "load", "parse_value", "register_section", "register_task", "same_run",

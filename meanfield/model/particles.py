@@ -39,6 +39,7 @@ from typing import Callable
 import numpy as np
 from scipy import special
 
+from meanfield.config import MAX_USA_BETA  # USA speeds carry e^beta: beyond, overflow
 from meanfield.errors import ConfigError, SolverError
 from meanfield.initial.tokens import check_tokens, noise_rng
 from meanfield.model import kernels
@@ -46,7 +47,6 @@ from solvers.particles import direct as sp
 from solvers import steppers
 from solvers.steppers import StepDoubling, integrate
 
-MAX_USA_BETA = 700.0  # USA speeds carry e^beta: beyond this they overflow
 
 
 # ---------------------------------------------------------------------------------------
