@@ -115,7 +115,7 @@ class CircleModel:
         self._set_multipliers(beta, potential_multiplier(kmax, beta),
                               kernel_multiplier(kmax, beta))
         self._set_noise(kappa)
-        self.points = np.stack([np.cos(grid.theta), np.sin(grid.theta)], axis=-1)
+        self.points = grid.points
 
     def _set_multipliers(self, beta: float, g: np.ndarray, s: np.ndarray) -> None:
         self.beta, self.g, self.s = beta, g, s

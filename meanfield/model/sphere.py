@@ -250,7 +250,7 @@ class SphereFVModel:
         self.loc = np.ascontiguousarray(np.stack(
             [np.arccos(np.clip(c[:, 2], -1, 1)), np.mod(np.arctan2(c[:, 1], c[:, 0]),
                                                         2 * np.pi)], axis=1))
-        self.points = c
+        self.points = mesh.points
         self.beta = None
         self.set_parameters(beta, kappa)
 
