@@ -170,17 +170,22 @@ class Discretization:
         including the resolution the new beta needs.
         """
         if beta is not None:
-            beta = cfgmod.check_key("model.beta", beta)
+            if type(beta) is not float or not 0 <= beta < math.inf:  # (the usual case free)
+                beta = cfgmod.check_key("model.beta", beta)
             if not self.model.normalized and beta > USA_BETA_MAX:
                 raise ConfigError(f"model.beta = {beta!r}: the unnormalized (USA) velocity "
                                   f"overflows beyond beta = {USA_BETA_MAX:g}", "model.beta")
-            self.check_resolution(self.resolution, beta)
-        if kappa is not None:
+            self._check_beta(beta)
+        if kappa is not None and (type(kappa) is not float or not kappa > 0):
             kappa = cfgmod.check_key("model.kappa", kappa)
         self.model.set_parameters(beta, kappa)
-        self._parameters_changed()
+        self._parameters_changed(kappa is not None)
 
-    def _parameters_changed(self) -> None:
+    def _check_beta(self, beta: float) -> None:
+        """ConfigError if the resolution does not carry the kernel at beta."""
+        self.check_resolution(self.resolution, beta)
+
+    def _parameters_changed(self, kappa_changed: bool) -> None:
         """Refresh what the solver derived from the model's parameters."""
 
 
@@ -237,8 +242,9 @@ class SpectralDiscretization(Discretization):
         ``tendency_jvp``): the derivative of the discrete operator to round-off."""
         return self.scheme.linear * v + self._nonlinear_jvp(u, v)
 
-    def _parameters_changed(self) -> None:
-        self.scheme.linear = self._linear_part()  # (drops ETDRK4's coefficient cache)
+    def _parameters_changed(self, kappa_changed: bool) -> None:
+        if kappa_changed:  # (the linear part is the diffusion: beta leaves it)
+            self.scheme.linear = self._linear_part()  # (drops ETDRK4's coefficients)
 
     # --- stepping -----------------------------------------------------------------------
     def first_step(self, t_final: float) -> float:
@@ -308,7 +314,7 @@ class FiniteVolumeDiscretization(Discretization):
         e = JVP_STEP * max(float(np.max(np.abs(u))), 1.0) / scale
         return (self.rhs(u + e * v) - self.rhs(u - e * v)) / (2 * e)
 
-    def _parameters_changed(self) -> None:
+    def _parameters_changed(self, kappa_changed: bool) -> None:
         self.rhs.diffusion = float(self.model.noise)
         self.rhs.invalidate()
 

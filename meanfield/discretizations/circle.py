@@ -45,6 +45,14 @@ class _CircleEntry:
     def resolution(self) -> int:
         return self.model.grid.n
 
+    def _check_beta(self, beta: float) -> None:
+        """``resolves`` with the model's recurrence, whose values the update then reuses;
+        the exact test (scipy) decides, and words the error, only when it fails."""
+        if beta > 0:
+            ive = self.model.scaled_bessel(beta)
+            if not ive[self.resolution // 2] <= RESOLUTION_TOLERANCE * ive[1]:
+                self.check_resolution(self.resolution, beta)
+
     def initial_density(self, initial_cfg: dict) -> np.ndarray:
         """Point values (spectral) or cell averages (finite volumes) of mass 1."""
         grid = self.model.grid
@@ -64,6 +72,7 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
     def __init__(self, model: CircleModel, dt: float | str, tolerance: float,
                  negativity_tolerance: float):
         grid = model.grid
+        self._k2 = grid.k.astype(float) ** 2  # (the diffusion's symbol, for every kappa)
         super().__init__(model, make_transport_operator(grid, model.velocity),
                          make_transport_jvp(grid, model.velocity, model.velocity_derivative),
                          dt, tolerance, negativity_tolerance, f"the {grid.n} points")
@@ -75,7 +84,7 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
                    cfg["discretization"]["negativity_tolerance"])
 
     def _linear_part(self) -> np.ndarray:
-        return -self.model.noise * self.model.grid.k.astype(float) ** 2
+        return -self.model.noise * self._k2
 
     def to_state(self, rho: np.ndarray) -> np.ndarray:
         c = self.model.grid.analysis(rho)
