@@ -177,3 +177,12 @@ def test_check_key():
     with pytest.raises(ConfigError) as err:
         cfgmod.check_key("particles.model", "pre-ln")
     assert err.value.key == "particles.model" and "particles.architecture" in str(err.value)
+
+
+def test_same_run_ignores_where_and_how_it_runs():
+    cfg = cfgmod.validate({"model": {"beta": 2.0}}, task="compare")
+    other = cfgmod.validate({"model": {"beta": 2.0}, "parallel": {"workers": 4},
+                             "output": {"path": "x.nc"}}, task="compare")
+    assert cfgmod.same_run(cfgmod.to_json(cfg), other)
+    changed = cfgmod.validate({"model": {"beta": 3.0}}, task="compare")
+    assert not cfgmod.same_run(cfgmod.to_json(cfg), changed)
