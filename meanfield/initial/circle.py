@@ -23,8 +23,8 @@ mass) and scaled to mass exactly 1 before any time stepping.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from scipy import special
@@ -44,7 +44,7 @@ def load_sample_angles(path: str, key: str = "initial.path") -> np.ndarray:
         raise ConfigError(f"{key} = {path!r}: no such file", key)
     try:
         data = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, ndmin=1, delimiter=None)
-    except Exception as exc:  # numpy raises several types for malformed files
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
         raise ConfigError(f"{key} = {path!r} cannot be read as numbers "
                           f"(.npy or whitespace-separated text): {exc}", key) from None
     data = np.asarray(data, dtype=float)

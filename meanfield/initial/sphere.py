@@ -24,16 +24,17 @@ non-negative, positive mass) and scaled to mass 1.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from scipy import optimize, special
 
 from meanfield.errors import ConfigError
 from meanfield.initial.circle import SPECTRAL_RESOLUTION_TOLERANCE, normalized_density
-from solvers.transforms.legendre import legendre_table
+from solvers.grids.coordinates import colat_lon
 from solvers.grids.sphere import SphereGrid
+from solvers.transforms.legendre import legendre_table
 
 FOUR_PI = 4 * np.pi
 
@@ -45,7 +46,7 @@ def load_sample_vectors(path: str, key: str = "initial.path") -> np.ndarray:
         raise ConfigError(f"{key} = {path!r}: no such file", key)
     try:
         data = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, ndmin=2)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
         raise ConfigError(f"{key} = {path!r} cannot be read as numbers "
                           f"(.npy or whitespace-separated text): {exc}", key) from None
     data = np.asarray(data, dtype=float)
@@ -70,7 +71,7 @@ def vmf_concentration_estimate(points: np.ndarray) -> float:
         return 0.0
     if r > 1 - 1e-12:
         return 1e12
-    f = lambda k: 1 / np.tanh(k) - 1 / k - r  # noqa: E731
+    f = lambda k: 1 / np.tanh(k) - 1 / k - r
     return float(optimize.brentq(f, 1e-10, 1e13))
 
 
@@ -116,8 +117,7 @@ def _kde(points: np.ndarray, c: float) -> Callable[[np.ndarray], np.ndarray]:
     degrees = np.arange(4097)
     k = special.ive(degrees + 0.5, c) / special.ive(0.5, c)
     lmax = int(np.argmax(k < 1e-17)) if np.any(k < 1e-17) else 4096
-    loc = np.stack([np.arccos(np.clip(points[:, 2], -1, 1)),
-                    np.mod(np.arctan2(points[:, 1], points[:, 0]), 2 * np.pi)], axis=1)
+    loc = colat_lon(points)
     moments = ducc0.sht.experimental.adjoint_synthesis_general(
         map=np.full((1, points.shape[0]), 1.0 / points.shape[0]), spin=0, lmax=lmax,
         loc=loc, epsilon=1e-13)[0]
@@ -126,8 +126,7 @@ def _kde(points: np.ndarray, c: float) -> Callable[[np.ndarray], np.ndarray]:
     def f(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         flat = x.reshape(-1, 3)
-        where = np.stack([np.arccos(np.clip(flat[:, 2], -1, 1)),
-                          np.mod(np.arctan2(flat[:, 1], flat[:, 0]), 2 * np.pi)], axis=1)
+        where = colat_lon(flat)
         out = ducc0.sht.experimental.synthesis_general(
             alm=alm[None], spin=0, lmax=lmax, loc=where, epsilon=1e-13)[0]
         # The estimate is positive; far from all samples the transforms leave round-off

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from solvers.grids.coordinates import angle, unit_vectors
+from solvers.grids.coordinates import angle, colat_lon, unit_vectors
 from solvers.grids.mesh import SphereMesh
 from solvers.grids.mesh import cell_averages as mesh_cell_averages
 from solvers.grids.sphere import SphereGrid
@@ -81,8 +81,7 @@ def synthesis_at(alm: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Values at unit vectors ``points`` (k, 3) of the real field with packed ``alm``."""
     import ducc0
 
-    loc = np.stack([np.arccos(np.clip(points[:, 2], -1, 1)),
-                    np.mod(np.arctan2(points[:, 1], points[:, 0]), 2 * np.pi)], axis=1)
+    loc = colat_lon(points)
     return ducc0.sht.experimental.synthesis_general(
         alm=np.ascontiguousarray(alm)[None], spin=0, lmax=alm_lmax(alm.size),
         loc=np.ascontiguousarray(loc), epsilon=1e-13)[0]

@@ -29,6 +29,12 @@ def lat_lon(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.arcsin(np.clip(x[..., 2], -1, 1)), angle(x)
 
 
+def colat_lon(x: np.ndarray) -> np.ndarray:
+    """``(..., 2)`` colatitude in [0, pi] and longitude in [0, 2 pi) of unit vectors
+    ``(..., 3)``: the ``loc`` of ducc0's transforms at arbitrary points."""
+    return np.stack([np.arccos(np.clip(x[..., 2], -1, 1)), angle(x)], axis=-1)
+
+
 def unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """Points ``(..., 3)`` of the unit sphere at latitudes/longitudes (radians, broadcast)."""
     lat, lon = np.broadcast_arrays(lat, lon)

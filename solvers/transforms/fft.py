@@ -55,7 +55,7 @@ def _load_wisdom() -> None:
     try:
         with open(_wisdom_path(), "rb") as fh:
             pyfftw.import_wisdom(pickle.load(fh))
-    except Exception:  # missing or stale wisdom only costs planning time
+    except Exception:  # noqa: BLE001, S110 - missing or stale wisdom only costs planning
         pass
 
 

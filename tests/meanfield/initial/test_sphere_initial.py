@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 
 from meanfield import ConfigError
-from meanfield.initial.sphere import garcia_portugues_bandwidth, initial_values, vmf_density
+from meanfield.initial.sphere import (
+    garcia_portugues_bandwidth,
+    initial_values,
+    vmf_density,
+)
 from solvers.grids.coordinates import unit_vectors
 from solvers.grids.sphere import SphereGrid
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.transforms import fft as fftmod
 from solvers.grids.circle import CircleGrid, padded_size
+from solvers.transforms import fft as fftmod
 
 BACKENDS = ["pyfftw", "scipy"] if fftmod.HAVE_PYFFTW else ["scipy"]
 
@@ -25,7 +25,7 @@ def test_forward_inverse_convention(backend, n):
 def test_zero_padding_interpolates(backend):
     n, m = 32, 48
     th_m = 2 * np.pi * np.arange(m) / m
-    f = lambda t: np.cos(3 * t) + 0.5 * np.sin(7 * t) + 0.25  # noqa: E731
+    f = lambda t: np.cos(3 * t) + 0.5 * np.sin(7 * t) + 0.25
     c = fftmod.RealFFT(n, backend=backend).forward(f(2 * np.pi * np.arange(n) / n)).copy()
     np.testing.assert_allclose(fftmod.RealFFT(m, backend=backend).inverse(c), f(th_m),
                                atol=1e-14)

@@ -6,11 +6,21 @@ import numpy as np
 import pytest
 import scipy.special as sp
 
-from solvers.transforms import sht
-from solvers.transforms.legendre import (gauss_legendre, gauss_legendre_latitudes, lambda_mm,
-                              legendre_table)
 from solvers.grids.sphere import SphereGrid, product_grid
-from solvers.transforms.sht import alm_index, alm_lmax, alm_size, product_sizes, resize_alm
+from solvers.transforms import sht
+from solvers.transforms.legendre import (
+    gauss_legendre,
+    gauss_legendre_latitudes,
+    lambda_mm,
+    legendre_table,
+)
+from solvers.transforms.sht import (
+    alm_index,
+    alm_lmax,
+    alm_size,
+    product_sizes,
+    resize_alm,
+)
 
 BACKENDS = ["ducc0", "numpy"] if sht.HAVE_DUCC0 else ["numpy"]
 needs_ducc0 = pytest.mark.skipif(not sht.HAVE_DUCC0, reason="ducc0 not installed")
