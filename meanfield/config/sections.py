@@ -101,12 +101,24 @@ def _finish_domain(cfg: dict) -> None:
                           "geometry = \"circle\")", "domain.dim")
 
 
+def _registered_methods(geometry: str | None = None) -> tuple[str, ...]:
+    """The methods of the registered discretizations (on ``geometry``): the registry is
+    imported late, as it imports the solvers (and a new entry adds a method)."""
+    from meanfield.discretizations.base import Discretization
+    pairs = Discretization.registered()
+    return tuple(dict.fromkeys(m for g, m in pairs if geometry in (None, g)))
+
+
+def _method(key: str, value: Any) -> str:
+    return ck.choice(_registered_methods())(key, value)
+
+
 def _finish_discretization(cfg: dict) -> None:
     geometry, method = cfg["domain"]["geometry"], cfg["discretization"]["method"]
-    if method not in METHODS_BY_GEOMETRY[geometry]:
+    if method not in _registered_methods(geometry):
         raise ConfigError(f"discretization.method = {method!r} is not available on the "
                           f"{geometry} yet; available: "
-                          + ", ".join(repr(m) for m in METHODS_BY_GEOMETRY[geometry]),
+                          + ", ".join(repr(m) for m in _registered_methods(geometry)),
                           "discretization.method")
     res = cfg["discretization"]["resolution"]
     if geometry == "sphere" and method == "spectral" and res > MAX_SPECTRAL_LMAX:
@@ -152,7 +164,7 @@ CORE_SECTIONS: tuple[Section, ...] = (
         "dim": (_count(2), None),
     }, finish=_finish_domain),
     Section("discretization", {
-        "method": (ck.choice(METHODS), "spectral"),
+        "method": (_method, "spectral"),
         "resolution": (_count(8), 256),
         "negativity_tolerance": (_at_least(0.0), 1e-6),
         "cfl": (_at_least(0.0, strict=True, maximum=1.0), 0.8),
