@@ -274,6 +274,14 @@ def uniform_kernel_mean(d: int, beta: float) -> float:
     return 1.0 if beta == 0 else float(-np.expm1(-2 * beta) / (2 * beta))
 
 
+def log_uniform_pair_integral(d: int, beta: float) -> float:
+    """``log iint e^{beta <x, y>}`` over the uniform probability measure on S^{d-1} (both
+    variables): ``log(Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta))``, for ``beta > 0``."""
+    nu = d / 2 - 1
+    return (special.gammaln(d / 2) + nu * math.log(2 / beta)
+            + math.log(special.ive(nu, beta)) + beta)
+
+
 def fast_multipliers(d: int, beta: float, accuracy: float, relative_rows: bool = False
                      ) -> FastMultipliers:
     """The multipliers of the fast method of dimension ``d`` for ``beta`` and

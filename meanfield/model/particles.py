@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from scipy import special
 
 from meanfield.config import MAX_USA_BETA  # USA speeds carry e^beta: beyond, overflow
 from meanfield.errors import ConfigError, SolverError
@@ -240,9 +239,7 @@ def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
                                       backend=backend, project=True, threads=threads)
     top = float(np.max(shift))
     pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
-    nu = d / 2 - 1
-    log_uniform = (special.gammaln(d / 2) + nu * math.log(2 / beta)
-                   + math.log(special.ive(nu, beta)) + beta)
+    log_uniform = kernels.log_uniform_pair_integral(d, beta)
     # Both terms carry e^beta: beyond e^709 the energy is not a double (inf, stated).
     scale = max(top, log_uniform)
     if scale > 700:
