@@ -75,3 +75,17 @@ def test_sphere_multipliers_large_beta_and_limits():
         lmax = sphere_required_lmax(beta)
         s = sphere_kernel_multiplier(lmax + 1, beta)
         assert s[lmax + 1] <= 1e-12 * s[1]
+
+
+@pytest.mark.parametrize("beta", [1e-3, 0.7, 12.0, 300.0])
+def test_log_uniform_pair_integral_closed_forms(beta):
+    # the mean of e^{beta <x, y>} over uniform y: I_0(beta) on S^1, sinh(beta)/beta on S^2,
+    # and on S^3 2 I_1(beta)/beta (independent closed forms)
+    from scipy import special
+
+    from meanfield.model.kernels import log_uniform_pair_integral
+    expected = {2: np.log(special.ive(0, beta)) + beta,
+                3: beta + np.log(-np.expm1(-2 * beta) / (2 * beta)),
+                4: np.log(2 * special.ive(1, beta) / beta) + beta}
+    for d, value in expected.items():
+        assert log_uniform_pair_integral(d, beta) == pytest.approx(value, rel=1e-13, abs=1e-14)
