@@ -117,8 +117,9 @@ class RunTask:
         """Called when every point is done; raises ``TaskFailed`` if some part failed."""
 
     def progress_bar(self, enabled: bool, done: int):
-        """A bar with ``update(n)``/``close()`` and an ``n``, or None."""
-        return
+        """A bar with ``update(n)``/``close()`` and an ``n``, or None (the default: a
+        task made of other runs lets them show their own)."""
+        del enabled, done
 
 
 class SteppingTask(RunTask):
@@ -281,7 +282,7 @@ class Engine:
                 self.last = state
                 if self.output.checkpoint is not None and self.clock.due():
                     self._checkpoint(state, frames)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # stop: the frames so far and self.last are kept
             pass
         finally:
             if bar is not None:
