@@ -1,5 +1,7 @@
 """Masses of a PDE solution in bins, and the bins of points: what a histogram of tokens
-is compared with.
+is compared with. ``histogram_bins(geometry, count)`` gives the bins of either geometry
+behind one interface (``weights``, ``locate``, ``masses``, ``coords``, ``variables``),
+so a comparison need not know which it has.
 
 - circle: arcs between given edges (``equal_arcs``: ``b`` arcs from 0; ``arc_index`` bins
   points). The PDE mass of an arc is exact: from the Fourier series (spectral) or the
@@ -16,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from solvers.grids.coordinates import angle, colat_lon, unit_vectors
-from solvers.grids.mesh import SphereMesh
+from solvers.grids.coordinates import angle, colat_lon, lat_lon, unit_vectors
+from solvers.grids.mesh import SphereMesh, icosahedral_level, icosahedral_mesh
 from solvers.grids.mesh import cell_averages as mesh_cell_averages
 from solvers.grids.sphere import SphereGrid
 from solvers.transforms.sht import alm_lmax
@@ -85,3 +87,77 @@ def synthesis_at(alm: np.ndarray, points: np.ndarray) -> np.ndarray:
     return ducc0.sht.experimental.synthesis_general(
         alm=np.ascontiguousarray(alm)[None], spin=0, lmax=alm_lmax(alm.size),
         loc=np.ascontiguousarray(loc), epsilon=1e-13)[0]
+
+
+class ArcBins:
+    """``count`` equal arcs of [0, 2 pi) from 0: the bins of a histogram on the circle.
+
+    Attributes:
+        edges: the ``count + 1`` arc ends.
+        weights: the arc lengths.
+    """
+
+    geometry = "circle"
+
+    def __init__(self, count: int):
+        self.count = int(count)
+        self.edges = equal_arcs(self.count)
+        self.weights = np.full(self.count, 2 * np.pi / self.count)
+
+    def locate(self, x: np.ndarray) -> np.ndarray:
+        """The arc of each point ``(..., 2)``."""
+        return arc_index(x, self.count)
+
+    def masses(self, ds: xr.Dataset) -> np.ndarray:
+        """PDE mass of each arc, per time (exact)."""
+        return circle_bin_masses(ds, self.edges)
+
+    def coords(self) -> dict:
+        """Dataset coordinates: ``bin``, the arc midpoints."""
+        return {"bin": (self.edges[:-1] + self.edges[1:]) / 2}
+
+    def variables(self) -> dict:
+        """Dataset variables: ``bin_edges``."""
+        return {"bin_edges": (("bin_edge",), self.edges)}
+
+
+class CellBins:
+    """The cells of a sphere mesh: the bins of a histogram on the sphere.
+
+    Attributes:
+        mesh: the ``SphereMesh``.
+        weights: the cell areas.
+    """
+
+    geometry = "sphere"
+
+    def __init__(self, mesh: SphereMesh):
+        self.mesh = mesh
+        self.weights = mesh.weights
+
+    def locate(self, x: np.ndarray) -> np.ndarray:
+        """The cell of each unit vector ``(..., 3)`` (``SphereMesh.locate``)."""
+        return self.mesh.locate(x)
+
+    def masses(self, ds: xr.Dataset) -> np.ndarray:
+        """PDE mass of each cell, per time (``sphere_bin_masses``)."""
+        return sphere_bin_masses(ds, self.mesh)
+
+    def coords(self) -> dict:
+        """Dataset coordinates: ``bin`` (the cell index), ``bin_lat``, ``bin_lon`` (of the
+        generators)."""
+        lat, lon = lat_lon(self.mesh.centers)
+        return {"bin": np.arange(self.mesh.n_cells), "bin_lat": ("bin", lat),
+                "bin_lon": ("bin", lon)}
+
+    def variables(self) -> dict:
+        """Dataset variables: none."""
+        return {}
+
+
+def histogram_bins(geometry: str, count: int) -> ArcBins | CellBins:
+    """``count`` bins on the ``geometry``: equal arcs on the circle, the cells of the
+    icosahedral mesh with ``count = 10 4^level + 2`` cells on the sphere."""
+    if geometry == "circle":
+        return ArcBins(count)
+    return CellBins(icosahedral_mesh(icosahedral_level(count)))

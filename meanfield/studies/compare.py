@@ -39,17 +39,11 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
-from meanfield.metrics.binning import (
-    arc_index,
-    circle_bin_masses,
-    equal_arcs,
-    sphere_bin_masses,
-)
+from meanfield.metrics.binning import histogram_bins
 from meanfield.runs.engine import Engine, RunTask, TaskFailed
 from meanfield.runs.evolve import evolve
 from meanfield.runs.executor import Executor, TaskResult
 from meanfield.runs.particles import check_config, particles
-from solvers.grids.mesh import icosahedral_mesh
 
 SAMPLES_PER_CELL = 20
 
@@ -262,23 +256,9 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
 def _bins(cfg: dict, plan: dict, pde: xr.Dataset, positions: np.ndarray) -> dict:
     """PDE bin masses ``q`` (time, bin), each token's bin ``index`` (run, time, i), bin
     sizes ``width``, the bins' coordinates and extra variables."""
-    if cfg["domain"]["geometry"] == "circle":
-        b = plan["bins"]
-        edges = equal_arcs(b)
-        return {"q": circle_bin_masses(pde, edges),
-                "index": arc_index(positions, b),
-                "width": np.full(b, 2 * np.pi / b),
-                "coords": {"bin": (edges[:-1] + edges[1:]) / 2},
-                "extra": {"bin_edges": (("bin_edge",), edges)}}
-    mesh = icosahedral_mesh(cfgmod.SPHERE_MESH_CELLS.index(plan["bins"]) + 1)
-    c = mesh.centers
-    return {"q": sphere_bin_masses(pde, mesh),
-            "index": mesh.locate(positions),
-            "width": mesh.weights,
-            "coords": {"bin": np.arange(mesh.n_cells),
-                       "bin_lat": ("bin", np.arcsin(np.clip(c[:, 2], -1, 1))),
-                       "bin_lon": ("bin", np.mod(np.arctan2(c[:, 1], c[:, 0]), 2 * np.pi))},
-            "extra": {}}
+    bins = histogram_bins(cfg["domain"]["geometry"], plan["bins"])
+    return {"q": bins.masses(pde), "index": bins.locate(positions), "width": bins.weights,
+            "coords": bins.coords(), "extra": bins.variables()}
 
 
 def _histograms(bins: dict, n: int) -> dict:

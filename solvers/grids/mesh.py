@@ -286,6 +286,19 @@ def _laplacian_radius(areas, edges, coupling) -> float:
     return float(min(gershgorin, lam * (1 + 1e-3)))
 
 
+def icosahedral_level(cells: int) -> int:
+    """The refinement level of the icosahedral mesh with ``cells = 10 4^level + 2`` cells.
+
+    Raises:
+        ValueError: ``cells`` is not such a number.
+    """
+    level = round(float(np.log((max(cells, 12) - 2) / 10) / np.log(4)))
+    if level < 0 or 10 * 4**level + 2 != cells:
+        raise ValueError(f"{cells} is not a number of icosahedral cells 10 4^level + 2 "
+                         "(12, 42, 162, 642, ...)")
+    return level
+
+
 @functools.lru_cache(maxsize=16)
 def icosahedral_mesh(level: int, lloyd: int = 3) -> SphereMesh:
     """The spherical Voronoi mesh of the ``level``-times refined icosahedron.

@@ -5,17 +5,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from meanfield.metrics.binning import (
     arc_index,
     circle_bin_masses,
     equal_arcs,
+    histogram_bins,
     sphere_bin_masses,
 )
 from solvers.grids import voronoi
 from solvers.grids.coordinates import circle_points
-from solvers.grids.mesh import icosahedral_mesh
+from solvers.grids.mesh import icosahedral_level, icosahedral_mesh
 from solvers.grids.sphere import SphereGrid
 
 
@@ -86,3 +88,26 @@ def test_sphere_bin_masses_of_cell_values_on_their_own_mesh_are_exact():
     np.testing.assert_allclose(sphere_bin_masses(ds, mesh), rho * mesh.weights, rtol=1e-14,
                                atol=0)
     assert math.isclose(float(mesh.weights.sum()), 4 * np.pi, rel_tol=1e-14)
+
+
+def test_histogram_bins_of_both_geometries_share_one_interface():
+    rng = np.random.default_rng(2)
+    for geometry, count, d, measure in (("circle", 12, 2, 2 * np.pi),
+                                        ("sphere", 162, 3, 4 * np.pi)):
+        bins = histogram_bins(geometry, count)
+        assert bins.geometry == geometry and bins.weights.shape == (count,)
+        assert math.isclose(float(bins.weights.sum()), measure, rel_tol=1e-14)
+        x = rng.standard_normal((3, 40, d))
+        index = bins.locate(x / np.linalg.norm(x, axis=-1, keepdims=True))
+        assert index.shape == (3, 40) and index.min() >= 0 and index.max() < count
+        ds = xr.Dataset({"b": (("bin",), np.zeros(count))}, coords=bins.coords())
+        assert ds.sizes["bin"] == count
+        assert set(bins.variables()) == ({"bin_edges"} if geometry == "circle" else set())
+
+
+def test_icosahedral_level_inverts_the_cell_count():
+    for level in range(8):
+        assert icosahedral_level(10 * 4**level + 2) == level
+    for cells in (0, 41, 100, 643):
+        with pytest.raises(ValueError, match="icosahedral cells"):
+            icosahedral_level(cells)
