@@ -11,7 +11,10 @@ count and gives each consumer its share:
   the grids' ``threads`` argument): ``pde_threads(cfg)``; below the machine's cores the
   solvers' own choice by size (one thread for small transforms) is capped by the policy;
 - the fast interaction sums (``solvers.particles.fast``, ``threads`` argument):
-  ``fast_sum_threads()``.
+  ``fast_sum_threads()``;
+- BLAS (the direct sums' "blas" backend, SVDs): not set here (that needs threadpoolctl);
+  dask's nanny starts every worker with ``OMP/MKL/OPENBLAS_NUM_THREADS = 1``, so on a
+  cluster BLAS runs one thread per worker, and alone it takes the library's default.
 
 The policy of the calling thread is ``current()``: the one entered with ``applied()``, else
 the one ``install``-ed for the process (dask workers, by ``meanfield.runs.executor``),
