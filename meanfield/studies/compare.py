@@ -3,7 +3,10 @@
 One config: ``evolve`` solves the PDE from the ``[initial]`` density; ``particles.ensemble``
 particle runs of ``particles.n`` tokens each start from i.i.d. samples of that density
 (member ``r`` is exactly ``meanfield particles`` with ``particles.seed = seed + r``) and
-are saved at the same times. At each time the pooled tokens are binned and compared with
+are saved at the same times. The runs go through the run engine (``CompareTask``: the
+PDE, then each member; checkpoints keep those done, ``resume`` goes on bit for bit) and
+the members through the executor (``[parallel]``: serial, local workers or a dask
+scheduler, with the same numbers). At each time the pooled tokens are binned and compared with
 the PDE's mass in the same bins:
 
 - circle: ``bins`` equal arcs of [0, 2 pi) (``"auto"``: ``2 N^(1/3)`` for N pooled
