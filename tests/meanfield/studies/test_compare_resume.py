@@ -113,3 +113,17 @@ def test_cli_compare_resume(tmp_path, monkeypatch, capsys):
     assert main(["compare", str(toml), "--no-progress", "--resume"]) == 0
     assert "noise floor" in capsys.readouterr().out
     assert read_netcdf(tmp_path / "c.nc").attrs["kind"] == "compare"
+
+
+def test_interrupt_in_the_pde_then_resume(tmp_path, monkeypatch, full):
+    out = tmp_path / "c.nc"
+
+    def ctrl_c(config, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare_module, "evolve", ctrl_c)
+    part = compare_module.compare(CFG, out=out)
+    monkeypatch.undo()
+    assert part.attrs["status"] == -1 and "after the start" in part.attrs["message"]
+    assert checkpoint_path(out).exists() and "density" not in part
+    assert_same(compare_module.compare(CFG, out=out, resume=True), full)
