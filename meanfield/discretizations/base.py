@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import importlib
 import math
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 

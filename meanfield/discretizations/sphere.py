@@ -10,12 +10,13 @@ from meanfield.discretizations.base import (
     SpectralDiscretization,
     model_arguments,
 )
-from meanfield.initial import circle as initial_circle, sphere as initial_sphere
+from meanfield.initial import circle as initial_circle
+from meanfield.initial import sphere as initial_sphere
 from meanfield.model.kernels import sphere_required_lmax
 from meanfield.model.sphere import SphereFVModel, SphereModel, mesh_level
 from solvers.grids.mesh import cell_averages, icosahedral_mesh
-from solvers.operators.finite_volume import GradientFlowMeshFV
 from solvers.grids.sphere import SphereGrid
+from solvers.operators.finite_volume import GradientFlowMeshFV
 
 
 class SpectralSphere(SpectralDiscretization):

@@ -29,7 +29,10 @@ import math
 import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
-from meanfield.model.kernels import sphere_kernel_multiplier, sphere_potential_multiplier
+from meanfield.model.kernels import (
+    sphere_kernel_multiplier,
+    sphere_potential_multiplier,
+)
 from solvers.grids.sphere import SphereGrid, product_grid
 from solvers.transforms.sht import alm_lmax, product_sizes, resize_alm
 

@@ -46,7 +46,7 @@ diffusion but ~1 for pure drift, near the 12 pentagons.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import numba
 import numpy as np

@@ -2,8 +2,9 @@
 each; Ctrl-C ends the run with status -1 and keeps the saves."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

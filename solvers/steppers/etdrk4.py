@@ -2,7 +2,7 @@
 the phi-function coefficients by the contour integrals of Kassam & Trefethen (2005)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

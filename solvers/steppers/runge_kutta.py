@@ -3,7 +3,8 @@ Shu & Osher (order 3, a convex combination of forward-Euler steps)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

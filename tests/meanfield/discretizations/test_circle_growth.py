@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import fitted_rate
 from scipy import special
 
 from meanfield import evolve
 from meanfield.model.kernels import growth_rate
-
-from conftest import fitted_rate
 
 # (beta, kappa): stable and unstable modes, with and without noise.
 PAIRS = [(0.0, 1.5), (0.5, 3.0), (1.0, 4.0), (3.0, 2.0), (2.0, math.inf)]

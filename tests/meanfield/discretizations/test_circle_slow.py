@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from meanfield import evolve
+from conftest import fitted_rate
 from test_circle_growth import exact_rate, run
 from test_circle_physics import _series_values, _smooth_problem
-from conftest import fitted_rate
+
+from meanfield import evolve
 
 pytestmark = pytest.mark.slow
 

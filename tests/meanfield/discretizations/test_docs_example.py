@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from meanfield.discretizations.base import Discretization
-from meanfield.discretizations.registry import registered
 from test_registered import (
     check_growth_rate,
     check_mass_and_positivity,
     check_parameters_match_fresh_build,
     check_resume_is_bit_identical,
 )
+
+from meanfield.discretizations.base import Discretization
+from meanfield.discretizations.registry import registered
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "adding_a_discretization.md"
 PAIR = ("circle", "spectral-rk4")
@@ -31,7 +32,7 @@ def test_the_documented_example_registers_and_passes_the_generic_checks(tmp_path
     assert PAIR not in registered()
     namespace = {"__name__": "adding_a_discretization_example"}
     try:
-        exec(compile(example_code(), str(DOC), "exec"), namespace)
+        exec(compile(example_code(), str(DOC), "exec"), namespace)  # noqa: S102 (our doc)
         cls = namespace["ExplicitSpectralCircle"]
         assert PAIR in registered() and Discretization.from_name(*PAIR) is cls
         check_mass_and_positivity(cls, *PAIR, CASE)

@@ -14,7 +14,7 @@ from scipy import special
 from meanfield.model.circle import scaled_bessel_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
-from bench_residual import build, sweep_ratio  # noqa: E402
+from bench_residual import build, sweep_ratio
 
 CASES = [("circle", 256), ("sphere", 63)]
 

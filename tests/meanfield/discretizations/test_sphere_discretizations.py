@@ -179,8 +179,8 @@ def test_transport_matches_direct_velocity_in_weak_form(normalized, beta):
     P_x^perp int e^{beta <x,y>} y dmu(y) (/ int e^{beta <x,y>} dmu for SA) on the grid:
     an independent check of the scalar-transform identity and the SA logarithm."""
     from meanfield.initial.sphere import vmf_density
-    from solvers.grids.coordinates import unit_vectors
     from meanfield.model.sphere import SphereModel
+    from solvers.grids.coordinates import unit_vectors
 
     grid = SphereGrid(32)
     x = unit_vectors(grid.lat[:, None], grid.lon[None, :]).reshape(-1, 3)

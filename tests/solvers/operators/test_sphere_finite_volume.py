@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from solvers.grids import voronoi
-from solvers.operators.finite_volume import GradientFlowMeshFV
 from solvers.grids.mesh import (
     cell_averages,
     icosahedral_mesh,
     latlon_mesh,
     mesh_statistics,
 )
+from solvers.operators.finite_volume import GradientFlowMeshFV
 from solvers.steppers import SSPRK3, integrate
 
 

@@ -62,7 +62,7 @@ def test_step_doubling_meets_its_tolerance_and_lands_on_save_times():
         stepper = StepDoubling(ETDRK4(LAM, lambda u: u**2), tol)
         out = []
         res = integrate(stepper, u0, 0.0, np.array([0.5, 1.0]), 1e-3,
-                        on_save=lambda t, u, h: out.append((t, u.copy())))
+                        on_save=lambda t, u, h, out=out: out.append((t, u.copy())))
         assert [t for t, _ in out] == [0.5, 1.0] and res.status == 0
         saved[tol] = np.abs(out[-1][1] - bernoulli_exact(1.0, u0)).max()
     assert saved[1e-6] < 1e-5 and saved[1e-9] < 1e-8 and saved[1e-9] < saved[1e-6]
