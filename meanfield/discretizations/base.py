@@ -171,14 +171,18 @@ class Discretization:
         including the resolution the new beta needs.
         """
         if beta is not None:
-            if type(beta) is not float or not 0 <= beta < math.inf:  # (the usual case free)
+            # (a float in range, the usual case, skips the config's checker: a microsecond)
+            if isinstance(beta, float) and 0 <= beta < math.inf:
+                beta = float(beta)
+            else:
                 beta = cfgmod.check_key("model.beta", beta)
             if not self.model.normalized and beta > USA_BETA_MAX:
                 raise ConfigError(f"model.beta = {beta!r}: the unnormalized (USA) velocity "
                                   f"overflows beyond beta = {USA_BETA_MAX:g}", "model.beta")
             self._check_beta(beta)
-        if kappa is not None and (type(kappa) is not float or not kappa > 0):
-            kappa = cfgmod.check_key("model.kappa", kappa)
+        if kappa is not None:
+            kappa = (float(kappa) if isinstance(kappa, float) and kappa > 0
+                     else cfgmod.check_key("model.kappa", kappa))
         self.model.set_parameters(beta, kappa)
         self._parameters_changed(kappa is not None)
 

@@ -48,10 +48,8 @@ class _CircleEntry:
     def _check_beta(self, beta: float) -> None:
         """``resolves`` with the model's recurrence, whose values the update then reuses;
         the exact test (scipy) decides, and words the error, only when it fails."""
-        if beta > 0:
-            ive = self.model.scaled_bessel(beta)
-            if not ive[self.resolution // 2] <= RESOLUTION_TOLERANCE * ive[1]:
-                self.check_resolution(self.resolution, beta)
+        if beta > 0 and not self.model.prepare_beta(beta):
+            self.check_resolution(self.resolution, beta)
 
     def initial_density(self, initial_cfg: dict) -> np.ndarray:
         """Point values (spectral) or cell averages (finite volumes) of mass 1."""

@@ -22,7 +22,11 @@ import numba
 import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
-from meanfield.model.kernels import kernel_multiplier, potential_multiplier
+from meanfield.model.kernels import (
+    RESOLUTION_TOLERANCE,
+    kernel_multiplier,
+    potential_multiplier,
+)
 from solvers.grids.circle import CircleGrid
 from solvers.transforms.fft import RealFFT
 
@@ -100,13 +104,17 @@ scaled_bessel_kernel = functools.cache(make_scaled_bessel)
 
 
 def make_circle_multipliers():
-    """Compile ``multipliers(ive, beta, scale, nyquist, s, g, ikg)``: from ``ive[k] =
-    e^{-beta} I_k(beta)``, fill ``s = 2 pi ive``, ``g = s/beta`` (``g_0 = 0``) and
-    ``ikg = i k g scale`` in place, the Nyquist entries zero if ``nyquist``: in one pass,
-    where numpy takes a microsecond per operation on 129 modes. Needs beta > 0."""
+    """Compile ``multipliers(beta, scale, nyquist, tolerance, ive, s, g, ikg) -> ok``:
+    ``ive[k] = e^{-beta} I_k(beta)`` by ``make_scaled_bessel``'s recurrence, then ``s = 2 pi
+    ive``, ``g = s/beta`` (``g_0 = 0``) and ``ikg = i k g scale`` in place, the Nyquist
+    entries zero if ``nyquist``; ``ok`` is ``required_resolution``'s test, ``ive[kmax] <=
+    tolerance ive[1]``. One call, where numpy takes a microsecond per operation on 129
+    modes and scipy's ive a microsecond per 8 orders. Needs beta > 0 and kmax >= 2."""
+    scaled_bessel = scaled_bessel_kernel()
 
     @numba.njit(cache=True)
-    def multipliers(ive, beta, scale, nyquist, s, g, ikg):
+    def multipliers(beta, scale, nyquist, tolerance, ive, s, g, ikg):
+        scaled_bessel(beta, ive)
         n = ive.shape[0]
         for k in range(n):
             s[k] = 2 * np.pi * ive[k]
@@ -116,6 +124,7 @@ def make_circle_multipliers():
             g[n - 1] = 0.0
         for k in range(n):
             ikg[k] = complex(0.0, k * g[k] * scale)
+        return ive[n - 1] <= tolerance * ive[1]
 
     return multipliers
 
@@ -139,6 +148,9 @@ class CircleModel:
         self._set_multipliers(beta, potential_multiplier(kmax, beta),
                               kernel_multiplier(kmax, beta))
         self._set_noise(kappa)
+        # buffers of prepare_beta: Bessel values, and the spare s, g, ikg it fills
+        self._bessel = np.empty(kmax + 1)
+        self._spare = (np.empty(kmax + 1), np.empty(kmax + 1), np.empty(kmax + 1, complex))
         self.points = grid.points
 
     def _set_multipliers(self, beta: float, g: np.ndarray, s: np.ndarray) -> None:
@@ -149,8 +161,7 @@ class CircleModel:
         # USA velocities carry e^beta; SA's cancel it.
         self.scale = 1.0 if self.normalized else math.exp(beta)
         self._ikg = 1j * self.grid.k * self.g * self.scale
-        self._bessel = np.empty(self.g.size)
-        self._bessel_beta: float | None = None
+        self._pending: tuple[float, float, bool] | None = None
 
     def _set_noise(self, kappa: float) -> None:
         self.kappa = kappa
@@ -159,9 +170,9 @@ class CircleModel:
     def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
         """Change beta and/or kappa in place (the grid and its FFT plans are kept).
 
-        A new beta recomputes the multipliers from ``scaled_bessel`` (a microsecond and a
-        half at n = 256, where scipy's ``ive``, which the constructor calls, takes 15
-        times longer than a right-hand side): they agree to a few ulps.
+        A new beta takes the multipliers of ``prepare_beta`` (two microseconds at n = 256,
+        where scipy's ``ive``, which the constructor calls, takes longer than a right-hand
+        side): they agree with the constructor's to a few ulps.
         """
         if beta is not None and beta != self.beta:
             if beta == 0:
@@ -170,21 +181,26 @@ class CircleModel:
                 s[0], g[1] = 2 * np.pi, np.pi  # the limits of 2 pi ive(k, b) (/ b)
                 self._set_multipliers(beta, g, s)
             else:
-                self.beta = beta
-                self.scale = 1.0 if self.normalized else math.exp(beta)
-                circle_multipliers_kernel()(self.scaled_bessel(beta), float(beta),
-                                            self.scale, self.grid.n % 2 == 0, self.s,
-                                            self.g, self._ikg)
+                self.prepare_beta(beta)
+                spare = self._spare
+                self._spare = (self.s, self.g, self._ikg)
+                self.s, self.g, self._ikg = spare
+                self.beta, self.scale = beta, self._pending[1]
+                self._pending = None
         if kappa is not None:
             self._set_noise(kappa)
 
-    def scaled_bessel(self, beta: float) -> np.ndarray:
-        """``e^{-beta} I_k(beta)``, k = 0..n//2, by the recurrence (beta > 0): a buffer of
-        the model, kept for the last beta asked (a resolution test, then the update)."""
-        if beta != self._bessel_beta:
-            scaled_bessel_kernel()(float(beta), self._bessel)
-            self._bessel_beta = beta
-        return self._bessel
+    def prepare_beta(self, beta: float) -> bool:
+        """Compute the multipliers of ``beta > 0`` into spare buffers (``set_parameters``
+        then swaps them in) and return whether the grid's modes carry the kernel there
+        (``required_resolution``'s test on the same Bessel values)."""
+        if self._pending is None or self._pending[0] != beta:
+            scale = 1.0 if self.normalized else math.exp(beta)
+            ok = circle_multipliers_kernel()(float(beta), scale, self.grid.n % 2 == 0,
+                                             RESOLUTION_TOLERANCE, self._bessel,
+                                             *self._spare)
+            self._pending = (beta, scale, bool(ok))
+        return self._pending[2]
 
     # --- velocity fields ---------------------------------------------------------------
     def velocity(self, c: np.ndarray, fft: RealFFT) -> np.ndarray:
