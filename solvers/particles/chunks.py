@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from solvers.particles.multipliers import check_multipliers
+
 CHUNK_POINTS = 1 << 16  # points per chunk at least ...
 MAX_CHUNKS = 8  # ... and at most this many chunks (a power of two)
 
@@ -72,6 +74,28 @@ def points(x: np.ndarray, d: int, name: str) -> np.ndarray:
     if x.ndim != 2 or x.shape[1] != d:
         raise ValueError(f"{name} must have shape (n, {d}), not {x.shape}")
     return x
+
+
+def prepare(queries: np.ndarray, keys: np.ndarray, d: int, multipliers
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What every fast sum in dimension ``d`` starts from: the checked points ``q``, ``y``
+    and the outputs ``s`` (m, d), ``z`` (m,) at zero, ``shift`` = beta (m,)."""
+    q, y = points(queries, d, "queries"), points(keys, d, "keys")
+    beta = multipliers.beta
+    check_multipliers(multipliers, d, beta)
+    m = q.shape[0]
+    return q, y, np.zeros((m, d)), np.zeros(m), np.full(m, float(beta))
+
+
+def moments_in_order(func: Callable, key_chunks: list[slice], threads: int | None
+                     ) -> tuple[np.ndarray, list]:
+    """``func(chunk) -> (moments, extra)`` on every key chunk, the moments summed in chunk
+    order (so the result does not depend on the threads); returns the sum and the parts."""
+    parts = run_chunks(func, key_chunks, threads)
+    total = parts[0][0]
+    for part, _ in parts[1:]:
+        total = total + part
+    return total, parts
 
 
 def query_jobs(q: np.ndarray, y: np.ndarray, key_chunks: list[slice], parts: list

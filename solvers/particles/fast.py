@@ -57,8 +57,12 @@ import numpy as np
 
 from solvers.particles import fourier, harmonic
 from solvers.particles.direct import exp_kernel_sums, normalize_rows, tangent_projection
-from solvers.particles.multipliers import (FAST_METHOD, METHODS, FastMultipliers,
-                                           check_multipliers)
+from solvers.particles.multipliers import (
+    FAST_METHOD,
+    METHODS,
+    FastMultipliers,
+    check_multipliers,
+)
 
 # choose_method's cost model, seconds (2-core AMD EPYC; fast: one chunk, one thread, as
 # below 2 * CHUNK_POINTS; direct: exp_kernel_sums, numba, 2 threads).

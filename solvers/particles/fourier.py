@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.particles import chunks
-from solvers.particles.multipliers import FastMultipliers, check_multipliers, tool_eps
+from solvers.particles.multipliers import FastMultipliers, tool_eps
 
 try:  # optional: the S^1 method
     import finufft
@@ -58,11 +58,8 @@ def fourier_kernel_sums(queries: np.ndarray, keys: np.ndarray,
         ``(s, z, shift)`` of shapes (m, 2), (m,), (m,), ``shift = beta``.
     """
     require()
-    q, y = chunks.points(queries, 2, "queries"), chunks.points(keys, 2, "keys")
-    beta = multipliers.beta
-    check_multipliers(multipliers, 2, beta)
+    q, y, s, z, shift = chunks.prepare(queries, keys, 2, multipliers)
     m, n = q.shape[0], y.shape[0]
-    s, z, shift = np.zeros((m, 2)), np.zeros(m), np.full(m, float(beta))
     if m == 0 or n == 0:
         return s, z, shift
     order = multipliers.order
@@ -76,10 +73,7 @@ def fourier_kernel_sums(queries: np.ndarray, keys: np.ndarray,
         return finufft.nufft1d1(th, ones, 2 * order + 3, eps=eps, isign=-1,
                                 **options), th
 
-    parts = chunks.run_chunks(moments, key_chunks, threads)
-    mom = parts[0][0]
-    for part, _ in parts[1:]:  # chunk order: deterministic
-        mom = mom + part
+    mom, parts = chunks.moments_in_order(moments, key_chunks, threads)
     ik = multipliers.values[0]  # I_k e^{-beta}, k = -(K+2)..K+2
     if project:
         coef = (mom * (ik[1:-1] + 0.5 * (ik[2:] - ik[:-2])))[None]  # k = -(K+1)..K+1

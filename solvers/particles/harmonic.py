@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from solvers.particles import chunks
-from solvers.particles.multipliers import FastMultipliers, check_multipliers, tool_eps
+from solvers.particles.multipliers import FastMultipliers, tool_eps
 
 try:  # optional: the S^2 method
     import ducc0
@@ -62,11 +62,8 @@ def harmonic_kernel_sums(queries: np.ndarray, keys: np.ndarray,
         ``(s, z, shift)`` of shapes (m, 3), (m,), (m,), ``shift = beta``.
     """
     require()
-    q, y = chunks.points(queries, 3, "queries"), chunks.points(keys, 3, "keys")
-    beta = multipliers.beta
-    check_multipliers(multipliers, 3, beta)
+    q, y, s, z, shift = chunks.prepare(queries, keys, 3, multipliers)
     m, n = q.shape[0], y.shape[0]
-    s, z, shift = np.zeros((m, 3)), np.zeros(m), np.full(m, float(beta))
     if m == 0 or n == 0:
         return s, z, shift
     lmax = multipliers.order
@@ -80,10 +77,7 @@ def harmonic_kernel_sums(queries: np.ndarray, keys: np.ndarray,
                                             lmax=lmax, loc=loc, epsilon=eps, nthreads=1)
         return alm[0], loc
 
-    parts = chunks.run_chunks(moments, key_chunks, threads)
-    alm = parts[0][0]
-    for part, _ in parts[1:]:  # chunk order: deterministic
-        alm = alm + part
+    alm, parts = chunks.moments_in_order(moments, key_chunks, threads)
     degree = _alm_degrees(lmax)
     a_z, a_r, a_g = ((alm * f[degree])[None] for f in multipliers.values)
     assemble = chunks.make_point_kernels()[2]
