@@ -134,6 +134,7 @@ class Discretization:
 
     @classmethod
     def check_resolution(cls, resolution: int, beta: float) -> None:
+        """ConfigError naming the resolution beta needs, if ``resolution`` is short."""
         if not cls.resolves(resolution, beta):
             raise ConfigError(
                 f"discretization.resolution = {resolution} is too small for model.beta = "
@@ -152,6 +153,7 @@ class Discretization:
 
     @property
     def resolution(self) -> int:
+        """This instance's ``discretization.resolution`` (points, band limit or cells)."""
         raise NotImplementedError
 
     def initial_density(self, initial: dict) -> np.ndarray:

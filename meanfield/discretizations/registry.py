@@ -19,11 +19,6 @@ def registered() -> list[tuple[str, str]]:
     return Discretization.registered()
 
 
-def methods(geometry: str) -> tuple[str, ...]:
-    """The methods registered on ``geometry`` (in registration order)."""
-    return tuple(m for g, m in Discretization._registry if g == geometry)
-
-
 def from_config(cfg: dict, threads: int | None = None) -> Discretization:
     """``Discretization.from_config``: grid, model and solver of a validated config."""
     return Discretization.from_config(cfg, threads)
