@@ -15,7 +15,6 @@ log rho - energy``; order parameter ``r = |int x d mu|``; mean direction ``int x
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numba
@@ -24,6 +23,7 @@ import numpy as np
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model.kernels import (
     RESOLUTION_TOLERANCE,
+    circle_multipliers_kernel,
     kernel_multiplier,
     potential_multiplier,
 )
@@ -57,80 +57,6 @@ def make_potential_differences():
 
 
 _usa_difference, _sa_difference = make_potential_differences()
-
-
-def make_scaled_bessel():
-    """Compile ``scaled_bessel(beta, out)``: ``out[k] = e^{-beta} I_k(beta)``, k = 0..len-1.
-
-    Miller's backward recurrence ``I_{k-1} = (2k/beta) I_k + I_{k+1}`` from above the last
-    order and the turning point ``k ~ beta`` (where the recurrence is stable for the
-    decaying solution ``I_k``), normalised by ``e^{-beta} (I_0 + 2 sum_{k>=1} I_k) = 1``.
-    The start: the error of starting at N falls like ``(I_N/I_kmax)^2``, ``(beta/2k)^2``
-    per order beyond ``kmax >> beta``: 20 orders are plenty there; near and past the
-    turning point ``beta + 30 + 10 sqrt(beta)`` (where the normalising sum has converged).
-    All orders in O(kmax + beta) operations, a few ulps from scipy's ``ive``
-    (``tests/meanfield/discretizations/test_residual.py``): the multipliers of a new
-    beta in a microsecond, where ``ive`` takes 0.1 microsecond per order. Needs beta > 0.
-    """
-
-    @numba.njit(cache=True)
-    def scaled_bessel(beta, out):
-        kmax = out.shape[0] - 1
-        top = max(kmax + 20, int(beta + 30.0 + 10.0 * math.sqrt(beta + 1.0)))
-        upper = 0.0
-        cur = 1.0
-        total = 0.0
-        for k in range(top, 0, -1):
-            if k <= kmax:
-                out[k] = cur
-            total += 2.0 * cur
-            lower = (2.0 * k / beta) * cur + upper
-            upper = cur
-            cur = lower
-            if cur > 1e250:  # rescale what is stored: the orders above k underflow
-                cur *= 1e-250
-                upper *= 1e-250
-                total *= 1e-250
-                for j in range(k, kmax + 1):
-                    out[j] *= 1e-250
-        total += cur
-        out[0] = cur
-        for j in range(kmax + 1):
-            out[j] /= total
-
-    return scaled_bessel
-
-
-scaled_bessel_kernel = functools.cache(make_scaled_bessel)
-
-
-def make_circle_multipliers():
-    """Compile ``multipliers(beta, scale, nyquist, tolerance, ive, s, g, ikg) -> ok``:
-    ``ive[k] = e^{-beta} I_k(beta)`` by ``make_scaled_bessel``'s recurrence, then ``s = 2 pi
-    ive``, ``g = s/beta`` (``g_0 = 0``) and ``ikg = i k g scale`` in place, the Nyquist
-    entries zero if ``nyquist``; ``ok`` is ``required_resolution``'s test, ``ive[kmax] <=
-    tolerance ive[1]``. One call, where numpy takes a microsecond per operation on 129
-    modes and scipy's ive a microsecond per 8 orders. Needs beta > 0 and kmax >= 2."""
-    scaled_bessel = scaled_bessel_kernel()
-
-    @numba.njit(cache=True)
-    def multipliers(beta, scale, nyquist, tolerance, ive, s, g, ikg):
-        scaled_bessel(beta, ive)
-        n = ive.shape[0]
-        for k in range(n):
-            s[k] = 2 * np.pi * ive[k]
-            g[k] = s[k] / beta if k > 0 else 0.0
-        if nyquist:
-            s[n - 1] = 0.0
-            g[n - 1] = 0.0
-        for k in range(n):
-            ikg[k] = complex(0.0, k * g[k] * scale)
-        return ive[n - 1] <= tolerance * ive[1]
-
-    return multipliers
-
-
-circle_multipliers_kernel = functools.cache(make_circle_multipliers)
 
 
 class CircleModel:

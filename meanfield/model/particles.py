@@ -42,11 +42,9 @@ from meanfield.config import MAX_USA_BETA  # USA speeds carry e^beta: beyond, ov
 from meanfield.errors import ConfigError, SolverError
 from meanfield.initial.tokens import check_tokens, noise_rng
 from meanfield.model import kernels
-from solvers.particles import direct as sp
 from solvers import steppers
+from solvers.particles import direct as sp
 from solvers.steppers import StepDoubling, integrate
-
-
 
 # ---------------------------------------------------------------------------------------
 # Validation (token checks and random streams: meanfield.initial.tokens).
