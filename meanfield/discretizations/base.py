@@ -36,8 +36,6 @@ BUILTIN_MODULES = ("meanfield.discretizations.circle", "meanfield.discretization
 # Relative step of the centred difference behind finite-volume Jacobian-vector products:
 # the cube root of the machine epsilon balances truncation (step^2) and round-off.
 JVP_STEP = float(np.finfo(float).eps) ** (1 / 3)
-# Largest beta of USA runs: their velocity carries e^beta (as meanfield.config checks).
-USA_BETA_MAX = 700.0
 
 
 def _load_builtin() -> None:
@@ -178,9 +176,9 @@ class Discretization:
                 beta = float(beta)
             else:
                 beta = cfgmod.check_key("model.beta", beta)
-            if not self.model.normalized and beta > USA_BETA_MAX:
+            if not self.model.normalized and beta > cfgmod.MAX_USA_BETA:
                 raise ConfigError(f"model.beta = {beta!r}: the unnormalized (USA) velocity "
-                                  f"overflows beyond beta = {USA_BETA_MAX:g}", "model.beta")
+                                  f"overflows beyond beta = {cfgmod.MAX_USA_BETA:g}", "model.beta")
             self._check_beta(beta)
         if kappa is not None:
             kappa = (float(kappa) if isinstance(kappa, float) and kappa > 0

@@ -94,4 +94,4 @@ class FiniteVolumeSphere(FiniteVolumeDiscretization):
         """Cell averages of the initial density, of mass 1."""
         mesh = self.model.mesh
         f = initial_sphere.density_function(initial)
-        return initial_circle.normalized_density(cell_averages(mesh, f), mesh.integrate)
+        return initial_circle.unit_mass_density(cell_averages(mesh, f), mesh.integrate)

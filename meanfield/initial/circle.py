@@ -145,7 +145,7 @@ def cell_averages(f: Callable[[np.ndarray], np.ndarray], theta: np.ndarray, dx: 
     return values @ (0.5 * w)
 
 
-def normalized_density(rho: np.ndarray, integrate: Callable[[np.ndarray], float]
+def unit_mass_density(rho: np.ndarray, integrate: Callable[[np.ndarray], float]
                        ) -> np.ndarray:
     """``rho / int rho`` after checking that rho is finite, non-negative and has mass.
 
@@ -178,7 +178,7 @@ def initial_values(initial: dict, theta: np.ndarray, dx: float, method: str) -> 
     """
     f = density_function(initial)
     rho = cell_averages(f, theta, dx) if method == "finite-volume" else f(theta)
-    rho = normalized_density(rho, lambda r: float(np.sum(r) * dx))
+    rho = unit_mass_density(rho, lambda r: float(np.sum(r) * dx))
     if method == "spectral":
         _check_resolved(f, rho, theta.size)
     return rho

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import optimize, special
 
 from meanfield.errors import ConfigError
-from meanfield.initial.circle import SPECTRAL_RESOLUTION_TOLERANCE, normalized_density
+from meanfield.initial.circle import SPECTRAL_RESOLUTION_TOLERANCE, unit_mass_density
 from solvers.grids.coordinates import colat_lon
 from solvers.grids.sphere import SphereGrid
 from solvers.transforms.legendre import legendre_table
@@ -183,7 +183,7 @@ def initial_values(initial: dict, grid) -> np.ndarray:
             of the mean (not resolved; the message names the band limit needed).
     """
     f = density_function(initial)
-    rho = normalized_density(f(grid.points), grid.integrate)
+    rho = unit_mass_density(f(grid.points), grid.integrate)
 
     def tail(g: SphereGrid, values: np.ndarray) -> float:
         a = np.abs(g.analysis(values))
