@@ -32,11 +32,11 @@ WORKLOADS = {
         "discretization": {"method": "spectral", "resolution": 1024},
         "initial": {"kind": "von_mises", "concentration": 4.0},
         "time": {"t_final": 0.2, "dt": 0.001, "save_every": 0.1}}),
-    "circle finite volume SA n=2048 (auto steps to t=0.5)": ("evolve", {
-        "model": {"beta": 5.0},
+    "circle finite volume SA n=2048 kappa=20 (auto steps to t=0.2)": ("evolve", {
+        "model": {"beta": 5.0, "kappa": 20.0},
         "discretization": {"method": "finite-volume", "resolution": 2048},
         "initial": {"kind": "von_mises", "concentration": 4.0},
-        "time": {"t_final": 0.5, "save_every": 0.25}}),
+        "time": {"t_final": 0.2, "save_every": 0.1}}),
     "sphere spectral SA L=63 (40 ETDRK4 steps)": ("evolve", {
         "domain": {"geometry": "sphere"}, "model": {"beta": 3.0, "kappa": 10.0},
         "discretization": {"method": "spectral", "resolution": 63},
@@ -48,11 +48,11 @@ WORKLOADS = {
         "discretization": {"method": "spectral", "resolution": 63},
         "initial": {"kind": "von_mises", "concentration": 4.0},
         "time": {"t_final": 0.2, "dt": 0.005, "save_every": 0.1}}),
-    "sphere finite volume SA 2562 cells (auto steps to t=0.2)": ("evolve", {
-        "domain": {"geometry": "sphere"}, "model": {"beta": 3.0},
-        "discretization": {"method": "finite-volume", "resolution": 2562},
+    "sphere finite volume SA 10242 cells kappa=20 (auto steps to t=0.05)": ("evolve", {
+        "domain": {"geometry": "sphere"}, "model": {"beta": 3.0, "kappa": 20.0},
+        "discretization": {"method": "finite-volume", "resolution": 10242},
         "initial": {"kind": "von_mises", "concentration": 4.0},
-        "time": {"t_final": 0.2, "save_every": 0.1}}),
+        "time": {"t_final": 0.05, "save_every": 0.025}}),
     "particles S^1 n=1e5 SA beta=5 (20 RK4 steps, fast sums)": ("particles", {
         "model": {"beta": 5.0}, "initial": {"kind": "uniform"},
         "time": {"t_final": 0.2, "dt": 0.01, "save_every": 0.2},
