@@ -1,6 +1,6 @@
 """The residual F(u; beta, kappa) swept over parameters in place, against fixed parameters.
 
-    python benchmarks/bench_residual.py [--evaluations 100] [--repeat 5]
+    python benchmarks/bench_residual.py [--evaluations 100] [--repeat 11]
 
 For the spectral circle (n = 256) and sphere (L = 63), SA and USA: the time of
 ``evaluations`` residuals, each after ``set_parameters`` with a new kappa (then a new
@@ -11,6 +11,8 @@ relative error of the analytic Jacobian-vector product against a centred differe
 from __future__ import annotations
 
 import argparse
+import gc
+import math
 import time
 
 import numpy as np
@@ -40,7 +42,10 @@ def build(geometry: str, resolution: int, normalized: bool, beta: float = 2.0,
 
 def sweep_ratio(disc: Discretization, u: np.ndarray, name: str, values: np.ndarray,
                 repeat: int) -> float:
-    """Best time of (set_parameters + residual) over the sweep / best time at one value."""
+    """Best time of (set_parameters + residual) over the sweep / best time at one value.
+
+    The two are timed alternately (a load spike on the machine then hits both) with the
+    garbage collector paused, each ``repeat`` times after a warm-up."""
     def swept() -> None:
         for x in values:
             disc.set_parameters(**{name: x})
@@ -51,15 +56,18 @@ def sweep_ratio(disc: Discretization, u: np.ndarray, name: str, values: np.ndarr
         for _ in values:
             disc.residual(u)
 
-    best = {}
-    for fn in (swept, fixed):
-        fn()  # warm-up: product grids of every degree the sweep meets, plans
-        times = []
+    best = {"swept": math.inf, "fixed": math.inf}
+    swept()  # warm-up: product grids of every degree the sweep meets, plans
+    fixed()
+    gc.disable()
+    try:
         for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        best[fn.__name__] = min(times)
+            for fn in (swept, fixed):
+                start = time.perf_counter()
+                fn()
+                best[fn.__name__] = min(best[fn.__name__], time.perf_counter() - start)
+    finally:
+        gc.enable()
     return best["swept"] / best["fixed"]
 
 
@@ -78,7 +86,7 @@ def jvp_error(disc: Discretization, u: np.ndarray, seed: int = 0) -> float:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--evaluations", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=11)
     args = parser.parse_args(argv)
     for geometry, resolution in CASES:
         for normalized in (True, False):

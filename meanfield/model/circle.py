@@ -89,6 +89,7 @@ class CircleModel:
         self.scale = 1.0 if self.normalized else math.exp(beta)
         self._ikg = 1j * self.grid.k * self.g * self.scale
         self._pending: tuple[float, float, bool] | None = None
+        self._multipliers_kernel = circle_multipliers_kernel()  # (looked up once)
 
     def _set_noise(self, kappa: float) -> None:
         self.kappa = kappa
@@ -123,9 +124,9 @@ class CircleModel:
         (``required_resolution``'s test on the same Bessel values)."""
         if self._pending is None or self._pending[0] != beta:
             scale = 1.0 if self.normalized else math.exp(beta)
-            ok = circle_multipliers_kernel()(float(beta), scale, self.grid.n % 2 == 0,
-                                             RESOLUTION_TOLERANCE, self._bessel,
-                                             *self._spare)
+            ok = self._multipliers_kernel(float(beta), scale, self.grid.n % 2 == 0,
+                                          RESOLUTION_TOLERANCE, self._bessel,
+                                          *self._spare)
             self._pending = (beta, scale, bool(ok))
         return self._pending[2]
 

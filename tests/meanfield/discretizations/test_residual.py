@@ -82,12 +82,10 @@ def test_scaled_bessel_recurrence_matches_scipy():
 @pytest.mark.slow
 @pytest.mark.parametrize("geometry,resolution", CASES)
 def test_sweeps_cost_little_more_than_fixed_parameters(geometry, resolution):
-    """100 residuals, each after a new kappa: at most 1.3 times 100 at one kappa (the
-    sphere's beta sweep too, measured 1.1-1.2; the circle's, measured 1.24 (SA) and 1.31
-    (USA: its residual is the cheapest, 9 us at n = 256), is printed by
-    benchmarks/bench_residual.py)."""
+    """100 residuals, each after a new kappa (a new beta), cost at most 1.3 times 100 at
+    one fixed parameter (issue 8). Measured on a quiet 2-core machine with
+    benchmarks/bench_residual.py: kappa 1.0-1.2, beta 1.0-1.25 on both geometries."""
     for normalized in (True, False):
         disc, u = build(geometry, resolution, normalized)
-        assert sweep_ratio(disc, u, "kappa", np.linspace(4.0, 12.0, 100), 7) <= 1.3
-        if geometry == "sphere":
-            assert sweep_ratio(disc, u, "beta", np.linspace(1.5, 2.5, 100), 7) <= 1.3
+        assert sweep_ratio(disc, u, "kappa", np.linspace(4.0, 12.0, 100), 11) <= 1.3
+        assert sweep_ratio(disc, u, "beta", np.linspace(1.5, 2.5, 100), 11) <= 1.3
