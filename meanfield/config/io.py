@@ -56,8 +56,9 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
             table = table.setdefault(name, {})
             if not isinstance(table, dict):
                 key = ".".join(parts[:depth + 1])
-                raise ConfigError(f"--set {item!r}: {key} = {table!r} is not a table; set it "
-                                  f"whole, e.g. --set {key}={{start = 1, stop = 2, num = 5}}",
+                raise ConfigError(f"--set {item!r}: {key} = {table!r} is a value, not a "
+                                  f"table of keys; set it whole (--set {key}=VALUE; a scan "
+                                  "range is written as a table: {start = 1, stop = 2, num = 5})",
                                   key)
         table[parts[-1]] = parse_value(text.strip())
     return config

@@ -151,7 +151,7 @@ def test_set_errors_name_the_key():
         (["modl.beta=1"], "modl", "did you mean 'model'"),
         (["particles.model=\"pre-ln\""], "particles.model", "particles.architecture"),
         (["particles.method.x=1"], "particles.method", "particles.sum_method"),
-        (["model.beta.start=1"], "model.beta", "is not a table"),
+        (["model.beta.start=1"], "model.beta", "is a value, not a table of keys"),
     ]
     for overrides, key, words in cases:
         with pytest.raises(ConfigError) as err:
