@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from meanfield.model.circle import CircleModel
 from meanfield.discretizations.circle import FiniteVolumeCircle, SpectralCircle
 from meanfield.initial.circle import initial_values
+from meanfield.model.circle import CircleModel
 from meanfield.model.kernels import kernel_multiplier, potential_multiplier
 from solvers.grids.circle import CircleGrid, padded_size
 from solvers.steppers import ETDRK4
@@ -97,7 +97,7 @@ def bench_spectral(n: int, t_final: float, dt: float, beta: float, kappa: float)
     grid = CircleGrid(n)
     model = CircleModel(grid, beta, kappa, True)
     solver = SpectralCircle(model, dt, 1e-8, 1e-6)
-    rho0 = initial_values(INITIAL, grid.theta, grid.dx, "spectral")
+    rho0 = initial_values(INITIAL, grid)
     steps = int(round(t_final / dt))
 
     def run(scheme):
@@ -121,7 +121,7 @@ def bench_fv(n: int, t_final: float, beta: float, cfl: float = 0.8) -> None:
     grid = CircleGrid(n)
     model = CircleModel(grid, beta, np.inf, True)
     solver = FiniteVolumeCircle(model, "auto", cfl)
-    rho0 = initial_values(INITIAL, grid.theta, grid.dx, "finite-volume")
+    rho0 = initial_values(INITIAL, grid, averages=True)
     solver.rhs(rho0)  # warm-up: numba compile
     start = time.perf_counter()
     u_pkg, steps = ssprk3(lambda u: (solver.rhs(u), solver.rhs.max_step(u)), rho0.copy(),

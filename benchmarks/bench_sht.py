@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from solvers.transforms import sht
 from solvers.grids.sphere import SphereGrid
+from solvers.transforms import sht
 
 
 def random_alm(lmax: int, seed: int = 0) -> np.ndarray:

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from meanfield.model.sphere import SphereModel
 from meanfield.discretizations.sphere import SpectralSphere
+from meanfield.model.sphere import SphereModel
 from solvers.grids.sphere import SphereGrid, product_grid
 
 

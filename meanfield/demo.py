@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
-from meanfield.runs.evolve import evolve
 from meanfield.io import check_writable, write_atomic
+from meanfield.runs.evolve import evolve
 
 RUNS = {
     "clustering": {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np

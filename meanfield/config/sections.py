@@ -27,13 +27,16 @@ particles), compare (+ particles, parallel).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from meanfield.config import checkers as ck
-from meanfield.config.initial import (INITIAL_KINDS, PARTICLE_ONLY_KINDS,
-                                     validate_initial_section)
+from meanfield.config.initial import (
+    INITIAL_KINDS,
+    PARTICLE_ONLY_KINDS,
+    validate_initial_section,
+)
 from meanfield.errors import ConfigError
 
 GEOMETRIES = ("circle", "sphere")

@@ -54,7 +54,8 @@ class _CircleEntry:
     def initial_density(self, initial_cfg: dict) -> np.ndarray:
         """Point values (spectral) or cell averages (finite volumes) of mass 1."""
         grid = self.model.grid
-        return initial.initial_values(initial_cfg, grid.theta, grid.dx, self.method)
+        return initial.initial_values(initial_cfg, grid,
+                                      averages=self.method == "finite-volume")
 
 
 class SpectralCircle(_CircleEntry, SpectralDiscretization):

@@ -164,23 +164,24 @@ def unit_mass_density(rho: np.ndarray, integrate: Callable[[np.ndarray], float]
     return rho / mass
 
 
-def initial_values(initial: dict, theta: np.ndarray, dx: float, method: str) -> np.ndarray:
-    """Checked grid values of the initial density with mass exactly 1.
+def initial_values(initial: dict, grid, averages: bool = False) -> np.ndarray:
+    """Checked values of the initial density on a circle grid, of mass exactly 1.
 
     Args:
         initial: validated ``[initial]`` table.
-        theta: grid points (cell centres).
-        dx: grid spacing.
-        method: "spectral" (point values) or "finite-volume" (cell averages).
+        grid: a ``solvers.grids.circle.CircleGrid`` (nodes ``theta``, spacing ``dx``).
+        averages: cell averages over ``[theta - dx/2, theta + dx/2]`` (finite volumes)
+            instead of point values, which must then resolve the density (spectral).
 
     Raises:
-        ConfigError: the density is NaN, negative, massless, or (spectral) not resolved.
+        ConfigError: the density is NaN, negative, massless, or (point values) not
+            resolved by the grid.
     """
     f = density_function(initial)
-    rho = cell_averages(f, theta, dx) if method == "finite-volume" else f(theta)
-    rho = unit_mass_density(rho, lambda r: float(np.sum(r) * dx))
-    if method == "spectral":
-        _check_resolved(f, rho, theta.size)
+    rho = cell_averages(f, grid.theta, grid.dx) if averages else f(grid.theta)
+    rho = unit_mass_density(rho, grid.integrate)
+    if not averages:
+        _check_resolved(f, rho, grid.n)
     return rho
 
 

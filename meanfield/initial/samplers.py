@@ -39,11 +39,15 @@ from typing import Callable
 
 import numpy as np
 
+from meanfield.errors import ConfigError
 from meanfield.initial import circle as circle_initial
 from meanfield.initial import sphere as initial_sphere
-from meanfield.errors import ConfigError
-from meanfield.initial.tokens import (TOKEN_UNIT_TOLERANCE, check_size, equiangular_tokens,
-                                      initial_rng)
+from meanfield.initial.tokens import (
+    TOKEN_UNIT_TOLERANCE,
+    check_size,
+    equiangular_tokens,
+    initial_rng,
+)
 from solvers.grids.coordinates import unit_vectors
 
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")

@@ -33,6 +33,7 @@ from meanfield.model.kernels import (
     sphere_kernel_multiplier,
     sphere_potential_multiplier,
 )
+from solvers.grids.coordinates import colat_lon
 from solvers.grids.sphere import SphereGrid, product_grid
 from solvers.transforms.sht import alm_lmax, product_sizes, resize_alm
 
@@ -249,10 +250,7 @@ class SphereFVModel:
 
     def __init__(self, mesh, beta: float, kappa: float, normalized: bool):
         self.mesh, self.normalized = mesh, normalized
-        c = mesh.centers
-        self.loc = np.ascontiguousarray(np.stack(
-            [np.arccos(np.clip(c[:, 2], -1, 1)), np.mod(np.arctan2(c[:, 1], c[:, 0]),
-                                                        2 * np.pi)], axis=1))
+        self.loc = np.ascontiguousarray(colat_lon(mesh.points))  # (ducc0's point layout)
         self.points = mesh.points
         self.beta = None
         self.set_parameters(beta, kappa)

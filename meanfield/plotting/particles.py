@@ -35,11 +35,13 @@ from meanfield.plotting import sphere_grid as _grid
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
     _diagnostics_row as _shared_diagnostics_row,
+)
+from meanfield.plotting.helpers import (
     _draw_panel,
     _fmt_time,
-    _label_panel,
     _frame_indices,
     _freeze_layout,
+    _label_panel,
     _letter_panels,
     _new_figure,
     _Panel,
@@ -97,7 +99,12 @@ def _panels(ds: xr.Dataset) -> list[_Panel]:
 
 
 def _draw(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
-    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter, ScalarFormatter
+    from matplotlib.ticker import (
+        LogLocator,
+        MaxNLocator,
+        NullFormatter,
+        ScalarFormatter,
+    )
 
     if panel.key in ("order_parameter", "energy"):
         _draw_panel(ds, panel, ax)

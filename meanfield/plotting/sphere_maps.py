@@ -13,7 +13,14 @@ import numpy as np
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _prepare
-from meanfield.plotting.helpers import TWO_PI, _fmt_time, _new_figure, _norm, _shown, _style
+from meanfield.plotting.helpers import (
+    TWO_PI,
+    _fmt_time,
+    _new_figure,
+    _norm,
+    _shown,
+    _style,
+)
 from meanfield.plotting.sphere_grid import (
     HALF_PI,
     UNIFORM,

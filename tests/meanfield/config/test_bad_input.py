@@ -102,12 +102,14 @@ def test_initial_density_negative_nan_or_massless(tmp_path):
 
 def test_initial_density_checks_values(monkeypatch):
     from meanfield.initial import circle as initial
-    th = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+    from solvers.grids.circle import CircleGrid
+    grid = CircleGrid(16)
+    th = grid.theta
     for values, words in [(np.full(16, np.nan), "NaN"), (np.cos(th), "negative"),
                           (np.zeros(16), "no mass")]:
         monkeypatch.setattr(initial, "density_function", lambda _i, v=values: lambda t: v)
         with pytest.raises(ConfigError, match=words) as err:
-            initial.initial_values({"kind": "uniform"}, th, 2 * np.pi / 16, "spectral")
+            initial.initial_values({"kind": "uniform"}, grid)
         assert err.value.key == "initial"
 
 
