@@ -91,7 +91,7 @@ def run_member(config: dict, progress: bool, params: dict) -> xr.Dataset:
     member = copy.deepcopy(config)
     member["particles"]["seed"] = params["particles.seed"]
     run = particles(member, progress=progress)
-    if run.attrs["status"] != 0:
+    if run.attrs["status"] != 0:  # its own engine caught a Ctrl-C: hand it on to ours
         raise KeyboardInterrupt
     kept = run[list(MEMBER_VARS)]
     kept.attrs = {"wall_time_s": run.attrs["wall_time_s"]}
@@ -131,7 +131,7 @@ class CompareTask(RunTask):
     def advance(self, state: Any, point: Any, on_step) -> xr.Dataset | TaskResult:
         if point == "pde":
             pde = evolve(self.pde_cfg, progress=self.progress)
-            if pde.attrs["status"] != 0:
+            if pde.attrs["status"] != 0:  # its engine caught a Ctrl-C: hand it on to ours
                 raise KeyboardInterrupt
             return pde
         if point in self.restored:
