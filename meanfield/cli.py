@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from meanfield.errors import ConfigError, SolverError
+from meanfield.errors import ConfigError, OutputError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring; named so that users get a clear
 # message instead of argparse's list.
@@ -87,7 +87,7 @@ def _run(args) -> int:
 
 
 def _plot(args) -> int:
-    from meanfield.io import read_netcdf
+    from meanfield.io import check_writable, read_netcdf
     from meanfield.plotting import plot_result
 
     path = Path(args.result)
@@ -99,6 +99,10 @@ def _plot(args) -> int:
         raise ConfigError(f"result {str(path)!r} is not a readable netCDF file: {exc}",
                           "result") from None
     out_dir = Path(args.out) if args.out else path.parent
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {str(out_dir)!r} is a file; plot writes its figures into "
+                          "a folder: give a folder (made if missing)", "--out")
+    check_writable(out_dir / f"{path.stem}_summary.png", overwrite=True, key="--out")
     for written in plot_result(ds, out_dir, stem=path.stem, animate=args.animate):
         print(f"wrote {written}")
     return 0
@@ -124,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"meanfield: error: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:
+        print(f"meanfield: error: {exc}", file=sys.stderr)
+        return 1
     except SolverError as exc:
         print(f"meanfield: solver error: {exc}", file=sys.stderr)
         return 1

@@ -21,6 +21,9 @@ class ConfigError(ValueError):
         self.key = key
 
 
+class OutputError(RuntimeError):
+    """A finished result could not be written where asked; the message says where it was
+    kept instead."""
 
 
 class ResultExistsError(ConfigError, FileExistsError):

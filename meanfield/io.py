@@ -13,18 +13,29 @@ from typing import Callable
 
 import xarray as xr
 
-from meanfield.errors import ResultExistsError
+from meanfield.errors import ConfigError, ResultExistsError
 
 
-def check_writable(path: str | Path, overwrite: bool) -> Path:
-    """Refuse an existing ``path`` unless ``overwrite`` (before any work is done)."""
+def check_writable(path: str | Path, overwrite: bool, key: str = "output.path") -> Path:
+    """Before any work: refuse an existing ``path`` unless ``overwrite``, a directory, and
+    a place where no file can be written (a file is created and removed beside it; the
+    missing parent directories are made)."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise ResultExistsError(f"output.path = {str(path)!r} exists; pass --overwrite "
-                                "(overwrite=True) to replace it", "output.path")
+        raise ResultExistsError(f"{key} = {str(path)!r} exists; pass --overwrite "
+                                "(overwrite=True) to replace it", key)
     if path.is_dir():
-        raise ResultExistsError(f"output.path = {str(path)!r} is a directory; give a file "
-                                "name such as result.nc", "output.path")
+        raise ResultExistsError(f"{key} = {str(path)!r} is a directory; give a file "
+                                "name such as result.nc", key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe",
+                                     dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"{key} = {str(path)!r} cannot be written ({exc.strerror or exc}"
+                          f" in {str(path.parent)!r}); choose another place", key) from None
     return path
 
 

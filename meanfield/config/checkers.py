@@ -49,13 +49,17 @@ def finite_number(key: str, value: Any, *, minimum: float | None = None,
     return x
 
 
-def integer(key: str, value: Any, *, minimum: int | None = None) -> int:
-    """An int (a float with an integer value is not accepted: resolutions are counts)."""
+def integer(key: str, value: Any, *, minimum: int | None = None,
+            maximum: int | None = None) -> int:
+    """An int (a float with an integer value is not accepted: resolutions are counts),
+    optionally bounded."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{key} = {value!r} must be an integer"
                           + (f" >= {minimum}" if minimum is not None else ""), key)
     if minimum is not None and value < minimum:
         raise ConfigError(f"{key} = {value!r} must be an integer >= {minimum}", key)
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{key} = {value!r} must be an integer <= {maximum}", key)
     return value
 
 

@@ -47,6 +47,7 @@ SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
 ARCHITECTURES = ("post-ln", "pre-ln", "hardmax")
 SUM_METHODS = ("auto", "direct", "fourier", "harmonic")
 MAX_SPECTRAL_LMAX = 2047  # band limit of the spectral sphere solver
+MAX_SEED = 2**63 - 1
 MAX_USA_BETA = 700.0  # the USA velocity grows like e^beta: beyond, it overflows
 
 
@@ -182,7 +183,8 @@ CORE_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_time),
     Section("particles", {
         "n": (_count(2), None),
-        "seed": (_count(0), 0),
+        # (the seed is stored in the result's attributes: netCDF holds 64-bit integers)
+        "seed": (lambda k, v: ck.integer(k, v, minimum=0, maximum=MAX_SEED), 0),
         "architecture": (ck.choice(ARCHITECTURES), "post-ln"),
         "sum_method": (ck.choice(SUM_METHODS), "auto"),
         "accuracy": (_at_least(1e-14, maximum=1e-2), 1e-10),

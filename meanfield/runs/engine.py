@@ -3,8 +3,11 @@
 A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask``;
 ``Engine.run`` does the rest, the same way for all of them:
 
-- the output: checked writable before any work (``Output.claim``), written atomically at
-  the end, and its checkpoint ``<out>.checkpoint.nc`` removed then;
+- the output (``meanfield.runs.output``): checked before any work (``Output.claim``: an
+  existing result, ``resume`` without a checkpoint, a place that cannot be written),
+  locked while the run goes (``<out>.lock``: a second run on it refuses), written
+  atomically at the end (elsewhere, said where, if that fails), and its checkpoint
+  ``<out>.checkpoint.nc`` removed then;
 - the schedule: ``task.points()``; the first point is the start (``task.start()``), each
   further one is reached by ``task.advance(state, point, on_step)``, and ``task.frame``
   says what is kept there (all of a frame or none of it, whenever Ctrl-C comes);
@@ -15,8 +18,8 @@ A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask`
   and whatever restores the state exactly: solver state, next step, noise generator);
   ``resume=True`` reads it back (``task.restore``) after checking that it was made with
   the same config, and continues bit for bit;
-- Ctrl-C: the run stops with ``status`` -1, the frames so far in the returned dataset and
-  the checkpoint, and a message saying where the checkpoint is;
+- Ctrl-C and SIGTERM: the run stops with ``status`` -1, the frames so far in the
+  returned dataset and the checkpoint, and a message saying where the checkpoint is;
 - the dataset: ``task.dataset(frames, info)`` stamped with ``kind``, ``config`` (JSON),
   ``version`` (the package's), ``status`` and ``message``.
 
@@ -26,12 +29,6 @@ frames plus the task's ``state_vars``.
 
 Seams for what comes next (not built yet):
 
-- output locking: ``Output.claim`` is called before any work: take ``<out>.lock`` there
-  (``O_CREAT | O_EXCL``, holding the pid) and drop it in ``Output.release``, which
-  ``Engine.run`` already calls on every way out;
-- SIGTERM: ``Engine.run`` runs the loop inside ``_signals()``: install a handler there
-  that raises ``KeyboardInterrupt`` (the interrupted path already writes the
-  checkpoint) and restore the old one on exit;
 - checkpoints between saves on the wall clock: ``CheckpointClock.due()`` is asked after
   each point; a task with long intervals can be handed the clock in ``advance`` too;
 - frames streamed to disk: ``Engine._keep`` appends each frame to an in-memory list;
@@ -41,6 +38,8 @@ Seams for what comes next (not built yet):
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import time as _time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -51,10 +50,10 @@ import xarray as xr
 
 import meanfield
 from meanfield import config as cfgmod
-from meanfield.errors import ConfigError, SolverError
-from meanfield.io import check_writable, read_netcdf, write_netcdf
+from meanfield.errors import SolverError
 from meanfield.runs import threads as thread_policy
-from meanfield.runs.schedule import checkpoint_path, progress_bar, save_times
+from meanfield.runs.output import Output
+from meanfield.runs.schedule import progress_bar, save_times
 
 
 class TaskFailed(SolverError):
@@ -170,49 +169,6 @@ class CheckpointClock:
         self.last = _time.monotonic()
 
 
-class Output:
-    """The result file of a run and its checkpoint (none without a path).
-
-    Args:
-        path: the result (netCDF) or None.
-        overwrite: replace an existing result.
-        resume: continue from the checkpoint if there is one (also allows an existing
-            result to be replaced).
-    """
-
-    def __init__(self, path: str | Path | None, overwrite: bool, resume: bool):
-        self.path = None if path is None else Path(path)
-        self.overwrite, self.resume = overwrite, resume
-        self.checkpoint = None if self.path is None else checkpoint_path(self.path)
-
-    def claim(self) -> None:
-        """Refuse an existing result before any work (the lock will go here)."""
-        if self.path is not None:
-            check_writable(self.path, self.overwrite or self.resume)
-
-    def release(self) -> None:
-        """Give the output up (the lock will be dropped here)."""
-
-    def saved(self, cfg: dict) -> xr.Dataset | None:
-        """The checkpoint to resume from, checked against ``cfg``; None if there is none."""
-        if not self.resume or self.checkpoint is None or not self.checkpoint.exists():
-            return None
-        ckpt = read_netcdf(self.checkpoint)
-        if not cfgmod.same_run(ckpt.attrs["config"], cfg):
-            raise ConfigError(f"the checkpoint {str(self.checkpoint)!r} was made with another "
-                              "config; delete it or run with the same config", "resume")
-        return ckpt
-
-    def write_checkpoint(self, ds: xr.Dataset) -> None:
-        if self.checkpoint is not None:
-            write_netcdf(ds, self.checkpoint, overwrite=True)
-
-    def write_result(self, ds: xr.Dataset) -> None:
-        if self.path is not None:
-            write_netcdf(ds, self.path, overwrite=True)
-            self.checkpoint.unlink(missing_ok=True)
-
-
 def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str) -> xr.Dataset:
     """Set the attrs every result carries (DESIGN.md section 3)."""
     ds.attrs.update({"kind": kind, "config": cfgmod.to_json(cfg),
@@ -247,6 +203,7 @@ class Engine:
         self.task = task
         wall = _time.perf_counter()
         try:
+            self.output.lock()
             with thread_policy.current().applied(), _signals():
                 state, frames, failure = self._loop()
             info = {**task.info(), "wall_time_s": _time.perf_counter() - wall}
@@ -266,7 +223,7 @@ class Engine:
     def _loop(self) -> tuple[Any, list, str | None]:
         """The schedule from the start or the checkpoint; stops early on Ctrl-C."""
         task, points = self.task, self.task.points()
-        ckpt = self.output.saved(task.cfg)
+        ckpt = self.output.saved(task.cfg, task.kind)
         if ckpt is not None:
             state, frames = task.restore(ckpt)
         else:
@@ -319,7 +276,20 @@ def _nothing(t: float) -> None:
     pass
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # a SIGTERM stops the run as Ctrl-C does: checkpoint kept
+
+
 @contextlib.contextmanager
 def _signals() -> Iterator[None]:
-    """The signals a run turns into a checkpointed stop (SIGTERM: the next issue)."""
-    yield
+    """SIGTERM (kill, a batch system's time limit) stops the run like Ctrl-C: the frames
+    and a checkpoint are kept. Only the main thread can take signals (a dask worker's
+    tasks run elsewhere and are stopped by their own process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

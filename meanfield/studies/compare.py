@@ -60,6 +60,11 @@ def check_compare_config(cfg: dict) -> dict:
                           "mean-field limit of the post-ln model; compare needs "
                           "particles.architecture = \"post-ln\"", "particles.architecture")
     plan = check_config(cfg)
+    p = cfg["particles"]
+    if p["seed"] + p["ensemble"] - 1 > cfgmod.MAX_SEED:  # member r runs with seed + r
+        raise ConfigError(f"particles.seed = {p['seed']} with particles.ensemble = "
+                          f"{p['ensemble']}: the members' seeds seed + r pass "
+                          f"{cfgmod.MAX_SEED}; use a smaller seed", "particles.seed")
     total = plan["n"] * cfg["particles"]["ensemble"]
     bins = cfg["particles"]["bins"]
     if cfg["domain"]["geometry"] == "circle":

@@ -13,7 +13,7 @@ from meanfield import ConfigError, evolve
 from meanfield.cli import main
 from meanfield.io import read_netcdf
 
-engine_module = sys.modules["meanfield.runs.engine"]
+output_module = sys.modules["meanfield.runs.output"]
 
 CFG = {"model": {"beta": 1.0, "kappa": 3.0, "normalized": False},
        "discretization": {"resolution": 32},
@@ -90,7 +90,7 @@ def test_interrupt_keeps_frames_and_resume_is_bit_identical(tmp_path, monkeypatc
     monkeypatch.setattr(meanfield.model.circle.CircleModel, "diagnostics", real_diagnostics)
     assert part.attrs["status"] == -1 and "resume" in part.attrs["message"]
     assert not out.exists()
-    ckpt = engine_module.checkpoint_path(out)
+    ckpt = output_module.checkpoint_path(out)
     assert ckpt.exists()
     kept = read_netcdf(ckpt)
     assert kept.sizes["time"] == 4
@@ -104,18 +104,18 @@ def test_resume_refuses_other_config(tmp_path, monkeypatch):
     out = tmp_path / "run.nc"
     # periodic checkpoints (checkpoint_every tiny), then a crash while writing the result
     cfg = {**CFG, "output": {"checkpoint_every": 1e-9}}
-    orig = engine_module.write_netcdf
+    orig = output_module.write_netcdf
 
     def fail_final(ds, path, overwrite=False):
         if str(path) == str(out):
             raise KeyboardInterrupt
         return orig(ds, path, overwrite)
 
-    monkeypatch.setattr(engine_module, "write_netcdf", fail_final)
+    monkeypatch.setattr(output_module, "write_netcdf", fail_final)
     with pytest.raises(KeyboardInterrupt):
         evolve(cfg, out=out)
-    monkeypatch.setattr(engine_module, "write_netcdf", orig)
-    assert engine_module.checkpoint_path(out).exists()
+    monkeypatch.setattr(output_module, "write_netcdf", orig)
+    assert output_module.checkpoint_path(out).exists()
     other = {**cfg, "model": {"beta": 2.0, "kappa": 3.0, "normalized": False}}
     with pytest.raises(ConfigError, match="another config"):
         evolve(other, out=out, resume=True)
