@@ -288,10 +288,59 @@ def uniform_kernel_mean(d: int, beta: float) -> float:
 
 def log_uniform_pair_integral(d: int, beta: float) -> float:
     """``log iint e^{beta <x, y>}`` over the uniform probability measure on S^{d-1} (both
-    variables): ``log(Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta))``, for ``beta > 0``."""
+    variables): ``log(Gamma(d/2) (2/beta)^{d/2-1} I_{d/2-1}(beta))``, for ``beta > 0``.
+
+    With ``nu = d/2 - 1`` this is ``log 0F1(; nu + 1; beta^2/4)`` (the prefactor cancels
+    the series' ``(beta/2)^nu / Gamma(nu + 1)``), summed in log space by
+    ``_log_bessel_series`` (positive terms, nothing cancels; within a few 1e-16 of 50-digit
+    sums for d = 2..1024, beta = 1e-3..3000). Only where that needs more than
+    ``SERIES_PEAK_LIMIT`` terms (``beta`` in the tens of thousands) is the closed form with
+    ``ive`` used, and then only if ``ive`` is a normal double there: ``ive(nu, beta)``
+    underflows for large ``nu`` against ``beta`` (``nu >= 150`` at ``beta = 1``, the math
+    domain error of d >= 400 once), and the closed form cancels its digits at small beta.
+    """
     nu = d / 2 - 1
-    return (special.gammaln(d / 2) + nu * math.log(2 / beta)
-            + math.log(special.ive(nu, beta)) + beta)
+    if _series_peak(nu, beta) > SERIES_PEAK_LIMIT:
+        scaled = float(special.ive(nu, beta))
+        if scaled > SMALLEST_SCALED_BESSEL:
+            return float(special.gammaln(d / 2) + nu * math.log(2 / beta)
+                         + math.log(scaled) + beta)
+    return _log_bessel_series(nu, beta)
+
+
+# The series is summed up to its largest term and a tail beyond: up to this largest-term
+# index (about 3 10^4 terms, a millisecond) it is used whatever the order.
+SERIES_PEAK_LIMIT = 10_000
+# Below this, ``ive`` is near the bottom of the double range (subnormal, then 0).
+SMALLEST_SCALED_BESSEL = 1e-250
+
+
+def _series_peak(nu: float, beta: float) -> float:
+    """The index ``k* = (sqrt(nu^2 + beta^2) - nu)/2`` of the largest term of
+    ``_log_bessel_series`` (written without the cancellation)."""
+    return beta * beta / (2 * (math.hypot(nu, beta) + nu))
+
+
+def _log_bessel_series(nu: float, beta: float) -> float:
+    """``log sum_k t_k``, ``t_k = (beta^2/4)^k / (k! (nu+1)_k)`` (``0F1(; nu+1; beta^2/4)``).
+
+    The terms' ratio ``t_{k+1}/t_k = (beta^2/4) / ((k+1)(nu+k+1))`` falls through 1 at the
+    largest term ``k* = (sqrt(nu^2 + beta^2) - nu)/2``; past it the terms decay like a
+    Gaussian of width at most ``sqrt(k* + 1)``, so ``k* + 40 sqrt(k* + 1) + 40`` terms leave
+    a tail below ``e^{-800}`` of the sum. The log terms are cumulative sums of the log
+    ratios: relative error about (number of terms) x 1e-16.
+    """
+    x = beta * beta / 4
+    peak = _series_peak(nu, beta)
+    count = int(peak + 40 * math.sqrt(peak + 1) + 40)
+    k = np.arange(count, dtype=float)
+    log_terms = np.concatenate([[0.0], np.cumsum(math.log(x) - np.log1p(k)
+                                                 - np.log(nu + 1 + k))])
+    # log(t_m (1 + sum_{k != m} t_k/t_m)), m the largest term, by log1p: the sum is 1 +
+    # O(beta^2/nu) at small beta, where log of the sum would lose its digits.
+    m = int(np.argmax(log_terms))
+    scaled = np.exp(log_terms - log_terms[m])
+    return float(log_terms[m]) + math.log1p(float(np.sum(scaled[:m]) + np.sum(scaled[m + 1:])))
 
 
 def fast_multipliers(d: int, beta: float, accuracy: float, relative_rows: bool = False
