@@ -1,23 +1,60 @@
 """meanfield: mean-field dynamics of self-attention on the circle and the sphere.
 
-The entry points take one config (a dict, or a TOML file through the CLI) and return an
+The entry points take one config (a dict, or a TOML file) and return an
 ``xarray.Dataset``::
 
     import meanfield
     ds = meanfield.evolve({"model": {"beta": 1.0, "kappa": 4.0}})      # the PDE
     ps = meanfield.particles({"particles": {"n": 2000}})                # tokens
     cmp = meanfield.compare({"particles": {"n": 500, "ensemble": 4}})   # both
+    cfg = meanfield.load_config("run.toml", ["model.beta=4"])           # a TOML file
 
 See ``meanfield.config`` for the keys and their defaults.
+
+Compiled numba functions are cached in the user cache directory (``$MEANFIELD_CACHE``,
+else ``~/.cache/meanfield``; ``$NUMBA_CACHE_DIR`` if the user set it), never inside the
+installed package: ``solvers``, imported first below, sets that default (see
+``solvers.cache``).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+# First, before any module that imports numba: numba's cache directory (see above).
+import solvers  # noqa: F401
+from meanfield.errors import ConfigError, SolverError
+from meanfield.runs.evolve import evolve
+
 __version__ = "0.1.0"
 
-from meanfield.errors import ConfigError, SolverError  # noqa: E402
-from meanfield.runs.evolve import evolve  # noqa: E402
+__all__ = ["ConfigError", "SolverError", "__version__", "compare", "evolve", "load_config",
+           "particles"]
 
-__all__ = ["ConfigError", "SolverError", "compare", "evolve", "particles", "__version__"]
+
+def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
+    """Read a TOML config file and validate it, as ``meanfield evolve CONFIG`` does.
+
+    Args:
+        path: the TOML file (sections ``[model]``, ``[discretization]``, ...).
+        overrides: ``"section.key=value"`` strings applied before validation, as the
+            CLI's ``--set`` (values in TOML syntax: ``"model.beta=4"``,
+            ``'initial.kind="uniform"'``).
+
+    Returns:
+        The validated config with every default filled in; relative ``samples``/``tokens``
+        paths are taken relative to the file. It can be passed to ``evolve``,
+        ``particles`` or ``compare``.
+
+    Raises:
+        ConfigError: a missing or unreadable file, a TOML syntax error, or a bad value
+            (naming the key, the value and what is accepted).
+    """
+    from meanfield import config
+
+    if isinstance(overrides, str):  # one "k=v" string would be split into characters
+        overrides = [overrides]
+    return config.load(path, list(overrides or []))
 
 
 def __getattr__(name: str):

@@ -1,6 +1,7 @@
 """The ``meanfield`` command line.
 
-    meanfield demo [--out DIR]
+    meanfield --version
+    meanfield demo [--out DIR] [--overwrite]
     meanfield evolve CONFIG.toml [--set section.key=value ...] [--out PATH]
                      [--overwrite] [--resume] [--no-progress]
     meanfield particles CONFIG.toml [same options as evolve]
@@ -19,9 +20,10 @@ from pathlib import Path
 
 from meanfield.errors import ConfigError, OutputError, SolverError
 
-# Tasks of DESIGN.md section 3 that later issues bring; named so that users get a clear
-# message instead of argparse's list.
-PLANNED = ("convergence", "contraction", "bifurcation", "phase-diagram")
+# Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
+# typed anyway, they get one line saying so instead of argparse's list of choices.
+PLANNED = ("convergence", "contraction", "bifurcation", "phase-diagram", "metastability")
+AVAILABLE = ("demo", "evolve", "particles", "compare", "plot")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,7 +32,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from meanfield import __version__
+
     p = _Parser(prog="meanfield", description="Mean-field dynamics of self-attention.")
+    p.add_argument("--version", action="version", version=f"meanfield {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     d = sub.add_parser("demo", help="the showcase: runs and figures in a results folder")
     d.add_argument("--out", default="meanfield-demo", help="results folder")
@@ -51,11 +56,6 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("result", help="netCDF result")
     pl.add_argument("--out", help="folder for the figures (default: beside the result)")
     pl.add_argument("--animate", action="store_true", help="also write an animation (GIF)")
-    for name in PLANNED:
-        q = sub.add_parser(name, help="(not available yet)")
-        q.add_argument("config", nargs="?")
-        q.add_argument("--set", action="append", default=[])
-        q.add_argument("--out")
     return p
 
 
@@ -95,7 +95,7 @@ def _plot(args) -> int:
         raise ConfigError(f"result {str(path)!r} does not exist", "result")
     try:
         ds = read_netcdf(path)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - netCDF4/HDF5/xarray raise many types
         raise ConfigError(f"result {str(path)!r} is not a readable netCDF file: {exc}",
                           "result") from None
     out_dir = Path(args.out) if args.out else path.parent
@@ -110,7 +110,11 @@ def _plot(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv and argv[0] in PLANNED:
+            raise ConfigError(f"'meanfield {argv[0]}' is not available yet; available: "
+                              f"{', '.join(AVAILABLE)}", "command")
         args = _parser().parse_args(argv)
         if args.command is None:
             _parser().print_help()
@@ -121,10 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command in ("evolve", "particles", "compare"):
             return _run(args)
-        if args.command == "plot":
-            return _plot(args)
-        raise ConfigError(f"'meanfield {args.command}' is not available yet; available: "
-                          "demo, evolve, particles, compare, plot")
+        return _plot(args)
     except ConfigError as exc:
         print(f"meanfield: error: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """``meanfield demo``: the showcase on the circle, written to a results folder.
 
-Four runs, each saved as netCDF with its figures:
+Five runs, each saved as netCDF with its figures:
 
 1. ``clustering``: SA, beta = 9, no noise, from a mixture of three von Mises bumps;
    finite volumes (the clusters sharpen towards point masses, which finite volumes keep
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
+from meanfield.errors import ConfigError, ResultExistsError
 from meanfield.io import check_writable, write_atomic
 from meanfield.runs.evolve import evolve
 
@@ -79,8 +80,27 @@ def kuramoto_order_parameter(kappa: float) -> float:
     """The stable root of ``r = I_1(kappa r)/I_0(kappa r)`` (0 for kappa <= 2)."""
     if kappa <= 2:
         return 0.0
-    f = lambda r: r - special.ive(1, kappa * r) / special.ive(0, kappa * r)  # noqa: E731
+    f = lambda r: r - special.ive(1, kappa * r) / special.ive(0, kappa * r)
     return optimize.brentq(f, 1e-6, 1.0, xtol=1e-15, rtol=1e-15)
+
+
+def _check_out_dir(out_dir: Path, targets, overwrite: bool) -> None:
+    """Before computing anything: a folder the results can go to, saying what to do if not.
+
+    A second ``meanfield demo`` finds the first one's results: one message for the
+    folder (replace them, or write elsewhere), not one per file.
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {str(out_dir)!r} is a file; the demo writes a folder of "
+                          "results: give a folder name (made if missing)", "--out")
+    existing = [p.name for p in targets if p.exists()]
+    if existing and not overwrite:
+        raise ResultExistsError(
+            f"{str(out_dir)!r} already holds demo results ({', '.join(existing)}); run "
+            f"'meanfield demo --overwrite' to replace them, or 'meanfield demo --out "
+            "OTHER_FOLDER' to keep them (Python: overwrite=True or another out_dir)", "--out")
+    for path in targets:
+        check_writable(path, overwrite=True, key="--out")
 
 
 def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
@@ -93,8 +113,7 @@ def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
 
     out_dir = Path(out_dir)
     targets = {name: out_dir / f"{name}.nc" for name in [*RUNS, "particles_vs_pde"]}
-    for path in targets.values():  # refuse before computing anything
-        check_writable(path, overwrite)
+    _check_out_dir(out_dir, targets.values(), overwrite)
     written: list[Path] = []
     results = {}
     for name, cfg in RUNS.items():

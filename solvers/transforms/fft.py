@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from solvers.cache import cache_dir
+
 try:  # pyfftw is a dependency, but a broken binary install must not make the package unusable
     import pyfftw
     HAVE_PYFFTW = True
@@ -43,8 +45,7 @@ def default_threads(n: int) -> int:
 
 
 def _wisdom_path() -> Path:
-    base = os.environ.get("MEANFIELD_CACHE") or Path.home() / ".cache" / "meanfield"
-    return Path(base) / "fftw-wisdom.pickle"
+    return cache_dir() / "fftw-wisdom.pickle"
 
 
 def _load_wisdom() -> None:

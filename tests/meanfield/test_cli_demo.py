@@ -18,11 +18,11 @@ def test_console_script_is_installed():
         cmd = [sys.executable, "-m", "meanfield.cli", "--help"]
     else:
         cmd = [exe, "--help"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "evolve" in out.stdout and "demo" in out.stdout
 
 
-def test_demo_writes_results_and_figures(tmp_path, kuramoto_r):
+def test_demo_writes_results_and_figures(tmp_path, kuramoto_r, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--no-progress"]) == 0
     for name in ["clustering", "kuramoto_subcritical", "kuramoto_supercritical",
@@ -48,5 +48,8 @@ def test_demo_writes_results_and_figures(tmp_path, kuramoto_r):
     # ratios 2-2.6 by t = 5-8.
     early = (cmp.l1_distance / cmp.l1_noise_floor).sel(time=slice(0, 2.0))
     assert float(early.max()) < 1.6
-    # a second run refuses to overwrite, before computing anything
+    # a second run refuses to overwrite, before computing anything, and says what to do
+    capsys.readouterr()
     assert main(["demo", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--overwrite" in err and "--out" in err
