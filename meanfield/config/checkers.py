@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,22 @@ def unknown_name(key: str, name: Any, valid, what: str = "value") -> ConfigError
                        key)
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a real number: int, float or a numpy scalar such as
+    ``np.int64`` or ``np.float32`` (``numbers.Real``), but not a bool (``np.bool_`` is not
+    a ``numbers.Real``)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def number(key: str, value: Any) -> float:
-    """Any int or float (not a bool) as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """Any real number (int, float, numpy scalar; not a bool) as a Python float; an
+    integer beyond the float range as +-inf (refused by the finite checkers)."""
+    if not is_number(value):
         raise ConfigError(f"{key} = {value!r} must be a number", key)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond 1.8e308
+        return math.inf if value > 0 else -math.inf
 
 
 def finite_number(key: str, value: Any, *, minimum: float | None = None,
@@ -53,9 +65,10 @@ def integer(key: str, value: Any, *, minimum: int | None = None,
             maximum: int | None = None) -> int:
     """An int (a float with an integer value is not accepted: resolutions are counts),
     optionally bounded."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigError(f"{key} = {value!r} must be an integer"
                           + (f" >= {minimum}" if minimum is not None else ""), key)
+    value = int(value)  # a numpy integer as a Python int
     if minimum is not None and value < minimum:
         raise ConfigError(f"{key} = {value!r} must be an integer >= {minimum}", key)
     if maximum is not None and value > maximum:
@@ -77,7 +90,7 @@ def kappa(key: str, value: Any) -> float:
 
 def auto_or_positive(key: str, value: Any) -> float | str:
     """"auto" or a finite number > 0."""
-    if value == "auto":
+    if isinstance(value, str) and value == "auto":
         return "auto"
     if isinstance(value, str):
         raise ConfigError(f"{key} = {value!r} must be \"auto\" or a number > 0", key)
@@ -86,7 +99,7 @@ def auto_or_positive(key: str, value: Any) -> float | str:
 
 def auto_or_count(key: str, value: Any) -> int | str:
     """"auto" or an integer >= 2."""
-    if value == "auto":
+    if isinstance(value, str) and value == "auto":
         return "auto"
     if isinstance(value, str):
         raise ConfigError(f"{key} = {value!r} must be \"auto\" or an integer >= 2", key)
@@ -94,16 +107,17 @@ def auto_or_count(key: str, value: Any) -> int | str:
 
 
 def boolean(key: str, value: Any) -> bool:
-    """true or false."""
-    if not isinstance(value, bool):
+    """true or false (a numpy bool as a Python bool)."""
+    if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(f"{key} = {value!r} must be true or false", key)
-    return value
+    return bool(value)
 
 
 def choice(valid: tuple[str, ...]) -> Checker:
     """A checker accepting exactly the names of ``valid``."""
     def check(key: str, value: Any) -> str:
-        if value not in valid:
+        # (a str first: ``in`` compares with ==, which a numpy array answers elementwise)
+        if not isinstance(value, str) or value not in valid:
             raise unknown_name(key, value, valid)
         return value
     return check
@@ -113,9 +127,9 @@ def unit_vector(key: str, value: Any, dim: int, tolerance: float) -> list[float]
     """A list of ``dim`` finite numbers of length 1 to ``tolerance`` (not normalised)."""
     what = "unit 3-vector [x, y, z]" if dim == 3 else f"unit {dim}-vector"
     if (not isinstance(value, (list, tuple)) or len(value) != dim
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)):
+            or not all(is_number(v) for v in value)):
         raise ConfigError(f"{key} = {value!r} must be a {what}", key)
-    vec = [float(v) for v in value]
+    vec = [number(key, v) for v in value]
     if not all(math.isfinite(v) for v in vec):
         raise ConfigError(f"{key} = {value!r} must be a finite {what}", key)
     norm = math.sqrt(sum(v * v for v in vec))
@@ -127,7 +141,7 @@ def unit_vector(key: str, value: Any, dim: int, tolerance: float) -> list[float]
 
 def threads(key: str, value: Any) -> int | str:
     """"auto" or an integer >= 1."""
-    if value == "auto":
+    if isinstance(value, str) and value == "auto":
         return "auto"
     return integer(key, value, minimum=1)
 
@@ -142,6 +156,8 @@ def path(key: str, value: Any) -> str | None:
 
 
 RANGE_KEYS = ("start", "stop", "num")
+# A scan of more points than this is a typing slip (each point is a run), not a plan.
+MAX_RANGE_NUM = 100_000
 
 
 def list_or_range(key: str, value: Any, *, minimum: float | None = None,
@@ -171,7 +187,7 @@ def list_or_range(key: str, value: Any, *, minimum: float | None = None,
                                   "{start, stop, num} (numpy.linspace)", f"{key}.{name}")
         start = finite_number(f"{key}.start", value["start"])
         stop = finite_number(f"{key}.stop", value["stop"])
-        num = integer(f"{key}.num", value["num"], minimum=1)
+        num = integer(f"{key}.num", value["num"], minimum=1, maximum=MAX_RANGE_NUM)
         values = [float(v) for v in np.linspace(start, stop, num)]
         if integers:
             if any(v != round(v) for v in values):

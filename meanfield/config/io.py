@@ -69,7 +69,10 @@ def load(path: str | Path, overrides: list[str] | None = None,
     """Read a TOML config, apply ``--set`` overrides and validate it (for ``task``)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {str(path)!r} is not a text (UTF-8) TOML file: byte "
+                          f"{exc.start} cannot be decoded", "config") from None
     except FileNotFoundError:
         raise ConfigError(f"config file {str(path)!r} does not exist", "config") from None
     except OSError as exc:

@@ -10,8 +10,11 @@ Kinds (config ``[initial]``):
 - ``samples``: a von Mises kernel density estimate of the angles in a file. The file is
   ``.npy`` or text (``numpy.loadtxt``): either a 1-D list of angles in radians, or an
   ``(n, 2)`` array of vectors, taken as the angles ``atan2(y, x)`` (any non-zero length;
-  zero vectors are an error). The kernel is von Mises with concentration ``1/h^2`` for
-  ``bandwidth = h`` (radians), or, for ``bandwidth = "auto"``, the rule of thumb of
+  zero vectors are an error; a single row of two numbers is one vector). The kernel is
+  von Mises with concentration ``1/h^2`` for ``bandwidth = h`` (radians: then one sample,
+  or identical samples, are a valid estimate, one kernel bump), or, for ``bandwidth =
+  "auto"`` (which needs samples with spread: at least two, not all one point), the rule of
+  thumb of
   C. C. Taylor, "Automatic bandwidth selection for circular density estimation",
   Comput. Stat. Data Anal. 52 (2008): ``c = [3 n k^2 I_2(2k) / (4 sqrt(pi) I_0(k)^2)]^(2/5)``
   with ``k`` the von Mises concentration fitted to the sample. The estimate is evaluated
@@ -23,6 +26,7 @@ mass) and scaled to mass exactly 1 before any time stepping.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,21 +41,45 @@ TWO_PI = 2 * np.pi
 SPECTRAL_RESOLUTION_TOLERANCE = 1e-10
 
 
-def load_sample_angles(path: str, key: str = "initial.path") -> np.ndarray:
-    """Angles (radians) of the samples in ``path`` (see the module docstring)."""
+def read_sample_file(path: str, key: str, what: str = "samples") -> np.ndarray:
+    """The numbers of a samples (or token: ``what``) file as a float array with 2
+    dimensions (one row per line of a text file; a 1-D ``.npy`` array as one column).
+
+    Raises:
+        ConfigError: (``key``) no such file, not numbers, no numbers at all, NaN or inf.
+    """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{key} = {path!r}: no such file", key)
     try:
-        data = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, ndmin=1, delimiter=None)
+        with warnings.catch_warnings():  # an empty text file: said below, in one line
+            warnings.simplefilter("ignore", UserWarning)
+            data = (np.load(p, allow_pickle=False) if p.suffix == ".npy"
+                    else np.loadtxt(p, ndmin=2))
+        data = np.asarray(data, dtype=float)
     except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
         raise ConfigError(f"{key} = {path!r} cannot be read as numbers "
                           f"(.npy or whitespace-separated text): {exc}", key) from None
-    data = np.asarray(data, dtype=float)
+    data = np.atleast_1d(data)  # (a 0-d .npy array: one number)
+    data = data[:, None] if data.ndim == 1 else data
+    if data.size == 0:
+        raise ConfigError(f"{key} = {path!r} holds no {what} (the file is empty)", key)
+    finite = np.isfinite(data).reshape(data.shape[0], -1).all(axis=1)
+    if not finite.all():
+        raise ConfigError(f"{key} = {path!r}: row {int(np.argmin(finite))} contains NaN or "
+                          "infinite values", key)
+    return data
+
+
+def load_sample_angles(path: str, key: str = "initial.path") -> np.ndarray:
+    """Angles (radians) of the samples in ``path`` (see the module docstring): one per
+    line, or one line of angles, or rows ``x y`` of vectors (a single row of two numbers
+    is one vector)."""
+    data = read_sample_file(path, key)
+    if data.ndim == 2 and data.shape[0] == 1 and data.shape[1] != 2:
+        data = data.T  # one line of angles
     if data.ndim == 2 and data.shape[1] == 1:
-        data = data[:, 0]
-    if data.ndim == 1:
-        angles = data
+        angles = data[:, 0]
     elif data.ndim == 2 and data.shape[1] == 2:
         norms = np.hypot(data[:, 0], data[:, 1])
         if np.any(norms == 0):
@@ -61,11 +89,27 @@ def load_sample_angles(path: str, key: str = "initial.path") -> np.ndarray:
     else:
         raise ConfigError(f"{key} = {path!r}: expected a list of angles or an (n, 2) array "
                           f"of vectors on the circle, got shape {data.shape}", key)
-    if angles.size < 2:
-        raise ConfigError(f"{key} = {path!r}: needs at least 2 samples, got {angles.size}", key)
-    if not np.all(np.isfinite(angles)):
-        raise ConfigError(f"{key} = {path!r}: contains NaN or infinite values", key)
     return np.mod(angles, TWO_PI)
+
+
+# Samples whose mean resultant length is this close to 1 lie within ~1e-6 rad of one
+# point: the automatic bandwidth (a rule fitted to their spread) is undefined there.
+SPREAD_TOLERANCE = 1e-12
+
+
+def check_spread(resultant: float, n: int, path: str, key: str) -> None:
+    """Refuse ``bandwidth = "auto"`` for samples without spread: fewer than 2, or
+    ``resultant`` (the length of their mean unit vector) within ``SPREAD_TOLERANCE`` of 1.
+    With an explicit bandwidth such samples are a valid estimate (one kernel bump)."""
+    if n < 2:
+        what = "one sample"
+    elif resultant > 1 - SPREAD_TOLERANCE:
+        what = f"{n} samples, all the same point"
+    else:
+        return
+    raise ConfigError(f"{key} = {path!r} holds {what}: the automatic bandwidth needs "
+                      "samples with spread; give initial.bandwidth (radians) or more "
+                      "distinct samples", key)
 
 
 def von_mises_concentration_estimate(angles: np.ndarray) -> float:
@@ -86,13 +130,22 @@ def taylor_bandwidth_concentration(angles: np.ndarray) -> float:
     return float((3 * n * k**2 * ratio / (4 * np.sqrt(np.pi))) ** 0.4)
 
 
-def kde_concentration(initial: dict, angles: np.ndarray | None = None) -> float:
+def kde_concentration(initial: dict, angles: np.ndarray | None = None,
+                      key: str = "initial.path") -> float:
     """Kernel concentration of the ``samples`` estimate: ``1/h^2`` for ``bandwidth = h``,
-    Taylor's rule for ``"auto"``; ``angles`` are the samples if already loaded."""
+    Taylor's rule for ``"auto"``; ``angles`` are the samples if already loaded.
+
+    Raises:
+        ConfigError: (``key``) ``"auto"`` for samples without spread (``check_spread``).
+    """
     if angles is None:
-        angles = load_sample_angles(initial["path"])
+        angles = load_sample_angles(initial["path"], key)
     bw = initial["bandwidth"]
-    return taylor_bandwidth_concentration(angles) if bw == "auto" else 1.0 / bw**2
+    if bw != "auto":
+        return 1.0 / bw**2
+    check_spread(float(np.abs(np.mean(np.exp(1j * angles)))), angles.size, initial["path"],
+                 key)
+    return taylor_bandwidth_concentration(angles)
 
 
 def _kde(angles: np.ndarray, concentration: float) -> Callable[[np.ndarray], np.ndarray]:

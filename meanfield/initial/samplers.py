@@ -33,9 +33,8 @@ give the PDE solvers. Each sampler is exact; "acceptance" is the rate of a rejec
 """
 from __future__ import annotations
 
-import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -302,11 +301,11 @@ def _kde_draws(initial: dict, n: int, dim: int, rng: np.random.Generator, key: s
                ) -> np.ndarray:
     if dim == 2:
         angles = circle_initial.load_sample_angles(initial["path"], f"{key}.path")
-        c = circle_initial.kde_concentration(initial, angles)
+        c = circle_initial.kde_concentration(initial, angles, f"{key}.path")
         picks = angles[rng.integers(angles.size, size=n)]
         return _circle(picks + _von_mises_angles(c, n, rng))
     points = initial_sphere.load_sample_vectors(initial["path"], f"{key}.path")
-    c = initial_sphere.kde_concentration(initial, points)
+    c = initial_sphere.kde_concentration(initial, points, f"{key}.path")
     return _vmf(points[rng.integers(points.shape[0], size=n)], c, rng)
 
 
@@ -314,23 +313,8 @@ def _kde_draws(initial: dict, n: int, dim: int, rng: np.random.Generator, key: s
 # Token files.
 
 def _read_array(path: str | Path, key: str) -> np.ndarray:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{key} = {str(path)!r}: no such file", key)
-    try:
-        with warnings.catch_warnings():  # an empty text file is reported below
-            warnings.simplefilter("ignore", UserWarning)
-            data = (np.load(p, allow_pickle=False) if p.suffix == ".npy"
-                    else np.loadtxt(p, ndmin=2))
-        data = np.asarray(data, dtype=np.float64)
-    except Exception as exc:  # numpy raises several types for malformed files
-        raise ConfigError(f"{key} = {str(path)!r} cannot be read as numbers (.npy or "
-                          f"whitespace-separated text): {exc}", key) from None
-    if data.size == 0:
-        raise ConfigError(f"{key} = {str(path)!r} holds no tokens (empty file)", key)
-    if data.ndim == 2 and data.shape[1] == 1:  # one column: a list of angles
-        data = data[:, 0]
-    return data
+    data = circle_initial.read_sample_file(str(path), key, "tokens")
+    return data[:, 0] if data.shape[1] == 1 else data  # one column: a list of angles
 
 
 def token_count(path: str | Path) -> int:

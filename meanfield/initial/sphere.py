@@ -12,8 +12,9 @@ Kinds (config ``[initial]`` with ``geometry = "sphere"``):
 - ``mixture``: weighted sum of the kinds above (``[[initial.components]]``).
 - ``samples``: a von Mises-Fisher kernel density estimate of the points in a file: ``.npy``
   or text, an ``(n, 3)`` array of non-zero vectors, each divided by its length (zero
-  vectors are an error). Kernel concentration ``1/h^2`` for ``bandwidth = h`` (radians);
-  ``"auto"`` uses the rule of thumb of E. Garcia-Portugues, "Exact risk improvement of
+  vectors are an error). Kernel concentration ``1/h^2`` for ``bandwidth = h`` (radians;
+  one sample or identical samples are then a valid estimate); ``"auto"`` (samples with
+  spread needed: at least two, not all one point) uses the rule of thumb of E. Garcia-Portugues, "Exact risk improvement of
   bandwidth selectors for kernel density estimation with directional data", Electron. J.
   Stat. 7 (2013), for S^2: ``h = [8 sinh^2 k / (k n ((1 + 4k^2) sinh 2k - 2k cosh 2k))]^(1/6)``
   with ``k`` the von Mises-Fisher concentration fitted to the sample (it reduces to the
@@ -25,13 +26,17 @@ non-negative, positive mass) and scaled to mass 1.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from scipy import optimize, special
 
 from meanfield.errors import ConfigError
-from meanfield.initial.circle import SPECTRAL_RESOLUTION_TOLERANCE, unit_mass_density
+from meanfield.initial.circle import (
+    SPECTRAL_RESOLUTION_TOLERANCE,
+    check_spread,
+    read_sample_file,
+    unit_mass_density,
+)
 from solvers.grids.coordinates import colat_lon
 from solvers.grids.sphere import SphereGrid
 from solvers.transforms.legendre import legendre_table
@@ -41,22 +46,10 @@ FOUR_PI = 4 * np.pi
 
 def load_sample_vectors(path: str, key: str = "initial.path") -> np.ndarray:
     """Unit vectors ``(n, 3)`` from the file at ``path`` (see the module docstring)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{key} = {path!r}: no such file", key)
-    try:
-        data = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, ndmin=2)
-    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
-        raise ConfigError(f"{key} = {path!r} cannot be read as numbers "
-                          f"(.npy or whitespace-separated text): {exc}", key) from None
-    data = np.asarray(data, dtype=float)
-    if data.ndim != 2 or data.shape[1] != 3:
+    data = read_sample_file(path, key)
+    if data.shape[1] != 3:
         raise ConfigError(f"{key} = {path!r}: expected an (n, 3) array of vectors on the "
                           f"sphere, got shape {data.shape}", key)
-    if data.shape[0] < 2:
-        raise ConfigError(f"{key} = {path!r}: needs at least 2 samples", key)
-    if not np.all(np.isfinite(data)):
-        raise ConfigError(f"{key} = {path!r}: contains NaN or infinite values", key)
     norms = np.linalg.norm(data, axis=1)
     if np.any(norms == 0):
         raise ConfigError(f"{key} = {path!r}: row {int(np.argmax(norms == 0))} is a zero "
@@ -97,14 +90,22 @@ def vmf_density(center: np.ndarray, concentration: float
     return lambda x: norm * np.exp(c * (np.asarray(x) @ center - 1))
 
 
-def kde_concentration(initial: dict, points: np.ndarray | None = None) -> float:
+def kde_concentration(initial: dict, points: np.ndarray | None = None,
+                      key: str = "initial.path") -> float:
     """Kernel concentration ``1/h^2`` of the ``samples`` estimate (``h`` the bandwidth, or
-    the rule of thumb for ``"auto"``); ``points`` are the samples if already loaded."""
+    the rule of thumb for ``"auto"``); ``points`` are the samples if already loaded.
+
+    Raises:
+        ConfigError: (``key``) ``"auto"`` for samples without spread (``check_spread``).
+    """
     if points is None:
-        points = load_sample_vectors(initial["path"])
+        points = load_sample_vectors(initial["path"], key)
     bw = initial["bandwidth"]
-    h = garcia_portugues_bandwidth(points) if bw == "auto" else bw
-    return 1.0 / h**2
+    if bw == "auto":
+        check_spread(float(np.linalg.norm(points.mean(axis=0))), points.shape[0],
+                     initial["path"], key)
+        bw = garcia_portugues_bandwidth(points)
+    return 1.0 / bw**2
 
 
 def _kde(points: np.ndarray, c: float) -> Callable[[np.ndarray], np.ndarray]:

@@ -11,6 +11,7 @@ and one for the noise (``noise_rng``), so the same seed can be given to both.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -28,7 +29,7 @@ TOKEN_UNIT_TOLERANCE = 1e-6
 def check_size(n: int, d: int) -> None:
     """``n >= 2`` tokens (``particles.n``) in dimension ``d >= 2`` (``domain.dim``)."""
     for value, key, what in ((n, "particles.n", "tokens"), (d, "domain.dim", "dimension")):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ConfigError(f"{key} must be an integer, got {value!r}", key)
         if value < 2:
             raise ConfigError(f"{key} ({what}) must be >= 2, got {value}", key)
@@ -94,7 +95,7 @@ def equiangular_tokens(n: int, d: int, rho: float = 0.0,
         raise ConfigError(f"equiangular tokens need n <= d; got n = {n} > d = {d}",
                           "particles.n")
     lo = -1.0 / (n - 1)
-    if not (isinstance(rho, (int, float, np.floating)) and lo <= rho < 1):
+    if not (isinstance(rho, numbers.Real) and not isinstance(rho, bool) and lo <= rho < 1):
         raise ConfigError(f"initial.rho must be in [{lo:.6g}, 1), got {rho!r}",
                           "initial.rho")
     a = math.sqrt(1.0 - rho)
