@@ -320,21 +320,40 @@ class TokenStepper:
 
     def advance(self, x: np.ndarray, t: float, t_next: float, h: float | None = None,
                 on_step: Callable[[float], None] | None = None,
-                h_min: float | None = None) -> tuple[np.ndarray, float]:
-        """The tokens at ``t_next`` from ``x`` at ``t`` (a new array) and the next step;
-        ``h``: the step to try first (None: ``first_step``)."""
+                h_min: float | None = None, *, taken: int = 0,
+                on_state: Callable[[float, np.ndarray, float, int], None] | None = None
+                ) -> tuple[np.ndarray, float]:
+        """The tokens at ``t_next`` from ``x`` at ``t`` (a new array) and the next step.
+
+        Args:
+            x, t: the tokens and their time; with noise, ``t`` is the start of the
+                interval and ``x`` the tokens after ``taken`` of its steps.
+            t_next: the save time to land on.
+            h: the step to try first (None: ``first_step``).
+            on_step: called with the time after each step (progress bars).
+            h_min: the adaptive run stops if its step falls below this.
+            taken: see ``x, t`` (noise runs resumed in the middle of an interval).
+            on_state: called as ``on_state(t, x, h, taken)`` after each step: with the
+                noise generator as it is then, ``advance(x, t, t_next, h, taken=taken)``
+                continues exactly as this call (a checkpoint between saves).
+        """
         end = np.array([float(t_next)])
         saved: dict = {}
         if self.noisy:
+            report = None if on_state is None else \
+                (lambda k, x_: on_state(float(t), x_, self.dt, k))
             self.steps += steppers.integrate_sde(
                 self.stepper, x, t, end, self.dt, self.noise,
-                on_save=lambda t_, x_: saved.update(x=np.array(x_)), on_step=on_step)
+                on_save=lambda t_, x_: saved.update(x=np.array(x_)), on_step=on_step,
+                on_state=report, taken=taken)
             return saved["x"], self.dt
         h = self.first_step(t, t_next) if h is None else h
+        report = None if on_state is None else (lambda t_, x_, h_: on_state(t_, x_, h_, 0))
         res = integrate(self.stepper, x, t, end, h, check=_check_finite, on_step=on_step,
                         on_save=lambda t_, x_, h_: saved.update(x=np.array(x_), h=h_),
-                        h_min=h_min, underflow_advice="the tokens move too fast for "
-                        "time.tolerance; loosen it, or use a fixed time.dt")
+                        on_state=report, h_min=h_min,
+                        underflow_advice="the tokens move too fast for time.tolerance; "
+                        "loosen it, or use a fixed time.dt")
         self.steps += res.steps
         if res.status == -1:
             raise KeyboardInterrupt

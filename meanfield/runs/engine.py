@@ -12,12 +12,15 @@ A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask`
   further one is reached by ``task.advance(state, point, on_step)``, and ``task.frame``
   says what is kept there (all of a frame or none of it, whenever Ctrl-C comes);
 - progress: ``task.progress_bar`` (a tqdm bar over simulated time for stepping tasks),
-  fed by ``on_step``;
-- checkpoints: after a point, when ``output.checkpoint_every`` seconds of wall time have
-  passed since the last one, and on Ctrl-C: ``task.checkpoint(state, frames)`` (the frames
-  and whatever restores the state exactly: solver state, next step, noise generator);
-  ``resume=True`` reads it back (``task.restore``) after checking that it was made with
-  the same config, and continues bit for bit;
+  fed by ``on_step(t)`` (a ``StepHook``);
+- checkpoints: when ``output.checkpoint_every`` seconds of wall time have passed since the
+  last one, after a point or in the middle of an interval (a stepping task offers its
+  exact state after each step: ``on_step.midway(make_state)``), and on Ctrl-C (the latest
+  exact state the engine holds: a checkpoint is never replaced by an older state):
+  ``task.checkpoint(state, frames)`` (the frames and whatever restores the state exactly:
+  solver state, its time, next step, noise generator); ``resume=True`` reads it back
+  (``task.restore``) after checking that it was made with the same config, and continues
+  bit for bit, also from the middle of an interval;
 - Ctrl-C and SIGTERM: the run stops with ``status`` -1, the frames so far in the
   returned dataset and the checkpoint, and a message saying where the checkpoint is;
 - the dataset: ``task.dataset(frames, info)`` stamped with ``kind``, ``config`` (JSON),
@@ -27,10 +30,8 @@ A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask`
 times of ``[time]``, the bar over simulated time, a checkpoint made of the dataset of the
 frames plus the task's ``state_vars``.
 
-Seams for what comes next (not built yet):
+Seam for what comes next (not built yet):
 
-- checkpoints between saves on the wall clock: ``CheckpointClock.due()`` is asked after
-  each point; a task with long intervals can be handed the clock in ``advance`` too;
 - frames streamed to disk: ``Engine._keep`` appends each frame to an in-memory list;
   append to ``<out>.frames.nc`` there (an unlimited ``time`` dimension) and let
   ``task.dataset`` read them back lazily.
@@ -82,9 +83,12 @@ class RunTask:
         """The state at the first point."""
         raise NotImplementedError
 
-    def advance(self, state: Any, point: Any, on_step: Callable[[float], None]) -> Any:
-        """The state at ``point`` from ``state`` at the point before (a new object: the
-        engine keeps the old one for a checkpoint if Ctrl-C comes)."""
+    def advance(self, state: Any, point: Any, on_step: StepHook) -> Any:
+        """The state at ``point`` from ``state`` (at the point before, or in the middle
+        of the interval from a checkpoint); a new object: the engine keeps the old one
+        for a checkpoint if Ctrl-C comes. ``on_step(t)`` after each step moves the bar;
+        ``on_step.midway(make_state)`` there lets the engine checkpoint ``make_state()``
+        (an exact state from which ``advance`` continues bit for bit)."""
         raise NotImplementedError
 
     def frame(self, state: Any) -> Any:
@@ -107,6 +111,12 @@ class RunTask:
     def where(self, done: int) -> str:
         """Where the run is after ``done`` points, for messages ("t = 0.5")."""
         return f"point {done}"
+
+    def beyond(self, state: Any) -> str:
+        """How far a state from the middle of an interval is beyond the last point, for
+        messages ("", or ", stepped on to t = 0.53")."""
+        del state
+        return ""
 
     def info(self) -> dict:
         """Run statistics for the dataset's attrs (steps and the like)."""
@@ -142,6 +152,13 @@ class SteppingTask(RunTask):
         return progress_bar(float(self.times[-1]), float(self.times[max(done, 1) - 1]),
                             enabled)
 
+    def beyond(self, state: Any) -> str:
+        t = getattr(state, "t", None)  # set in the middle of an interval
+        if t is None:
+            return ""
+        taken = getattr(state, "taken", 0)
+        return f", stepped on to t = {t:.6g}" + (f" + {taken} steps" if taken else "")
+
     def state_vars(self, state: Any) -> tuple[dict, dict]:
         """Variables and attrs that restore ``state`` exactly."""
         raise NotImplementedError
@@ -167,6 +184,30 @@ class CheckpointClock:
 
     def reset(self) -> None:
         self.last = _time.monotonic()
+
+
+class StepHook:
+    """The ``on_step`` a task's ``advance`` gets: ``hook(t)`` after each step moves the
+    progress bar; ``hook.midway(make_state)`` after each step keeps ``make_state()`` (the
+    exact state reached, built only then) in a checkpoint when one is due.
+
+    Args:
+        bar: the progress bar, or None.
+        keep: called with the state when a checkpoint is due (None: no checkpoints).
+        due: whether one is due.
+    """
+
+    def __init__(self, bar: Any, keep: Callable[[Any], None] | None,
+                 due: Callable[[], bool]):
+        self.bar, self.keep, self.due = bar, keep, due
+
+    def __call__(self, t: float) -> None:
+        if self.bar is not None:
+            self.bar.update(t - self.bar.n)
+
+    def midway(self, make_state: Callable[[], Any]) -> None:
+        if self.keep is not None and self.due():
+            self.keep(make_state())
 
 
 def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str) -> xr.Dataset:
@@ -231,7 +272,8 @@ class Engine:
             frames = [task.frame(state)]
         self.last = state  # the exact state at the last point kept
         bar = task.progress_bar(self.progress, len(frames))
-        on_step = (lambda t: bar.update(t - bar.n)) if bar is not None else _nothing
+        on_step = StepHook(bar, None if self.output.checkpoint is None else
+                           (lambda mid: self._midway(mid, frames)), self.clock.due)
         try:
             for point in points[len(frames):]:
                 state = task.advance(self.last, point, on_step)
@@ -256,10 +298,17 @@ class Engine:
     def _keep(frames: list, frame: Any) -> None:
         frames.append(frame)
 
+    def _midway(self, state: Any, frames: list) -> None:
+        """Checkpoint a state from the middle of an interval; it is the latest exact
+        state from now on (set first: Ctrl-C while writing keeps it, never an older one)."""
+        self.last = state
+        self._checkpoint(state, frames)
+
     def _checkpoint(self, state: Any, frames: list) -> None:
         task = self.task
         ds = task.checkpoint(state, frames)
-        stamp(ds, task.kind, task.cfg, -1, f"checkpoint at {task.where(len(frames))}")
+        stamp(ds, task.kind, task.cfg, -1,
+              f"checkpoint at {task.where(len(frames))}{task.beyond(state)}")
         self.output.write_checkpoint(ds)
         self.clock.reset()
 
@@ -270,10 +319,6 @@ class Engine:
             self._checkpoint(state, frames)
             message += f"; kept in {str(self.output.checkpoint)!r}, continue with resume"
         return stamp(task.dataset(frames, info), task.kind, task.cfg, -1, message)
-
-
-def _nothing(t: float) -> None:
-    pass
 
 
 def _terminate(signum: int, frame: Any) -> None:

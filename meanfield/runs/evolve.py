@@ -3,13 +3,12 @@
 The run is validated before any work (``ConfigError``), then stepped through the save
 times ``0, save_every, 2 save_every, ..., t_final`` by the run engine
 (``meanfield.runs.engine``): with an output path, a checkpoint ``<path>.checkpoint.nc``
-(the saved frames, the solver state and its next step size) is written every
-``output.checkpoint_every`` seconds of wall time and on Ctrl-C; ``resume=True``
+(the saved frames, the solver state, its time and its next step size) is written every
+``output.checkpoint_every`` seconds of wall time (between save times too) and on Ctrl-C; ``resume=True``
 continues from it and gives the same numbers as an uninterrupted run.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +17,9 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
+from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
-from meanfield.runs.engine import Engine, SteppingTask
+from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from meanfield.runs.pde_dataset import to_dataset
 from solvers.steppers import integrate
 
@@ -29,12 +29,14 @@ UNDERFLOW_ADVICE = ("the solution is not resolved; raise discretization.resoluti
 
 @dataclass
 class PdeState:
-    """The solver state at a save: ``u`` (coefficients or cell values), the next step
-    ``h``, and the density itself where it is known exactly (the initial one)."""
+    """The solver state: ``u`` (coefficients or cell values), the next step ``h``, the
+    density itself where it is known exactly (the initial one), and the time ``t`` of a
+    state in the middle of an interval (None: at the save before)."""
 
     u: np.ndarray
     h: float
     density: np.ndarray | None = None
+    t: float | None = None
 
 
 class EvolveTask(SteppingTask):
@@ -57,17 +59,21 @@ class EvolveTask(SteppingTask):
         return PdeState(self.solver.to_state(self.rho0),
                         self.solver.first_step(self.cfg["time"]["t_final"]), self.rho0.copy())
 
-    def advance(self, state: PdeState, point: float,
-                on_step: Callable[[float], None]) -> PdeState:
+    def advance(self, state: PdeState, point: float, on_step: StepHook) -> PdeState:
         saved = {}
 
         def on_save(t: float, u: np.ndarray, h_next: float) -> None:
             saved.update(u=u.copy(), h=h_next)
 
-        t0 = float(self.times[np.searchsorted(self.times, point) - 1])
+        def on_state(t: float, u: np.ndarray, h: float) -> None:
+            on_step.midway(lambda: PdeState(u.copy(), h, t=t))
+
+        t0 = state.t if state.t is not None else \
+            float(self.times[np.searchsorted(self.times, point) - 1])
         res = integrate(self.stepper, state.u, t0, np.array([point]), state.h,
                         on_save=on_save, check=self.solver.check, on_step=on_step,
-                        h_min=1e-14 * float(self.times[-1]), underflow_advice=UNDERFLOW_ADVICE)
+                        on_state=on_state, h_min=1e-14 * float(self.times[-1]),
+                        underflow_advice=UNDERFLOW_ADVICE)
         self.steps += res.steps
         if res.status == -1:
             raise KeyboardInterrupt
@@ -88,15 +94,19 @@ class EvolveTask(SteppingTask):
         u = np.asarray(state.u)
         data = {"checkpoint_state_real": (("state",), np.real(u).astype(float)),
                 "checkpoint_state_imag": (("state",), np.imag(u).astype(float))}
-        return data, {"checkpoint_h": float(state.h),
-                      "checkpoint_complex": int(np.iscomplexobj(u))}
+        attrs = {"checkpoint_h": float(state.h), "checkpoint_complex": int(np.iscomplexobj(u))}
+        if state.t is not None:  # in the middle of an interval
+            attrs["checkpoint_t"] = float(state.t)
+        return data, attrs
 
     def restore(self, ckpt: xr.Dataset) -> tuple[PdeState, list]:
         u = ckpt["checkpoint_state_real"].values
         if ckpt.attrs["checkpoint_complex"]:
             u = u + 1j * ckpt["checkpoint_state_imag"].values
         frames = [(rho, self.model.diagnostics(rho)) for rho in ckpt["density"].values]
-        return PdeState(u, float(ckpt.attrs["checkpoint_h"])), frames
+        t = ckpt.attrs.get("checkpoint_t")
+        return PdeState(u, float(ckpt.attrs["checkpoint_h"]),
+                        t=None if t is None else float(t)), frames
 
 
 def evolve(config: dict | None = None, *, out: str | Path | None = None,
@@ -123,6 +133,7 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     cfgmod.check_pde_dim(cfg)
+    budget.check(cfg, "evolve")  # too big for this machine: refused before any work
     out = out if out is not None else cfg["output"]["path"]
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(EvolveTask(cfg, threads))

@@ -24,8 +24,9 @@ at chordal distance ``particles.cluster_threshold``; ``meanfield.metrics.cluster
 the resolved sum method and its order, status and message.
 
 Nothing lost: with an output path, a checkpoint ``<path>.checkpoint.nc`` (frames, exact
-state, noise generator state, next step) is written every ``output.checkpoint_every``
-seconds and on Ctrl-C; ``resume=True`` continues from it bit for bit.
+state, its time, noise generator state, next step) is written every
+``output.checkpoint_every`` seconds of wall time (between save times too) and on
+Ctrl-C; ``resume=True`` continues from it bit for bit.
 """
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ from meanfield.metrics import clusters as cl
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model import kernels
 from meanfield.model import particles as pm
+from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
-from meanfield.runs.engine import Engine, SteppingTask
+from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from solvers.particles.multipliers import FAST_METHOD
 
 DEFAULT_N = 1000
@@ -234,12 +236,17 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
 class TokenState:
     """The tokens at a save: ``x`` as stepped (unit rows for the sphere models, renormalised
     at the start), the next step ``h`` (None: not chosen yet), the noise generator's state
-    ``rng``, and the tokens as given where they differ from ``x`` (the start)."""
+    ``rng``, and the tokens as given where they differ from ``x`` (the start).
+
+    In the middle of an interval (a checkpoint between saves), ``t`` and ``taken`` are
+    where ``TokenStepper.advance`` continues from (its ``t`` and ``taken``)."""
 
     x: np.ndarray
     h: float | None
     rng: dict
     shown: np.ndarray | None = None
+    t: float | None = None
+    taken: int = 0
 
 
 class ParticlesTask(SteppingTask):
@@ -269,11 +276,18 @@ class ParticlesTask(SteppingTask):
     def _stepped(self, x: np.ndarray) -> np.ndarray:
         return tokens.check_tokens(x, self.model.on_sphere)
 
-    def advance(self, state: TokenState, point: float, on_step) -> TokenState:
-        t = float(self.times[np.searchsorted(self.times, point) - 1])
+    def advance(self, state: TokenState, point: float, on_step: StepHook) -> TokenState:
+        t = state.t if state.t is not None else \
+            float(self.times[np.searchsorted(self.times, point) - 1])
         self.noise.bit_generator.state = state.rng
+
+        def on_state(t_: float, x: np.ndarray, h: float, taken: int) -> None:
+            on_step.midway(lambda: TokenState(np.array(x), h, self.noise.bit_generator.state,
+                                              t=t_, taken=taken))
+
         x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
-                                    h_min=1e-14 * float(self.times[-1] - self.t_start))
+                                    h_min=1e-14 * float(self.times[-1] - self.t_start),
+                                    taken=state.taken, on_state=on_state)
         return TokenState(x, h, self.noise.bit_generator.state)
 
     def frame(self, state: TokenState) -> tuple[np.ndarray, dict]:
@@ -290,9 +304,13 @@ class ParticlesTask(SteppingTask):
 
     def state_vars(self, state: TokenState) -> tuple[dict, dict]:
         # The frames as stepped (Pre-LN: not unit vectors), so that a resumed run is
-        # bit-identical; the last is the state.
-        return {}, {"checkpoint_h": -1.0 if state.h is None else float(state.h),
-                    "checkpoint_rng": json.dumps(state.rng)}
+        # bit-identical; the last is the state, unless it is in the middle of an interval.
+        attrs = {"checkpoint_h": -1.0 if state.h is None else float(state.h),
+                 "checkpoint_rng": json.dumps(state.rng)}
+        if state.t is None:
+            return {}, attrs
+        attrs.update(checkpoint_t=float(state.t), checkpoint_taken=int(state.taken))
+        return {"checkpoint_midway": (("particle", "component"), state.x)}, attrs
 
     def checkpoint(self, state: TokenState, frames: list) -> xr.Dataset:
         ds = super().checkpoint(state, frames)
@@ -306,8 +324,13 @@ class ParticlesTask(SteppingTask):
         h = float(ckpt.attrs["checkpoint_h"])
         rng = json.loads(ckpt.attrs["checkpoint_rng"])
         self.t_start = float(self.times[len(xs) - 1])
+        h = None if h < 0 else h
+        if "checkpoint_midway" in ckpt:
+            return TokenState(ckpt["checkpoint_midway"].values, h, rng,
+                              t=float(ckpt.attrs["checkpoint_t"]),
+                              taken=int(ckpt.attrs["checkpoint_taken"])), frames
         x = self._stepped(xs[0]) if len(xs) == 1 else xs[-1]
-        return TokenState(x, None if h < 0 else h, rng), frames
+        return TokenState(x, h, rng), frames
 
 
 def particles(config: dict | None = None, *, out: str | Path | None = None,
@@ -334,6 +357,7 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_config(cfg)
+    budget.check(cfg, "particles")  # too big for this machine: refused before any work
     out = out if out is not None else cfg["output"]["path"]
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(ParticlesTask(cfg, plan, threads))

@@ -29,6 +29,7 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
               *, on_save: Callable[[float, np.ndarray, float], None],
               check: Callable[[np.ndarray, float], None] | None = None,
               on_step: Callable[[float], None] | None = None,
+              on_state: Callable[[float, np.ndarray, float], None] | None = None,
               h_min: float | None = None,
               underflow_advice: str = "loosen the tolerance or check the problem"
               ) -> IntegrationResult:
@@ -41,6 +42,9 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
         h0: first step to try.
         check: called as ``check(u, t)`` after each accepted step; raises to stop.
         on_step: called with the new time after each accepted step (progress bars).
+        on_state: called as ``on_state(t, u, h)`` after each accepted step, ``h`` the step
+            to try next: ``integrate(stepper, u, t, later saves, h)`` continues exactly as
+            this run (a checkpoint in the middle of an interval).
         h_min: the run stops with ``StepSizeError`` if the step falls below this.
         underflow_advice: what that error tells the user to change (the caller knows
             its settings).
@@ -72,6 +76,8 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
                     # A step clipped to land on a save time says nothing about the next one.
                     if h_taken < h_try or h_try == h:
                         h = h_next
+                    if on_state is not None:
+                        on_state(t, u, h)
                 else:
                     h = h_next
                 if h < h_min:

@@ -93,12 +93,20 @@ class GeodesicEulerMaruyama:
 def integrate_sde(stepper: GeodesicEulerMaruyama, x0: np.ndarray, t0: float,
                   save_times: np.ndarray, dt: float, rng: np.random.Generator, *,
                   on_save: Callable[[float, np.ndarray], None],
-                  on_step: Callable[[float], None] | None = None) -> int:
+                  on_step: Callable[[float], None] | None = None,
+                  on_state: Callable[[int, np.ndarray], None] | None = None,
+                  taken: int = 0) -> int:
     """Fixed steps from ``t0`` through ``save_times``, landing on each.
 
     Each interval between saves is cut into ``ceil(length/dt)`` equal steps (exactly
     ``dt`` when the saves are multiples of it). The increments are
     ``sqrt(h) * rng.standard_normal(x.shape)``, drawn in step order.
+
+    ``on_state(k, x)`` is called after each step, ``k`` the steps of the interval taken:
+    with the generator as it is then, ``integrate_sde(..., x, t_start, later saves, ...,
+    taken=k)`` from the interval's start ``t_start`` continues exactly as this run (a
+    checkpoint in the middle of an interval; ``x0`` is then the state after ``taken``
+    steps of the first interval).
 
     Returns:
         The number of steps taken.
@@ -108,13 +116,15 @@ def integrate_sde(stepper: GeodesicEulerMaruyama, x0: np.ndarray, t0: float,
         length = float(t_save) - t
         m = max(1, math.ceil(length / dt * (1 - 1e-12)))
         h = length / m
-        for k in range(m):
+        for k in range(taken, m):
             dw = rng.standard_normal(x.shape)
             dw *= math.sqrt(h)
             x = stepper.step(x, h, dw)
             steps += 1
             if on_step is not None:
                 on_step(t + (k + 1) * h)
-        t = float(t_save)
+            if on_state is not None:
+                on_state(k + 1, x)
+        t, taken = float(t_save), 0
         on_save(t, x)
     return steps

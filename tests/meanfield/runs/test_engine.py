@@ -1,6 +1,7 @@
 """The run engine with a toy task (a random walk of its own generator): the hooks' order,
 the dataset attrs, Ctrl-C in a step or in a frame, bit-identical resume, checkpoints on
-the wall clock, a config mismatch, and a task whose part failed."""
+the wall clock, a config mismatch, a task whose part failed, and the step hook (the
+checkpoints between points: tests/meanfield/runs/test_checkpoint_clock.py)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ import meanfield
 from meanfield import ConfigError
 from meanfield import config as cfgmod
 from meanfield.io import read_netcdf
-from meanfield.runs.engine import Engine, RunTask, TaskFailed
+from meanfield.runs.engine import Engine, RunTask, StepHook, TaskFailed
 from meanfield.runs.schedule import checkpoint_path
 
 POINTS = 6
@@ -134,3 +135,27 @@ def test_failed_part_keeps_the_rest_and_says_so(tmp_path):
     with pytest.raises(TaskFailed, match="part 3 failed.*kept in.*resume"):
         run(tmp_path, Walk(config(), fail=True))
     assert read_netcdf(checkpoint_path(tmp_path / "w.nc")).sizes["point"] == POINTS
+
+
+class Bar:
+    n = 0.0
+
+    def update(self, dt):
+        self.n += dt
+
+
+@pytest.mark.parametrize("due, checkpoints", [(True, True), (False, True), (True, False)])
+def test_step_hook_builds_the_state_only_when_a_checkpoint_is_due(due, checkpoints):
+    kept, built, bar = [], [], Bar()
+
+    def make_state():
+        built.append(1)
+        return "state"
+
+    hook = StepHook(bar, kept.append if checkpoints else None, lambda: due)
+    hook(0.25)
+    hook.midway(make_state)
+    hook(0.5)
+    assert bar.n == 0.5  # the bar follows simulated time
+    assert kept == (["state"] if due and checkpoints else [])
+    assert len(built) == len(kept)  # the state is copied only for a checkpoint
