@@ -3,7 +3,7 @@ exact state after each step (``StepHook.midway``), the engine writes it when a c
 is due; Ctrl-C afterwards keeps the latest exact state (never an older one), and resume
 from the middle of an interval lands on the next save bit for bit as an uninterrupted run.
 
-Evolve (spectral, finite-volume: the driver ``integrate``) and particles (noise: fixed
+Evolve (spectral, finite-volume, on the circle and the sphere: the driver ``integrate``) and particles (noise: fixed
 Euler-Maruyama steps; no noise: adaptive RK4), each interrupted by a patched step hook
 raising KeyboardInterrupt in the middle of an interval."""
 from __future__ import annotations
@@ -23,6 +23,9 @@ from meanfield.runs.schedule import checkpoint_path, save_times
 EVOLVE = {"model": {"beta": 1.0, "kappa": 3.0, "normalized": False},
           "initial": {"kind": "von_mises", "center": 1.0, "concentration": 1.0},
           "time": {"t_final": 0.75, "save_every": 0.25, "tolerance": 1e-10}}
+SPHERE = {"domain": {"geometry": "sphere"}, "model": {"beta": 1.0, "kappa": 5.0},
+          "initial": {"kind": "von_mises", "center": [0.0, 0.6, 0.8], "concentration": 2.0},
+          "time": {"t_final": 0.75, "save_every": 0.25, "tolerance": 1e-12}}
 PARTICLES = {"model": {"beta": 1.0}, "initial": {"kind": "von_mises", "concentration": 1.0},
              "time": {"t_final": 0.75, "save_every": 0.25}, "particles": {"n": 60}}
 CASES = {
@@ -30,6 +33,10 @@ CASES = {
                         {**EVOLVE, "discretization": {"method": "spectral", "resolution": 32}}),
     "evolve-finite-volume": (meanfield.evolve, {**EVOLVE, "discretization": {
         "method": "finite-volume", "resolution": 32}}),
+    "evolve-sphere-spectral": (meanfield.evolve, {**SPHERE, "discretization": {
+        "method": "spectral", "resolution": 24}}),
+    "evolve-sphere-finite-volume": (meanfield.evolve, {**SPHERE, "discretization": {
+        "method": "finite-volume", "resolution": 642}}),
     "particles-noise": (meanfield.particles, {**PARTICLES, "model": {"beta": 1.0, "kappa": 10.0},
                                               "time": {**PARTICLES["time"], "dt": 0.02}}),
     "particles-adaptive": (meanfield.particles, {**PARTICLES, "time": {
