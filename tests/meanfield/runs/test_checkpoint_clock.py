@@ -3,9 +3,10 @@ exact state after each step (``StepHook.midway``), the engine writes it when a c
 is due; Ctrl-C afterwards keeps the latest exact state (never an older one), and resume
 from the middle of an interval lands on the next save bit for bit as an uninterrupted run.
 
-Evolve (spectral, finite-volume, on the circle and the sphere: the driver ``integrate``) and particles (noise: fixed
-Euler-Maruyama steps; no noise: adaptive RK4), each interrupted by a patched step hook
-raising KeyboardInterrupt in the middle of an interval."""
+Evolve (spectral, finite-volume, on the circle and the sphere: the driver ``integrate``)
+and particles (noise: fixed Euler-Maruyama steps; no noise: adaptive RK4), each
+interrupted by a patched step hook raising KeyboardInterrupt in the middle of an
+interval."""
 from __future__ import annotations
 
 import functools
