@@ -4,8 +4,9 @@ The run is validated before any work (``ConfigError``), then stepped through the
 times ``0, save_every, 2 save_every, ..., t_final`` by the run engine
 (``meanfield.runs.engine``): with an output path, a checkpoint ``<path>.checkpoint.nc``
 (the saved frames, the solver state, its time and its next step size) is written every
-``output.checkpoint_every`` seconds of wall time (between save times too) and on Ctrl-C; ``resume=True``
-continues from it and gives the same numbers as an uninterrupted run.
+``output.checkpoint_every`` seconds of wall time (between save times too) and on
+Ctrl-C; ``resume=True`` continues from it and gives the same numbers as an uninterrupted
+run.
 """
 from __future__ import annotations
 
