@@ -16,16 +16,33 @@ from meanfield.errors import ConfigError
 Checker = Callable[[str, Any], Any]
 
 
+# The longest value a message shows (a scan list of thousands is cut, and so one line).
+SHOWN_CHARACTERS = 120
+
+
+def describe(value: Any) -> str:
+    """``repr(value)`` for a message, cut to ``SHOWN_CHARACTERS``; an integer too long to
+    print (Python refuses over 4300 digits) is described by its number of digits."""
+    try:
+        text = repr(value)
+    except ValueError:  # int -> str beyond sys.get_int_max_str_digits()
+        digits = (f"about {int(value.bit_length() * math.log10(2)) + 1} digits"
+                  if isinstance(value, int) else "numbers too long to show")
+        return f"<a value with {digits}>"
+    return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "..."
+
+
 def suggest(name: str, valid: list[str] | tuple[str, ...]) -> str:
     """``valid: 'a', 'b'`` plus the nearest valid name to ``name``, if one is close."""
-    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
+    close = difflib.get_close_matches(name[:SHOWN_CHARACTERS], list(valid), n=1, cutoff=0.5)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return f"valid: {', '.join(repr(v) for v in valid)}{hint}"
 
 
 def unknown_name(key: str, name: Any, valid, what: str = "value") -> ConfigError:
     """ConfigError for a name that is not one of ``valid`` (with the nearest suggestion)."""
-    return ConfigError(f"{key} = {name!r} is not a known {what}; {suggest(str(name), valid)}",
+    return ConfigError(f"{key} = {describe(name)} is not a known {what}; "
+                       f"{suggest(name if isinstance(name, str) else describe(name), valid)}",
                        key)
 
 
@@ -40,7 +57,7 @@ def number(key: str, value: Any) -> float:
     """Any real number (int, float, numpy scalar; not a bool) as a Python float; an
     integer beyond the float range as +-inf (refused by the finite checkers)."""
     if not is_number(value):
-        raise ConfigError(f"{key} = {value!r} must be a number", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a number", key)
     try:
         return float(value)
     except OverflowError:  # an int beyond 1.8e308
@@ -52,13 +69,17 @@ def finite_number(key: str, value: Any, *, minimum: float | None = None,
     """A finite float, optionally bounded below (``strict``: exclusive) and above."""
     x = number(key, value)
     if not math.isfinite(x):
-        raise ConfigError(f"{key} = {value!r} must be a finite number", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a finite number", key)
     if minimum is not None and (x <= minimum if strict else x < minimum):
         rel = ">" if strict else ">="
-        raise ConfigError(f"{key} = {value!r} must be {rel} {minimum:g}", key)
+        raise ConfigError(f"{key} = {describe(value)} must be {rel} {minimum:g}", key)
     if maximum is not None and x > maximum:
-        raise ConfigError(f"{key} = {value!r} must be <= {maximum:g}", key)
+        raise ConfigError(f"{key} = {describe(value)} must be <= {maximum:g}", key)
     return x
+
+
+# Every integer of a config (counts, seeds) is stored in the result as a 64-bit integer.
+MAX_INTEGER = 2**63 - 1
 
 
 def integer(key: str, value: Any, *, minimum: int | None = None,
@@ -66,13 +87,16 @@ def integer(key: str, value: Any, *, minimum: int | None = None,
     """An int (a float with an integer value is not accepted: resolutions are counts),
     optionally bounded."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(f"{key} = {value!r} must be an integer"
+        raise ConfigError(f"{key} = {describe(value)} must be an integer"
                           + (f" >= {minimum}" if minimum is not None else ""), key)
     value = int(value)  # a numpy integer as a Python int
+    if maximum is None and abs(value) > MAX_INTEGER:
+        raise ConfigError(f"{key} = {describe(value)} is beyond the 64-bit integers that a "
+                          f"result stores (|value| <= {MAX_INTEGER})", key)
     if minimum is not None and value < minimum:
-        raise ConfigError(f"{key} = {value!r} must be an integer >= {minimum}", key)
+        raise ConfigError(f"{key} = {describe(value)} must be an integer >= {minimum}", key)
     if maximum is not None and value > maximum:
-        raise ConfigError(f"{key} = {value!r} must be an integer <= {maximum}", key)
+        raise ConfigError(f"{key} = {describe(value)} must be an integer <= {maximum}", key)
     return value
 
 
@@ -81,10 +105,10 @@ def kappa(key: str, value: Any) -> float:
     if isinstance(value, str):
         if value.strip().lower() in ("inf", "infinity"):
             return math.inf
-        raise ConfigError(f"{key} = {value!r} must be a number > 0 or \"inf\" (no noise)", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a number > 0 or \"inf\" (no noise)", key)
     x = number(key, value)
     if math.isnan(x) or x <= 0:
-        raise ConfigError(f"{key} = {value!r} must be a number > 0 or \"inf\" (no noise)", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a number > 0 or \"inf\" (no noise)", key)
     return x
 
 
@@ -93,7 +117,7 @@ def auto_or_positive(key: str, value: Any) -> float | str:
     if isinstance(value, str) and value == "auto":
         return "auto"
     if isinstance(value, str):
-        raise ConfigError(f"{key} = {value!r} must be \"auto\" or a number > 0", key)
+        raise ConfigError(f"{key} = {describe(value)} must be \"auto\" or a number > 0", key)
     return finite_number(key, value, minimum=0.0, strict=True)
 
 
@@ -102,14 +126,14 @@ def auto_or_count(key: str, value: Any) -> int | str:
     if isinstance(value, str) and value == "auto":
         return "auto"
     if isinstance(value, str):
-        raise ConfigError(f"{key} = {value!r} must be \"auto\" or an integer >= 2", key)
+        raise ConfigError(f"{key} = {describe(value)} must be \"auto\" or an integer >= 2", key)
     return integer(key, value, minimum=2)
 
 
 def boolean(key: str, value: Any) -> bool:
     """true or false (a numpy bool as a Python bool)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ConfigError(f"{key} = {value!r} must be true or false", key)
+        raise ConfigError(f"{key} = {describe(value)} must be true or false", key)
     return bool(value)
 
 
@@ -128,13 +152,13 @@ def unit_vector(key: str, value: Any, dim: int, tolerance: float) -> list[float]
     what = "unit 3-vector [x, y, z]" if dim == 3 else f"unit {dim}-vector"
     if (not isinstance(value, (list, tuple)) or len(value) != dim
             or not all(is_number(v) for v in value)):
-        raise ConfigError(f"{key} = {value!r} must be a {what}", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a {what}", key)
     vec = [number(key, v) for v in value]
     if not all(math.isfinite(v) for v in vec):
-        raise ConfigError(f"{key} = {value!r} must be a finite {what}", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a finite {what}", key)
     norm = math.sqrt(sum(v * v for v in vec))
     if abs(norm - 1) > tolerance:
-        raise ConfigError(f"{key} = {value!r} has length {norm:.12g}, not 1: give a "
+        raise ConfigError(f"{key} = {describe(value)} has length {norm:.12g}, not 1: give a "
                           f"{what} (it is not normalised for you)", key)
     return vec
 
@@ -151,7 +175,7 @@ def path(key: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (str, Path)) or str(value) == "":
-        raise ConfigError(f"{key} = {value!r} must be a file path (a non-empty string)", key)
+        raise ConfigError(f"{key} = {describe(value)} must be a file path (a non-empty string)", key)
     return str(value)
 
 
@@ -191,7 +215,7 @@ def list_or_range(key: str, value: Any, *, minimum: float | None = None,
         values = [float(v) for v in np.linspace(start, stop, num)]
         if integers:
             if any(v != round(v) for v in values):
-                raise ConfigError(f"{key} = {value!r} must give integers at every point "
+                raise ConfigError(f"{key} = {describe(value)} must give integers at every point "
                                   "(choose start, stop and num accordingly, or give a list)",
                                   key)
             values = [round(v) for v in values]
@@ -200,7 +224,7 @@ def list_or_range(key: str, value: Any, *, minimum: float | None = None,
         _bounded(f"{key}.stop", values[-1], minimum, strict)
         return values
     if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{key} = {value!r} must be a non-empty list of numbers or a range "
+        raise ConfigError(f"{key} = {describe(value)} must be a non-empty list of numbers or a range "
                           "{start, stop, num}", key)
     check = ((lambda k, v: integer(k, v)) if integers else finite_number)
     values = [check(f"{key}[{i}]", v) for i, v in enumerate(value)]

@@ -64,13 +64,13 @@ def validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
         The kind and all its parameters, defaults filled in.
     """
     if not isinstance(raw, dict):
-        raise ConfigError(f"{key} must be a table, got {raw!r}", key)
+        raise ConfigError(f"{key} must be a table, got {ck.describe(raw)}", key)
     kinds = INITIAL_KINDS if allow_mixture else tuple(
         k for k in INITIAL_KINDS if k not in ("mixture", *PARTICLE_ONLY_KINDS))
     if dim > 3:
         kinds = tuple(k for k in kinds if k in ANY_DIM_KINDS)
     kind = raw.get("kind", "perturbed" if dim <= 3 else "uniform")
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:  # (an array answers == elementwise)
         where = f" in dimension {dim}" if dim > 3 else ("" if allow_mixture else
                                                          " as a mixture component")
         raise ck.unknown_name(f"{key}.kind", kind, kinds, f"initial kind{where}")

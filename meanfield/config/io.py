@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from meanfield.config import registry
-from meanfield.config.checkers import suggest
+from meanfield.config.checkers import describe, suggest
 from meanfield.config.renamed import migrate, renamed_key_error
 from meanfield.errors import ConfigError
 
@@ -56,11 +56,15 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
             table = table.setdefault(name, {})
             if not isinstance(table, dict):
                 key = ".".join(parts[:depth + 1])
-                raise ConfigError(f"--set {item!r}: {key} = {table!r} is a value, not a "
+                raise ConfigError(f"--set {item!r}: {key} = {describe(table)} is a value, not a "
                                   f"table of keys; set it whole (--set {key}=VALUE; a scan "
                                   "range is written as a table: {start = 1, stop = 2, num = 5})",
                                   key)
-        table[parts[-1]] = parse_value(text.strip())
+        try:
+            table[parts[-1]] = parse_value(text.strip())
+        except (ValueError, RecursionError) as exc:  # an int over 4300 digits, deep nesting
+            raise ConfigError(f"--set {describe(item)}: the value cannot be read: "
+                              f"{describe(str(exc))}", "--set") from None
     return config
 
 
@@ -81,6 +85,9 @@ def load(path: str | Path, overrides: list[str] | None = None,
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: TOML syntax error: {exc}", "config") from None
+    except (ValueError, RecursionError) as exc:  # an int over 4300 digits, deep nesting
+        raise ConfigError(f"{path}: the TOML cannot be read: {describe(str(exc))}",
+                          "config") from None
     raw = apply_overrides(raw, overrides or [])
     cfg = registry.validate(raw, task)
     # Relative sample paths are relative to the config file, as a user writing it expects.

@@ -19,7 +19,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from meanfield.config.checkers import Checker, suggest
+from meanfield.config.checkers import Checker, describe, suggest
 from meanfield.config.renamed import renamed_key_error
 from meanfield.config.sections import CORE_SECTIONS, CORE_TASKS, Section
 from meanfield.errors import ConfigError
@@ -91,7 +91,8 @@ def validate(config: dict | None, task: str | None = None) -> dict:
             raise ConfigError(f"unknown section [{name}]; {suggest(name, list(sections))}",
                               name)
         if not isinstance(config[name], dict):
-            raise ConfigError(f"[{name}] must be a table of keys, got {config[name]!r}", name)
+            raise ConfigError(f"[{name}] must be a table of keys, got "
+                              f"{describe(config[name])}", name)
     out: dict[str, dict] = {}
     for name, section in SECTIONS.items():  # registration order (see the docstring)
         if name in sections:

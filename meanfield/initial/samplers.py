@@ -97,7 +97,7 @@ def _sample(initial: dict, n: int, dim: int, rng: np.random.Generator, key: str
     kind = initial.get("kind")
     kinds = valid_kinds(dim) if key == "initial" else tuple(
         k for k in COMPONENT_KINDS if k in valid_kinds(dim))
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         where = "" if key == "initial" else " for a mixture component"
         raise ConfigError(f"{key}.kind = {kind!r} is not an initial kind in dimension {dim}"
                           f"{where}; valid: {', '.join(repr(k) for k in kinds)}",
