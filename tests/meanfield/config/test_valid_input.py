@@ -64,3 +64,21 @@ def test_binary_toml_on_the_command_line_exits_2(tmp_path, capsys):
     assert main(["evolve", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "garbage.toml" in err
+
+
+def test_toml_beyond_what_python_reads_is_one_config_error(tmp_path):
+    # an integer over 4300 digits (int() refuses it) and nesting past the recursion limit
+    path = tmp_path / "huge.toml"
+    path.write_text("[model]\nbeta = " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="cannot be read") as info:
+        config.load(path)
+    assert info.value.key == "config" and len(str(info.value)) < 400
+    with pytest.raises(ConfigError, match="cannot be read") as info:
+        config.apply_overrides({}, ["model.beta=" + "[" * 3000 + "]" * 3000])
+    assert info.value.key == "--set"
+
+
+def test_integers_beyond_64_bits_are_refused_with_a_short_message():
+    with pytest.raises(ConfigError, match="64-bit") as info:
+        config.validate({"particles": {"n": 10**5000}}, "particles")
+    assert info.value.key == "particles.n" and "about 5001 digits" in str(info.value)
