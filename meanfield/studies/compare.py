@@ -43,6 +43,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.metrics.binning import histogram_bins
+from meanfield.runs import budget
 from meanfield.runs.engine import Engine, RunTask, TaskFailed
 from meanfield.runs.evolve import evolve
 from meanfield.runs.executor import Executor, TaskResult
@@ -247,6 +248,7 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_compare_config(cfg)
+    budget.check(cfg, "compare")  # too big for this machine: refused before any work
     out = out if out is not None else cfg["output"]["path"]
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     with Executor.from_config(cfg) as executor:

@@ -1,0 +1,304 @@
+"""What a run will cost, said before it starts: memory (refused above what the machine has)
+and, where it is cheap to say, time (a warning for runs of hours).
+
+``estimate(cfg, task)`` reads a validated config only (nothing is allocated) and returns a
+``Budget``: the bytes of each part of the run with the config key that drives it, plus
+seconds where a cheap lower bound exists. ``check(cfg, task)`` compares the total with the
+available memory (``/proc/meminfo`` MemAvailable, else ``os.sysconf``; ``MEMORY_MARGIN`` of
+it) and raises ``ConfigError`` naming the dominant key, the estimate in GiB and the value
+of that key that would fit; a run estimated above ``LONG_RUN_S`` is warned about
+(``LongRunWarning``), never refused.
+
+The parts (bytes of float64 = 8, complex = 16):
+
+- the PDE state and its work arrays per (geometry, method): circle, ``n`` points: the
+  ETDRK4 stages, phi functions and the 3/2-padded product grids (spectral) or the SSP-RK3
+  stages and the FFT convolution of the potential (finite volumes), ``C * n * 8``; sphere
+  spectral, band limit ``L``: ``C * (L+1)(2L+2) * 8`` (grids, the product grids of the 3/2
+  rule, the packed coefficients and the ETDRK4 stages all scale as ``L^2``); sphere finite
+  volumes, ``N`` cells: the mesh build (Delaunay, Voronoi, Lloyd) and the per-edge arrays,
+  ``C * N``. A discretization registered later may give its own ``memory_bytes(cfg)``
+  classmethod (bytes of state and work arrays); otherwise it is counted as the circle's;
+- the saved frames: ``frames x grid size x 8`` times ``FRAME_COPIES`` (the list of frames,
+  the stacked array of the dataset, the copy the netCDF writer makes);
+- particles: ``n x d x 8`` times the stepper's stages and temporaries, the direct sums'
+  Gram blocks (``solvers.particles.direct``, 16 MiB each), the attention-rank SVD
+  (``n^2``), and the frames ``frames x n x d x 8`` times ``FRAME_COPIES``;
+- compare: the PDE, the ``particles.ensemble`` members' kept frames (the positions) with
+  their copies in the comparison and the checkpoint, and the working set of the members
+  running at once (``parallel.workers``).
+
+The coefficients ``C`` were measured on this machine (peak RSS increment over the imported
+package, ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in a fresh process) and are then
+multiplied by ``SAFETY``; estimate / measured peak on real configs:
+
+    circle spectral n = 65536 / 262144 (3 frames) ...... see MEASURED below
+    (filled in from tests/meanfield/runs/test_budget.py's calibration notes)
+
+Time: finite volumes step under their diffusion bound ``dt <= cfl 2.51 dx^2 / (4 D)``
+(circle) or ``cfl 2.51 / (D lambda_max)``, ``lambda_max ~ 7 / dbar^2`` with ``dbar = 3.82 /
+sqrt(N)`` (sphere), ``D = 1 / kappa``: at least ``t_final / dt`` steps of 3 stages at a
+measured cost per cell and stage (``FV_CELL_STAGE_S``). This is a lower bound (the
+positivity bound can only shorten the step), so the warning is never a false alarm.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+
+from meanfield import config as cfgmod
+from meanfield.errors import ConfigError
+from meanfield.runs.schedule import save_times
+
+GiB = 2**30
+MiB = 2**20
+MEMORY_MARGIN = 0.8  # of MemAvailable: the rest is left to the system and other programs
+SAFETY = 1.5  # on the measured coefficients below (allocator slack, other machines)
+OVERHEAD = 150 * MiB  # JIT-compiled kernels, FFT plans, xarray: not in the formulas
+FRAME_COPIES = 3  # the frames list, the dataset's stacked array, the netCDF write buffer
+LONG_RUN_S = 3600.0
+MANY_FRAMES = 1000  # above this many frames their count, not the grid, is what to cut
+
+# Bytes per grid value of the state and work arrays (measured, before SAFETY).
+BYTES_PER_POINT = {
+    ("circle", "spectral"): 2200.0,
+    ("circle", "finite-volume"): 500.0,
+    ("sphere", "spectral"): 3000.0,
+    ("sphere", "finite-volume"): 3000.0,
+}
+PARTICLE_ARRAYS = 16  # n x d arrays alive in a step: RK4 stages, velocities, temporaries
+GRAM_BLOCK = 16 * MiB  # solvers.particles.direct.BLAS_BLOCK_ELEMENTS doubles
+FV_CELL_STAGE_S = {"circle": 2e-8, "sphere": 2e-7}  # seconds per cell and RK stage
+
+
+class LongRunWarning(UserWarning):
+    """A run is estimated to take longer than ``LONG_RUN_S``."""
+
+
+@dataclass
+class Budget:
+    """What a run costs.
+
+    Attributes:
+        parts: name -> (bytes, the config key whose value drives it).
+        seconds: a lower bound of the wall time, or None where it is not cheap to say.
+        what: one phrase saying what the seconds count (e.g. "finite-volume steps").
+    """
+
+    parts: dict[str, tuple[float, str]] = field(default_factory=dict)
+    seconds: float | None = None
+    what: str = ""
+
+    @property
+    def bytes(self) -> float:
+        return OVERHEAD + sum(b for b, _ in self.parts.values())
+
+    @property
+    def dominant(self) -> tuple[str, str]:
+        """(part name, key) of the largest part."""
+        name = max(self.parts, key=lambda k: self.parts[k][0])
+        return name, self.parts[name][1]
+
+
+# ---------------------------------------------------------------------------------------
+# The estimates.
+
+def frame_count(cfg: dict) -> int:
+    """The number of saved frames (``meanfield.runs.schedule.save_times``), without making
+    the array of save times when there are very many of them."""
+    t = cfg["time"]
+    count = t["t_final"] / t["save_every"]
+    return int(count) + 2 if count > 1e7 else len(save_times(t["t_final"], t["save_every"]))
+
+
+def _frames_key(frames: int, size_key: str) -> str:
+    return "time.save_every" if frames > MANY_FRAMES else size_key
+
+
+def grid_size(cfg: dict) -> int:
+    """The values of one PDE frame: points, Gauss-Legendre grid values or cells."""
+    geometry, method = cfg["domain"]["geometry"], cfg["discretization"]["method"]
+    res = cfg["discretization"]["resolution"]
+    if geometry == "sphere" and method == "spectral":
+        return (res + 1) * (2 * res + 2)
+    return res
+
+
+def _pde_parts(cfg: dict, budget: Budget) -> None:
+    from meanfield.discretizations.base import Discretization
+    pair = (cfg["domain"]["geometry"], cfg["discretization"]["method"])
+    size, key = grid_size(cfg), "discretization.resolution"
+    own = getattr(Discretization.from_name(*pair), "memory_bytes", None)
+    if own is not None:
+        work = float(own(cfg))
+    else:
+        work = SAFETY * BYTES_PER_POINT.get(pair, BYTES_PER_POINT[("circle", "spectral")]) \
+            * size
+    budget.parts["PDE state and work arrays"] = (work, key)
+    frames = frame_count(cfg)
+    budget.parts["PDE frames"] = (float(FRAME_COPIES * frames * size * 8),
+                                  _frames_key(frames, key))
+    if pair[1] == "finite-volume":
+        _fv_time(cfg, budget)
+
+
+def _fv_time(cfg: dict, budget: Budget) -> None:
+    """A lower bound of a finite-volume run's time: its diffusion-bound step count."""
+    kappa = cfg["model"]["kappa"]
+    if math.isinf(kappa):
+        return
+    diffusion, n = 1.0 / kappa, cfg["discretization"]["resolution"]
+    cfl = cfg["discretization"]["cfl"]
+    if cfg["domain"]["geometry"] == "circle":
+        dt = cfl * 2.51 * (2 * math.pi / n) ** 2 / (4 * diffusion)
+    else:
+        dt = cfl * 2.51 / (diffusion * 7.0 / (3.82 / math.sqrt(n)) ** 2)
+    steps = cfg["time"]["t_final"] / dt
+    budget.seconds = steps * 3 * n * FV_CELL_STAGE_S[cfg["domain"]["geometry"]]
+    budget.what = (f"at least {steps:.3g} finite-volume steps (diffusion bound dt <= "
+                   f"{dt:.3g} with kappa = {kappa:g})")
+
+
+def _particle_size(cfg: dict) -> tuple[int, int, str]:
+    """(n, d, the key of the larger of the two) without reading more than the config
+    (and the row count of a token file)."""
+    from meanfield.runs.particles import DEFAULT_N
+    n, dim = cfg["particles"]["n"], cfg["domain"]["dim"]
+    if n is None and cfg["initial"]["kind"] == "tokens":
+        from meanfield.initial import samplers
+        n = samplers.token_count(cfg["initial"]["path"])
+    n = DEFAULT_N if n is None else n
+    return n, dim, "domain.dim" if dim > n else "particles.n"
+
+
+def _particle_parts(cfg: dict, budget: Budget, prefix: str = "") -> None:
+    n, d, key = _particle_size(cfg)
+    budget.parts[prefix + "token state and stages"] = (
+        SAFETY * PARTICLE_ARRAYS * n * d * 8 + 4 * GRAM_BLOCK, key)
+    if cfg["particles"]["attention_rank"]:
+        budget.parts[prefix + "attention matrix SVD"] = (4.0 * n * n * 8, "particles.n")
+    frames = frame_count(cfg)
+    budget.parts[prefix + "token frames"] = (
+        float(FRAME_COPIES * frames * n * (d + 1) * 8), _frames_key(frames, key))
+
+
+def estimate(cfg: dict, task: str) -> Budget:
+    """The memory (and, for finite volumes with noise, a time bound) of a run.
+
+    Args:
+        cfg: a validated config (``meanfield.config.validate``).
+        task: "evolve", "particles" or "compare".
+
+    Returns:
+        The ``Budget``; nothing is allocated or computed beyond arithmetic on the config.
+    """
+    budget = Budget()
+    if task in ("evolve", "compare"):
+        _pde_parts(cfg, budget)
+    if task == "particles":
+        _particle_parts(cfg, budget)
+    if task == "compare":
+        n, d, key = _particle_size(cfg)
+        frames, ensemble = frame_count(cfg), cfg["particles"]["ensemble"]
+        running = Budget()
+        _particle_parts(cfg, running)
+        budget.parts["members running"] = (
+            min(cfg["parallel"]["workers"], ensemble) * running.bytes, running.dominant[1])
+        budget.parts["ensemble frames"] = (float(FRAME_COPIES * ensemble * frames * n * d * 8),
+                                           _frames_key(frames, key))
+    return budget
+
+
+# ---------------------------------------------------------------------------------------
+# Checking a run against the machine.
+
+def available_memory() -> int:
+    """Bytes the system can give without swapping: MemAvailable, else free pages."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**62  # unknown: refuse nothing
+
+
+def check(cfg: dict, task: str, available: int | None = None) -> Budget:
+    """Refuse a run that does not fit in memory; warn about one of hours.
+
+    Args:
+        cfg: a validated config.
+        task: "evolve", "particles" or "compare".
+        available: bytes available (default ``available_memory()``).
+
+    Returns:
+        The ``Budget``.
+
+    Raises:
+        ConfigError: the estimate passes ``MEMORY_MARGIN`` of the available memory; the
+            message names the dominant key, the estimate and what would fit.
+    """
+    budget = estimate(cfg, task)
+    limit = MEMORY_MARGIN * (available_memory() if available is None else available)
+    if budget.bytes > limit:
+        part, key = budget.dominant
+        section, name = key.split(".")
+        raise ConfigError(
+            f"{key} = {cfg[section][name]!r}: the run would need about "
+            f"{budget.bytes / GiB:.3g} GiB (mostly {part}) but {limit / GiB:.3g} GiB are "
+            f"available ({MEMORY_MARGIN:.0%} of the free memory); {_what_fits(cfg, task, key, limit)}",
+            key)
+    if budget.seconds is not None and budget.seconds > LONG_RUN_S:
+        warnings.warn(f"this run will take at least {budget.seconds / 3600:.3g} h: "
+                      f"{budget.what}; raise model.kappa or use method = \"spectral\"",
+                      LongRunWarning, stacklevel=3)
+    return budget
+
+
+def _what_fits(cfg: dict, task: str, key: str, limit: float) -> str:
+    """The value of ``key`` (the others kept) whose run fits in ``limit`` bytes."""
+    section, name = key.split(".")
+    value = cfg[section][name]
+
+    def fits(v) -> bool:
+        trial = copy.deepcopy(cfg)
+        trial[section][name] = v
+        return estimate(trial, task).bytes <= limit
+
+    if key == "time.save_every":
+        t_final = cfg["time"]["t_final"]
+        count = _largest(lambda c: fits(t_final / c), 1, frame_count(cfg))
+        if count is None:
+            return "even a single saved interval does not fit"
+        return (f"{key} >= {_round_up(t_final / count)} fits (or a shorter time.t_final: "
+                f"at most {count + 1} frames)")
+    if key == "discretization.resolution" and cfg["domain"]["geometry"] == "sphere" \
+            and cfg["discretization"]["method"] == "finite-volume":
+        good = [c for c in cfgmod.SPHERE_MESH_CELLS if c < value and fits(c)]
+        return f"{key} = {good[-1]} fits" if good else "no mesh fits"
+    low = {"discretization.resolution": 8, "domain.dim": 3, "particles.n": 2}[key]
+    best = _largest(fits, low, value)
+    return f"{key} <= {best} fits" if best is not None else f"even {key} = {low} does not fit"
+
+
+def _largest(fits, low: int, high: int) -> int | None:
+    """The largest integer in [low, high] with ``fits`` (monotone: true, then false)."""
+    if not fits(low):
+        return None
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return high if fits(high) else low
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to 2 significant digits (a value to type in)."""
+    scale = 10 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / scale) * scale
