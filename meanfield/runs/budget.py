@@ -30,16 +30,25 @@ The parts (bytes of float64 = 8, complex = 16):
 
 The coefficients ``C`` were measured on this machine (peak RSS increment over the imported
 package, ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in a fresh process) and are then
-multiplied by ``SAFETY``; estimate / measured peak on real configs:
+multiplied by ``SAFETY``. Estimate (with ``OVERHEAD``) / measured peak, 2026-11-23, 2 shared
+cores, fixed steps, 3 frames unless said:
 
-    circle spectral n = 65536 / 262144 (3 frames) ...... see MEASURED below
-    (filled in from tests/meanfield/runs/test_budget.py's calibration notes)
+    circle spectral n = 65536 ................. 361 / 113 MiB (3.2)
+    circle spectral n = 8192, 2001 frames ..... 551 / 257 MiB (2.1)
+    circle finite volumes n = 262144 .......... 356 / 152 MiB (2.3)
+    sphere spectral L = 127 / 255 / 511 ....... 649 / 73, 796 / 478, 1386 / 478 MiB
+    sphere finite volumes N = 40962 / 163842 .. 329 / 135, 864 / 396 MiB (2.4, 2.2)
+    particles S^1 n = 2e5; S^2 n = 1e5 ........ 328 / 110, 296 / 134 MiB (3.0, 2.2)
+
+so the estimate is 1.7-3x the peak (9x for the small sphere, whose fixed part is counted
+in full): a run refused would need at least ~half of what is said. Sphere L = 2047 is
+estimated at ~31 GiB (the issue's run was killed at 24 GB).
 
 Time: finite volumes step under their diffusion bound ``dt <= cfl 2.51 dx^2 / (4 D)``
 (circle) or ``cfl 2.51 / (D lambda_max)``, ``lambda_max ~ 7 / dbar^2`` with ``dbar = 3.82 /
 sqrt(N)`` (sphere), ``D = 1 / kappa``: at least ``t_final / dt`` steps of 3 stages at a
-measured cost per cell and stage (``FV_CELL_STAGE_S``). This is a lower bound (the
-positivity bound can only shorten the step), so the warning is never a false alarm.
+measured cost per stage and per cell (``FV_STAGE_S``, ``FV_CELL_STAGE_S``). This is a lower
+bound (the positivity bound can only shorten the step), so the warning is no false alarm.
 """
 from __future__ import annotations
 
@@ -66,12 +75,18 @@ MANY_FRAMES = 1000  # above this many frames their count, not the grid, is what 
 BYTES_PER_POINT = {
     ("circle", "spectral"): 2200.0,
     ("circle", "finite-volume"): 500.0,
-    ("sphere", "spectral"): 3000.0,
+    ("sphere", "spectral"): 1000.0,
     ("sphere", "finite-volume"): 3000.0,
 }
+# Bytes that do not grow with the grid (measured: the sphere's transforms take ~400 MiB
+# from band limit 255 up, the same at 511).
+FIXED_BYTES = {("sphere", "spectral"): 450 * MiB}
 PARTICLE_ARRAYS = 16  # n x d arrays alive in a step: RK4 stages, velocities, temporaries
 GRAM_BLOCK = 16 * MiB  # solvers.particles.direct.BLAS_BLOCK_ELEMENTS doubles
-FV_CELL_STAGE_S = {"circle": 2e-8, "sphere": 2e-7}  # seconds per cell and RK stage
+# Seconds of one SSP-RK3 stage: a fixed part (Python, kernel calls) plus a part per cell
+# (measured lower ends: circle 1024 cells 0.17 ms, sphere 10242 cells 8 ms per stage).
+FV_STAGE_S = 5e-5
+FV_CELL_STAGE_S = {"circle": 2e-8, "sphere": 2e-7}
 
 
 class LongRunWarning(UserWarning):
@@ -136,7 +151,7 @@ def _pde_parts(cfg: dict, budget: Budget) -> None:
         work = float(own(cfg))
     else:
         work = SAFETY * BYTES_PER_POINT.get(pair, BYTES_PER_POINT[("circle", "spectral")]) \
-            * size
+            * size + FIXED_BYTES.get(pair, 0)
     budget.parts["PDE state and work arrays"] = (work, key)
     frames = frame_count(cfg)
     budget.parts["PDE frames"] = (float(FRAME_COPIES * frames * size * 8),
@@ -157,7 +172,8 @@ def _fv_time(cfg: dict, budget: Budget) -> None:
     else:
         dt = cfl * 2.51 / (diffusion * 7.0 / (3.82 / math.sqrt(n)) ** 2)
     steps = cfg["time"]["t_final"] / dt
-    budget.seconds = steps * 3 * n * FV_CELL_STAGE_S[cfg["domain"]["geometry"]]
+    stage = FV_STAGE_S + n * FV_CELL_STAGE_S[cfg["domain"]["geometry"]]
+    budget.seconds = steps * 3 * stage
     budget.what = (f"at least {steps:.3g} finite-volume steps (diffusion bound dt <= "
                    f"{dt:.3g} with kappa = {kappa:g})")
 
@@ -253,8 +269,8 @@ def check(cfg: dict, task: str, available: int | None = None) -> Budget:
         raise ConfigError(
             f"{key} = {cfg[section][name]!r}: the run would need about "
             f"{budget.bytes / GiB:.3g} GiB (mostly {part}) but {limit / GiB:.3g} GiB are "
-            f"available ({MEMORY_MARGIN:.0%} of the free memory); {_what_fits(cfg, task, key, limit)}",
-            key)
+            f"available ({MEMORY_MARGIN:.0%} of the free memory); "
+            + _what_fits(cfg, task, key, limit), key)
     if budget.seconds is not None and budget.seconds > LONG_RUN_S:
         warnings.warn(f"this run will take at least {budget.seconds / 3600:.3g} h: "
                       f"{budget.what}; raise model.kappa or use method = \"spectral\"",
