@@ -39,6 +39,7 @@ cores, fixed steps, 3 frames unless said:
     sphere spectral L = 127 / 255 / 511 ....... 649 / 73, 796 / 478, 1386 / 478 MiB
     sphere finite volumes N = 40962 / 163842 .. 329 / 135, 864 / 396 MiB (2.4, 2.2)
     particles S^1 n = 2e5; S^2 n = 1e5 ........ 328 / 110, 296 / 134 MiB (3.0, 2.2)
+    compare S^2 L = 32, 4 x 20000 tokens, 101 frames ........ 1129 / 606 MiB (1.9)
 
 so the estimate is 1.7-3x the peak (9x for the small sphere, whose fixed part is counted
 in full): a run refused would need at least ~half of what is said. Sphere L = 2047 is
