@@ -120,7 +120,7 @@ LONG = ("[model]\nbeta = 1.0\nkappa = 4.0\n[discretization]\nresolution = 512\n"
         "[output]\ncheckpoint_every = 0.5\n")
 
 
-def wait_for(path, seconds: float = 60.0) -> None:
+def wait_for(path, seconds: float = 240.0) -> None:
     end = time.monotonic() + seconds
     while not path.exists():
         assert time.monotonic() < end, f"{path} did not appear"
@@ -139,12 +139,12 @@ def test_two_runs_on_one_output_and_sigterm_keeps_a_checkpoint(tmp_path):
     try:
         wait_for(checkpoint_path(out))
         second = subprocess.run(cli("evolve", str(toml), "--out", str(out), "--no-progress"),
-                                capture_output=True, text=True, timeout=120)
+                                capture_output=True, text=True, timeout=240)
         assert second.returncode == 2
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1 and "another run" in lines[0], second.stderr
         first.send_signal(signal.SIGTERM)
-        _, err = first.communicate(timeout=60)
+        _, err = first.communicate(timeout=240)
     finally:
         first.kill()
     assert first.returncode == 130, err
