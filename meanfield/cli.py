@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from meanfield.errors import ConfigError, OutputError, SolverError
@@ -108,9 +109,15 @@ def _plot(args) -> int:
     return 0
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings on the command line: one line, like the errors (not Python's two)."""
+    return f"meanfield: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    warnings.formatwarning = _one_line_warning
     try:
         if argv and argv[0] in PLANNED:
             raise ConfigError(f"'meanfield {argv[0]}' is not available yet; available: "

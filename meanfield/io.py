@@ -27,6 +27,12 @@ def check_writable(path: str | Path, overwrite: bool, key: str = "output.path") 
     if path.is_dir():
         raise ResultExistsError(f"{key} = {str(path)!r} is a directory; give a file "
                                 "name such as result.nc", key)
+    for folder in path.parents:  # the nearest existing ancestor must be a folder
+        if folder.exists():
+            if not folder.is_dir():
+                raise ConfigError(f"{key} = {str(path)!r} cannot be written: "
+                                  f"{str(folder)!r} is a file, not a folder", key)
+            break
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe",

@@ -155,3 +155,21 @@ def test_demo_out_onto_a_file_is_one_line(tmp_path, capsys):
     assert main(["demo", "--out", str(target), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "is a file" in err
+
+
+def test_cli_warnings_are_one_line(tmp_path):
+    """A run the budget expects to take hours warns in one line before it starts (the
+    run is stopped at once by an impossible output here: nothing is computed)."""
+    toml = tmp_path / "slow.toml"
+    toml.write_text('[model]\nkappa = 1e-6\n[discretization]\nmethod = "finite-volume"\n'
+                    "resolution = 512\n[time]\nt_final = 1.0\n")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    run = subprocess.run([sys.executable, "-m", "meanfield", "evolve", str(toml), "--out",
+                          str(blocker / "r.nc"), "--no-progress"],
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 2
+    err = run.stderr.strip().splitlines()
+    warning = [line for line in err if line.startswith("meanfield: warning")]
+    assert len(warning) == 1 and warning[0].startswith("meanfield: warning: this run will")
+    assert len(err) == 2 and err[1].startswith("meanfield: error:")
