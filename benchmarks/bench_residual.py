@@ -41,20 +41,31 @@ def build(geometry: str, resolution: int, normalized: bool, beta: float = 2.0,
 
 
 def sweep_ratio(disc: Discretization, u: np.ndarray, name: str, values: np.ndarray,
-                repeat: int) -> float:
+                repeat: int, passes: int = 5) -> float:
     """Best time of (set_parameters + residual) over the sweep / best time at one value.
 
-    The two are timed alternately (a load spike on the machine then hits both) with the
-    garbage collector paused, each ``repeat`` times after a warm-up."""
+    Each sample runs ``passes`` passes over ``values`` (timer noise shrinks with the
+    sample's length); the two are timed alternately (a load spike on the machine then
+    hits both) with the garbage collector paused, ``repeat`` times after a warm-up."""
+    values = [float(x) for x in values]
+    if name == "beta":
+        def change(x: float) -> None:
+            disc.set_parameters(beta=x)
+    else:
+        def change(x: float) -> None:
+            disc.set_parameters(kappa=x)
+
     def swept() -> None:
-        for x in values:
-            disc.set_parameters(**{name: x})
-            disc.residual(u)
+        for _ in range(passes):
+            for x in values:
+                change(x)
+                disc.residual(u)
 
     def fixed() -> None:
-        disc.set_parameters(**{name: float(np.median(values))})
-        for _ in values:
-            disc.residual(u)
+        change(float(np.median(values)))
+        for _ in range(passes):
+            for _ in values:
+                disc.residual(u)
 
     best = {"swept": math.inf, "fixed": math.inf}
     swept()  # warm-up: product grids of every degree the sweep meets, plans
