@@ -21,9 +21,9 @@ import numba
 import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
+from meanfield.model.circle_multipliers import circle_multipliers_kernel
 from meanfield.model.kernels import (
     RESOLUTION_TOLERANCE,
-    circle_multipliers_kernel,
     kernel_multiplier,
     potential_multiplier,
 )

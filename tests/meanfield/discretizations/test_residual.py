@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from meanfield.model.kernels import scaled_bessel_kernel
+from meanfield.model.circle_multipliers import scaled_bessel_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 from bench_residual import build, sweep_ratio
