@@ -20,7 +20,11 @@ The parts (bytes of float64 = 8, complex = 16):
   ``C * N``. A discretization registered later may give its own ``memory_bytes(cfg)``
   classmethod (bytes of state and work arrays); otherwise it is counted as the circle's;
 - the saved frames: ``frames x grid size x 8`` times ``FRAME_COPIES`` (the list of frames,
-  the stacked array of the dataset, the copy the netCDF writer makes);
+  the stacked array of the dataset, the copy the netCDF writer makes); with an output
+  (``streamed``: evolve and particles write their frames to part files as they go,
+  ``meanfield.runs.frames``) at most ``FRAME_COPIES`` parts of ``PART_BYTES`` (plus a frame)
+  are in memory: the buffer, its stacked array while it is written, and the part being
+  copied into the result at the end. compare keeps its PDE and members in memory;
 - particles: ``n x d x 8`` times the stepper's stages and temporaries, the direct sums'
   Gram blocks (``solvers.particles.direct``, 16 MiB each), the attention-rank SVD
   (``n^2``), and the frames ``frames x n x d x 8`` times ``FRAME_COPIES``;
@@ -143,7 +147,17 @@ def grid_size(cfg: dict) -> int:
     return res
 
 
-def _pde_parts(cfg: dict, budget: Budget) -> None:
+def _frame_bytes(frames: int, frame: float, streamed: bool) -> float:
+    """The bytes of the saved frames in memory (``frame``: bytes of one): all of them, or
+    with ``streamed`` a part's worth (``meanfield.runs.frames.PART_BYTES``) at most."""
+    from meanfield.runs import frames as frames_module
+    total = frames * frame
+    if streamed:
+        total = min(total, frames_module.PART_BYTES + frame)
+    return float(FRAME_COPIES * total)
+
+
+def _pde_parts(cfg: dict, budget: Budget, streamed: bool = False) -> None:
     from meanfield.discretizations.base import Discretization
     pair = (cfg["domain"]["geometry"], cfg["discretization"]["method"])
     size, key = grid_size(cfg), "discretization.resolution"
@@ -155,7 +169,7 @@ def _pde_parts(cfg: dict, budget: Budget) -> None:
             * size + FIXED_BYTES.get(pair, 0)
     budget.parts["PDE state and work arrays"] = (work, key)
     frames = frame_count(cfg)
-    budget.parts["PDE frames"] = (float(FRAME_COPIES * frames * size * 8),
+    budget.parts["PDE frames"] = (_frame_bytes(frames, size * 8.0, streamed),
                                   _frames_key(frames, key))
     if pair[1] == "finite-volume":
         _fv_time(cfg, budget)
@@ -191,7 +205,8 @@ def _particle_size(cfg: dict) -> tuple[int, int, str]:
     return n, dim, "domain.dim" if dim > n else "particles.n"
 
 
-def _particle_parts(cfg: dict, budget: Budget, prefix: str = "") -> None:
+def _particle_parts(cfg: dict, budget: Budget, prefix: str = "",
+                    streamed: bool = False) -> None:
     n, d, key = _particle_size(cfg)
     budget.parts[prefix + "token state and stages"] = (
         SAFETY * PARTICLE_ARRAYS * n * d * 8 + 4 * GRAM_BLOCK, key)
@@ -199,24 +214,27 @@ def _particle_parts(cfg: dict, budget: Budget, prefix: str = "") -> None:
         budget.parts[prefix + "attention matrix SVD"] = (4.0 * n * n * 8, "particles.n")
     frames = frame_count(cfg)
     budget.parts[prefix + "token frames"] = (
-        float(FRAME_COPIES * frames * n * (d + 1) * 8), _frames_key(frames, key))
+        _frame_bytes(frames, n * (d + 1) * 8.0, streamed), _frames_key(frames, key))
 
 
-def estimate(cfg: dict, task: str) -> Budget:
+def estimate(cfg: dict, task: str, streamed: bool = False) -> Budget:
     """The memory (and, for finite volumes with noise, a time bound) of a run.
 
     Args:
         cfg: a validated config (``meanfield.config.validate``).
         task: "evolve", "particles" or "compare".
+        streamed: the run has an output, so evolve's and particles' frames go to disk as
+            it goes (compare's stay in memory: its runs have no output of their own).
 
     Returns:
         The ``Budget``; nothing is allocated or computed beyond arithmetic on the config.
     """
     budget = Budget()
+    streamed = streamed and task != "compare"
     if task in ("evolve", "compare"):
-        _pde_parts(cfg, budget)
+        _pde_parts(cfg, budget, streamed)
     if task == "particles":
-        _particle_parts(cfg, budget)
+        _particle_parts(cfg, budget, streamed=streamed)
     if task == "compare":
         n, d, key = _particle_size(cfg)
         frames, ensemble = frame_count(cfg), cfg["particles"]["ensemble"]
@@ -247,13 +265,15 @@ def available_memory() -> int:
         return 2**62  # unknown: refuse nothing
 
 
-def check(cfg: dict, task: str, available: int | None = None) -> Budget:
+def check(cfg: dict, task: str, available: int | None = None, *,
+          streamed: bool = False) -> Budget:
     """Refuse a run that does not fit in memory; warn about one of hours.
 
     Args:
         cfg: a validated config.
         task: "evolve", "particles" or "compare".
         available: bytes available (default ``available_memory()``).
+        streamed: the run has an output (its frames go to disk; see ``estimate``).
 
     Returns:
         The ``Budget``.
@@ -262,7 +282,7 @@ def check(cfg: dict, task: str, available: int | None = None) -> Budget:
         ConfigError: the estimate passes ``MEMORY_MARGIN`` of the available memory; the
             message names the dominant key, the estimate and what would fit.
     """
-    budget = estimate(cfg, task)
+    budget = estimate(cfg, task, streamed)
     limit = MEMORY_MARGIN * (available_memory() if available is None else available)
     if budget.bytes > limit:
         part, key = budget.dominant
@@ -271,7 +291,7 @@ def check(cfg: dict, task: str, available: int | None = None) -> Budget:
             f"{key} = {cfg[section][name]!r}: the run would need about "
             f"{budget.bytes / GiB:.3g} GiB (mostly {part}) but {limit / GiB:.3g} GiB are "
             f"available ({MEMORY_MARGIN:.0%} of the free memory); "
-            + _what_fits(cfg, task, key, limit), key)
+            + _what_fits(cfg, task, key, limit, streamed), key)
     if budget.seconds is not None and budget.seconds > LONG_RUN_S:
         warnings.warn(f"this run will take at least {budget.seconds / 3600:.3g} h: "
                       f"{budget.what}; raise model.kappa or use method = \"spectral\"",
@@ -279,7 +299,7 @@ def check(cfg: dict, task: str, available: int | None = None) -> Budget:
     return budget
 
 
-def _what_fits(cfg: dict, task: str, key: str, limit: float) -> str:
+def _what_fits(cfg: dict, task: str, key: str, limit: float, streamed: bool = False) -> str:
     """The value of ``key`` (the others kept) whose run fits in ``limit`` bytes."""
     section, name = key.split(".")
     value = cfg[section][name]
@@ -287,7 +307,7 @@ def _what_fits(cfg: dict, task: str, key: str, limit: float) -> str:
     def fits(v) -> bool:
         trial = copy.deepcopy(cfg)
         trial[section][name] = v
-        return estimate(trial, task).bytes <= limit
+        return estimate(trial, task, streamed).bytes <= limit
 
     if key == "time.save_every":
         t_final = cfg["time"]["t_final"]

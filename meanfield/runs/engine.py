@@ -17,24 +17,27 @@ A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask`
   last one, after a point or in the middle of an interval (a stepping task offers its
   exact state after each step: ``on_step.midway(make_state)``), and on Ctrl-C (the latest
   exact state the engine holds: a checkpoint is never replaced by an older state):
-  ``task.checkpoint(state, frames)`` (the frames and whatever restores the state exactly:
-  solver state, its time, next step, noise generator); ``resume=True`` reads it back
-  (``task.restore``) after checking that it was made with the same config, and continues
-  bit for bit, also from the middle of an interval;
+  ``task.checkpoint(state, frames)`` (whatever restores the state exactly: solver state,
+  its time, next step, noise generator; and the frames, or for a task that ``streams``
+  only their number); ``resume=True`` reads it back (``task.restore``) after checking that
+  it was made with the same config, and continues bit for bit, also from the middle of an
+  interval;
+- the frames (``meanfield.runs.frames.FrameStore``): in memory without an output path or
+  for a task that does not ``stream`` (compare, whose frames are whole runs); else
+  written as they go in part files ``<out>.frames/part-<k>.nc`` of ``frames.PART_BYTES``
+  each (atomically, and always before a checkpoint, so a checkpoint covers whole parts
+  and a kill -9 corrupts nothing), and the result assembled from them lazily and written
+  a part at a time: memory bounded by a part, not by the run. The returned dataset is
+  then opened lazily from the result file (``.load()`` gives numpy arrays);
 - Ctrl-C and SIGTERM: the run stops with ``status`` -1, the frames so far in the
-  returned dataset and the checkpoint, and a message saying where the checkpoint is;
+  returned dataset (read lazily from the parts when they were streamed) and the
+  checkpoint, and a message saying where the checkpoint is;
 - the dataset: ``task.dataset(frames, info)`` stamped with ``kind``, ``config`` (JSON),
   ``version`` (the package's), ``status`` and ``message``.
 
 ``SteppingTask`` is the base of the tasks that step in time (evolve, particles): the save
-times of ``[time]``, the bar over simulated time, a checkpoint made of the dataset of the
-frames plus the task's ``state_vars``.
-
-Seam for what comes next (not built yet):
-
-- frames streamed to disk: ``Engine._keep`` appends each frame to an in-memory list;
-  append to ``<out>.frames.nc`` there (an unlimited ``time`` dimension) and let
-  ``task.dataset`` read them back lazily.
+times of ``[time]``, the bar over simulated time, frames streamed to disk with an output,
+and a checkpoint made of the task's ``state_vars`` and the number of frames it covers.
 """
 from __future__ import annotations
 
@@ -51,8 +54,9 @@ import xarray as xr
 
 import meanfield
 from meanfield import config as cfgmod
-from meanfield.errors import SolverError
+from meanfield.errors import ConfigError, SolverError
 from meanfield.runs import threads as thread_policy
+from meanfield.runs.frames import FrameStore, frames_path, streaming
 from meanfield.runs.output import Output
 from meanfield.runs.schedule import progress_bar, save_times
 
@@ -68,9 +72,14 @@ class RunTask:
     Attributes:
         kind: the task's name, the dataset's ``kind`` attribute.
         cfg: the validated config.
+        streams: whether its frames go to disk in parts when there is an output
+            (``meanfield.runs.frames``): then ``dataset(frames, info, start=k)`` makes the
+            dataset of frames ``k, k + 1, ...``, ``checkpoint`` gets the number of frames
+            (all on disk) instead of the frames and ``restore`` gives that number back.
     """
 
     kind = ""
+    streams = False
 
     def __init__(self, cfg: dict):
         self.cfg = cfg
@@ -101,11 +110,12 @@ class RunTask:
         raise NotImplementedError
 
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
-        """A dataset from which ``restore`` gives back ``state`` and ``frames`` exactly."""
+        """A dataset from which ``restore`` gives back ``state`` and ``frames`` exactly
+        (a task that ``streams``: ``frames`` is their number)."""
         raise NotImplementedError
 
     def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
-        """The state and frames of a checkpoint."""
+        """The state and frames of a checkpoint (a task that ``streams``: their number)."""
         raise NotImplementedError
 
     def where(self, done: int) -> str:
@@ -123,7 +133,8 @@ class RunTask:
         return {}
 
     def finish(self, frames: list) -> None:
-        """Called when every point is done; raises ``TaskFailed`` if some part failed."""
+        """Called when every point is done with the frames in memory (all of them unless
+        the task ``streams``); raises ``TaskFailed`` if some part failed."""
 
     def progress_bar(self, enabled: bool, done: int):
         """A bar with ``update(n)``/``close()`` and an ``n``, or None (the default: a
@@ -134,9 +145,12 @@ class RunTask:
 class SteppingTask(RunTask):
     """A task that steps in time through the save times of ``[time]``.
 
-    Subclasses give ``start``, ``advance``, ``frame``, ``dataset``, ``state_vars`` (the
-    checkpoint's variables and attrs beside the frames) and ``restore``.
+    Its frames stream to disk (``streams``): subclasses give ``start``, ``advance``,
+    ``frame``, ``dataset(frames, info, start=0)`` (frames ``start, start + 1, ...``),
+    ``state_vars`` (the checkpoint's variables and attrs) and ``restore_state``.
     """
+
+    streams = True
 
     def __init__(self, cfg: dict):
         super().__init__(cfg)
@@ -163,13 +177,22 @@ class SteppingTask(RunTask):
         """Variables and attrs that restore ``state`` exactly."""
         raise NotImplementedError
 
-    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
-        ds = self.dataset(frames, {})
+    def restore_state(self, ckpt: xr.Dataset, frames: int) -> Any:
+        """The state of a checkpoint that covers ``frames`` frames."""
+        raise NotImplementedError
+
+    def checkpoint(self, state: Any, frames: int) -> xr.Dataset:
+        """The exact state and the number of frames saved (in the part files) up to it."""
         data, attrs = self.state_vars(state)
-        for name, value in data.items():
-            ds[name] = value
-        ds.attrs.update(attrs)
-        return ds
+        return xr.Dataset(data, attrs={**attrs, "checkpoint_frames": int(frames)})
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, int]:
+        if "checkpoint_frames" not in ckpt.attrs:  # kept its frames: an older version's
+            raise ConfigError("the checkpoint was written by an older meanfield (with its "
+                              "frames inside); it cannot be resumed: pass --overwrite "
+                              "(without --resume) to run again", "resume")
+        frames = int(ckpt.attrs["checkpoint_frames"])
+        return self.restore_state(ckpt, frames), frames
 
 
 class CheckpointClock:
@@ -237,11 +260,14 @@ class Engine:
         self.progress = progress
         self.clock = CheckpointClock(cfg["output"]["checkpoint_every"])
         self.task: RunTask | None = None
+        self.store: FrameStore | None = None
         self.last: Any = None
 
     def run(self, task: RunTask) -> xr.Dataset:
         """Run (or resume) ``task``; the result dataset (``status`` -1 if interrupted)."""
         self.task = task
+        streamed = task.streams and self.output.path is not None
+        self.store = FrameStore(task, frames_path(self.output.path) if streamed else None)
         wall = _time.perf_counter()
         try:
             self.output.lock()
@@ -255,21 +281,32 @@ class Engine:
                                  if self.output.checkpoint is not None else failure)
             if len(frames) < len(task.points()):
                 return self._interrupted(state, frames, info)
-            ds = stamp(task.dataset(frames, info), task.kind, task.cfg, 0, "finished")
-            self.output.write_result(ds)
+            ds = stamp(frames.dataset(info), task.kind, task.cfg, 0, "finished")
+            with streaming():  # lazily opened parts: written one part at a time
+                self.output.write_result(ds)
+            if frames.parts:  # the result replaces them; read it back lazily
+                ds.close()
+                frames.remove()
+                return self.output.open_result()
+            frames.remove()  # an empty folder left by an earlier run
             return ds
         finally:
             self.output.release()
 
-    def _loop(self) -> tuple[Any, list, str | None]:
+    def _loop(self) -> tuple[Any, FrameStore, str | None]:
         """The schedule from the start or the checkpoint; stops early on Ctrl-C."""
-        task, points = self.task, self.task.points()
+        task, points, frames = self.task, self.task.points(), self.store
         ckpt = self.output.saved(task.cfg, task.kind)
         if ckpt is not None:
-            state, frames = task.restore(ckpt)
+            state, kept = task.restore(ckpt)
+            if task.streams:  # the parts it covers; those written after it go
+                frames.truncate(kept)
+            else:
+                frames.frames = list(kept)
         else:
             state = task.start()
-            frames = [task.frame(state)]
+            frames.truncate(0)  # the parts of an earlier run (not resumed) go
+            frames.append(task.frame(state))
         self.last = state  # the exact state at the last point kept
         bar = task.progress_bar(self.progress, len(frames))
         on_step = StepHook(bar, None if self.output.checkpoint is None else
@@ -277,8 +314,9 @@ class Engine:
         try:
             for point in points[len(frames):]:
                 state = task.advance(self.last, point, on_step)
-                self._keep(frames, task.frame(state))
+                frames.append(task.frame(state))
                 self.last = state
+                frames.spill()  # after self.last: Ctrl-C in a write keeps frame and state
                 if self.output.checkpoint is not None and self.clock.due():
                     self._checkpoint(state, frames)
         except KeyboardInterrupt:  # stop: the frames so far and self.last are kept
@@ -289,36 +327,33 @@ class Engine:
         failure = None
         if len(frames) == len(points):
             try:
-                task.finish(frames)
+                task.finish(frames.frames)
             except TaskFailed as exc:
                 failure = str(exc)
         return self.last, frames, failure
 
-    @staticmethod
-    def _keep(frames: list, frame: Any) -> None:
-        frames.append(frame)
-
-    def _midway(self, state: Any, frames: list) -> None:
+    def _midway(self, state: Any, frames: FrameStore) -> None:
         """Checkpoint a state from the middle of an interval; it is the latest exact
         state from now on (set first: Ctrl-C while writing keeps it, never an older one)."""
         self.last = state
         self._checkpoint(state, frames)
 
-    def _checkpoint(self, state: Any, frames: list) -> None:
+    def _checkpoint(self, state: Any, frames: FrameStore) -> None:
         task = self.task
-        ds = task.checkpoint(state, frames)
+        frames.flush()  # first: the checkpoint covers whole parts on disk
+        ds = task.checkpoint(state, len(frames) if task.streams else frames.frames)
         stamp(ds, task.kind, task.cfg, -1,
               f"checkpoint at {task.where(len(frames))}{task.beyond(state)}")
         self.output.write_checkpoint(ds)
         self.clock.reset()
 
-    def _interrupted(self, state: Any, frames: list, info: dict) -> xr.Dataset:
+    def _interrupted(self, state: Any, frames: FrameStore, info: dict) -> xr.Dataset:
         task = self.task
         message = f"interrupted after {task.where(len(frames))}"
         if self.output.checkpoint is not None:
             self._checkpoint(state, frames)
             message += f"; kept in {str(self.output.checkpoint)!r}, continue with resume"
-        return stamp(task.dataset(frames, info), task.kind, task.cfg, -1, message)
+        return stamp(frames.dataset(info), task.kind, task.cfg, -1, message)
 
 
 def _terminate(signum: int, frame: Any) -> None:

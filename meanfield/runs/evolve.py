@@ -2,11 +2,12 @@
 
 The run is validated before any work (``ConfigError``), then stepped through the save
 times ``0, save_every, 2 save_every, ..., t_final`` by the run engine
-(``meanfield.runs.engine``): with an output path, a checkpoint ``<path>.checkpoint.nc``
-(the saved frames, the solver state, its time and its next step size) is written every
-``output.checkpoint_every`` seconds of wall time (between save times too) and on
-Ctrl-C; ``resume=True`` continues from it and gives the same numbers as an uninterrupted
-run.
+(``meanfield.runs.engine``): with an output path, the frames go to disk as the run goes
+(part files ``<path>.frames/``, ``meanfield.runs.frames``), and a checkpoint
+``<path>.checkpoint.nc`` (the solver state, its time, its next step size and the number
+of frames saved) is written every ``output.checkpoint_every`` seconds of wall time
+(between save times too) and on Ctrl-C; ``resume=True`` continues from it and gives the
+same numbers as an uninterrupted run.
 """
 from __future__ import annotations
 
@@ -84,8 +85,8 @@ class EvolveTask(SteppingTask):
         rho = state.density if state.density is not None else self.solver.to_density(state.u)
         return rho, self.model.diagnostics(rho)
 
-    def dataset(self, frames: list, info: dict) -> xr.Dataset:
-        return to_dataset(self.cfg, self.grid, list(self.times[: len(frames)]),
+    def dataset(self, frames: list, info: dict, start: int = 0) -> xr.Dataset:
+        return to_dataset(self.cfg, self.grid, list(self.times[start:start + len(frames)]),
                           [f[0] for f in frames], [f[1] for f in frames], info)
 
     def info(self) -> dict:
@@ -100,14 +101,12 @@ class EvolveTask(SteppingTask):
             attrs["checkpoint_t"] = float(state.t)
         return data, attrs
 
-    def restore(self, ckpt: xr.Dataset) -> tuple[PdeState, list]:
+    def restore_state(self, ckpt: xr.Dataset, frames: int) -> PdeState:
         u = ckpt["checkpoint_state_real"].values
         if ckpt.attrs["checkpoint_complex"]:
             u = u + 1j * ckpt["checkpoint_state_imag"].values
-        frames = [(rho, self.model.diagnostics(rho)) for rho in ckpt["density"].values]
         t = ckpt.attrs.get("checkpoint_t")
-        return PdeState(u, float(ckpt.attrs["checkpoint_h"]),
-                        t=None if t is None else float(t)), frames
+        return PdeState(u, float(ckpt.attrs["checkpoint_h"]), t=None if t is None else float(t))
 
 
 def evolve(config: dict | None = None, *, out: str | Path | None = None,
@@ -126,7 +125,10 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
 
     Returns:
         The result dataset; ``attrs["status"]`` is 0 when finished and -1 when interrupted
-        by Ctrl-C (then it holds the frames computed so far, also kept in the checkpoint).
+        by Ctrl-C (then it holds the frames computed so far, also kept on disk with the
+        checkpoint). With an output path whose frames went to part files, it is opened
+        lazily from the written result (or from the parts, interrupted): values are read
+        when used, ``.load()`` gives numpy arrays; without one it is in memory.
 
     Raises:
         ConfigError: bad input, before any time stepping.
@@ -134,7 +136,8 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     cfgmod.check_pde_dim(cfg)
-    budget.check(cfg, "evolve")  # too big for this machine: refused before any work
     out = out if out is not None else cfg["output"]["path"]
+    # too big for this machine: refused before any work (frames on disk with an output)
+    budget.check(cfg, "evolve", streamed=out is not None)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(EvolveTask(cfg, threads))

@@ -10,9 +10,11 @@ apart. Nothing is lost and nothing is replaced by accident:
   is alive; a lock left by a process that no longer exists (kill -9) is taken over;
 - a checkpoint to resume from must be readable, of the same task and the same config,
   else one line says what is wrong and what to do;
-- the result is written atomically (``meanfield.io``); if that still fails at the end (a
-  disk that filled up, permissions changed), it is written to the temporary directory
-  instead and ``OutputError`` says where.
+- the result is written atomically (``meanfield.io``; a dataset whose frames were
+  streamed to part files, ``meanfield.runs.frames``, is written from them a part at a
+  time); if that still fails at the end (a disk that filled up, permissions changed), it
+  is written to the temporary directory instead and ``OutputError`` says where (the
+  checkpoint and the part files are kept then).
 """
 from __future__ import annotations
 
@@ -155,3 +157,9 @@ class Output:
             raise OutputError(f"could not write {str(self.path)!r} ({exc}); the result is "
                               f"kept in {spare!r}") from None
         self.checkpoint.unlink(missing_ok=True)
+
+    def open_result(self) -> xr.Dataset:
+        """The written result, opened lazily (values are read when used; ``.load()``)
+        without holding the file open (``meanfield.runs.frames.open_detached``)."""
+        from meanfield.runs.frames import open_detached
+        return open_detached(self.path)

@@ -23,10 +23,11 @@ at chordal distance ``particles.cluster_threshold``; ``meanfield.metrics.cluster
 ``particles.attention_rank``, ``attention_rank``. Attributes: the config, the version,
 the resolved sum method and its order, status and message.
 
-Nothing lost: with an output path, a checkpoint ``<path>.checkpoint.nc`` (frames, exact
-state, its time, noise generator state, next step) is written every
-``output.checkpoint_every`` seconds of wall time (between save times too) and on
-Ctrl-C; ``resume=True`` continues from it bit for bit.
+Nothing lost: with an output path, the frames go to disk as the run goes (part files
+``<path>.frames/``, ``meanfield.runs.frames``) and a checkpoint ``<path>.checkpoint.nc``
+(exact state, its time, noise generator state, next step, number of frames saved) is
+written every ``output.checkpoint_every`` seconds of wall time (between save times too)
+and on Ctrl-C; ``resume=True`` continues from it bit for bit.
 """
 from __future__ import annotations
 
@@ -294,8 +295,8 @@ class ParticlesTask(SteppingTask):
         x = state.shown if state.shown is not None else state.x
         return x, diagnostics(x, self.cfg, self.plan)
 
-    def dataset(self, frames: list, info: dict) -> xr.Dataset:
-        return to_dataset(self.cfg, self.plan, list(self.times[: len(frames)]),
+    def dataset(self, frames: list, info: dict, start: int = 0) -> xr.Dataset:
+        return to_dataset(self.cfg, self.plan, list(self.times[start:start + len(frames)]),
                           [f[0] for f in frames], [f[1] for f in frames], info)
 
     def info(self) -> dict:
@@ -303,34 +304,24 @@ class ParticlesTask(SteppingTask):
                 "integrator": self.stepper.info()["integrator"]}
 
     def state_vars(self, state: TokenState) -> tuple[dict, dict]:
-        # The frames as stepped (Pre-LN: not unit vectors), so that a resumed run is
-        # bit-identical; the last is the state, unless it is in the middle of an interval.
+        # The tokens as stepped (Pre-LN: not unit vectors; the start: renormalised), so
+        # that a resumed run is bit-identical; the frames themselves are in the parts.
         attrs = {"checkpoint_h": -1.0 if state.h is None else float(state.h),
                  "checkpoint_rng": json.dumps(state.rng)}
-        if state.t is None:
-            return {}, attrs
-        attrs.update(checkpoint_t=float(state.t), checkpoint_taken=int(state.taken))
-        return {"checkpoint_midway": (("particle", "component"), state.x)}, attrs
+        if state.t is not None:  # in the middle of an interval
+            attrs.update(checkpoint_t=float(state.t), checkpoint_taken=int(state.taken))
+        return {"checkpoint_x": (("particle", "component"), state.x)}, attrs
 
-    def checkpoint(self, state: TokenState, frames: list) -> xr.Dataset:
-        ds = super().checkpoint(state, frames)
-        ds["checkpoint_state"] = (("time", "particle", "component"),
-                                  np.stack([f[0] for f in frames]))
-        return ds
-
-    def restore(self, ckpt: xr.Dataset) -> tuple[TokenState, list]:
-        xs = list(ckpt["checkpoint_state"].values)
-        frames = [(x, diagnostics(x, self.cfg, self.plan)) for x in xs]
+    def restore_state(self, ckpt: xr.Dataset, frames: int) -> TokenState:
         h = float(ckpt.attrs["checkpoint_h"])
         rng = json.loads(ckpt.attrs["checkpoint_rng"])
-        self.t_start = float(self.times[len(xs) - 1])
+        self.t_start = float(self.times[frames - 1])
         h = None if h < 0 else h
-        if "checkpoint_midway" in ckpt:
-            return TokenState(ckpt["checkpoint_midway"].values, h, rng,
-                              t=float(ckpt.attrs["checkpoint_t"]),
-                              taken=int(ckpt.attrs["checkpoint_taken"])), frames
-        x = self._stepped(xs[0]) if len(xs) == 1 else xs[-1]
-        return TokenState(x, h, rng), frames
+        x = ckpt["checkpoint_x"].values
+        if "checkpoint_t" in ckpt.attrs:
+            return TokenState(x, h, rng, t=float(ckpt.attrs["checkpoint_t"]),
+                              taken=int(ckpt.attrs["checkpoint_taken"]))
+        return TokenState(x, h, rng)
 
 
 def particles(config: dict | None = None, *, out: str | Path | None = None,
@@ -349,7 +340,10 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
 
     Returns:
         The dataset; ``attrs["status"]`` is 0 when finished, -1 when interrupted (then it
-        holds the frames so far, also kept in the checkpoint).
+        holds the frames so far, also kept on disk with the checkpoint). With an output
+        path whose frames went to part files, it is opened lazily from the written result
+        (or from the parts, interrupted): values are read when used, ``.load()`` gives
+        numpy arrays; without one it is in memory.
 
     Raises:
         ConfigError: bad input, before any time stepping.
@@ -357,7 +351,8 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_config(cfg)
-    budget.check(cfg, "particles")  # too big for this machine: refused before any work
     out = out if out is not None else cfg["output"]["path"]
+    # too big for this machine: refused before any work (frames on disk with an output)
+    budget.check(cfg, "particles", streamed=out is not None)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(ParticlesTask(cfg, plan, threads))

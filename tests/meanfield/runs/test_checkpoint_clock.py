@@ -146,9 +146,9 @@ def test_checkpoint_between_saves_and_exact_resume(tmp_path, monkeypatch, name, 
     assert steps.records == records[:stop_at]  # the interrupted run stepped as the full one
     ckpt = read_netcdf(checkpoint_path(out))
     if kept is None:  # Ctrl-C in a later interval: the save after the checkpoint is later
-        assert where(ckpt) is None and ckpt.sizes["time"] == 3
+        assert where(ckpt) is None and ckpt.attrs["checkpoint_frames"] == 3
     else:  # the state of the step checkpointed, not the older save before it
-        assert where(ckpt) == records[kept - 1] and ckpt.sizes["time"] == 2
+        assert where(ckpt) == records[kept - 1] and ckpt.attrs["checkpoint_frames"] == 2
         assert "stepped on to t = " in ckpt.attrs["message"]
     resumed = run(cfg, out=out, resume=True)
     assert resumed.attrs["status"] == 0 and not checkpoint_path(out).exists()

@@ -93,7 +93,7 @@ def test_interrupt_keeps_frames_and_resume_is_bit_identical(tmp_path, monkeypatc
     ckpt = output_module.checkpoint_path(out)
     assert ckpt.exists()
     kept = read_netcdf(ckpt)
-    assert kept.sizes["time"] == 4
+    assert kept.attrs["checkpoint_frames"] == 4 and part.sizes["time"] == 4
     resumed = evolve(cfg, out=out, resume=True)
     assert resumed.attrs["status"] == 0 and not ckpt.exists()
     np.testing.assert_array_equal(resumed.density.values, full.density.values)
