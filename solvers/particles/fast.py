@@ -26,9 +26,14 @@ its errors reach 9e-14); and ``L <= 1000``.
 relative to row ``i`` is at most ``a n e^beta / Z_i`` (``Z_i = e^{shift} z_i``, ``a`` the
 accuracy the multipliers were made for, below the rows' target ``row_accuracy``; see
 ``meanfield.model.kernels.fast_multipliers``). The rows whose bound, with ``z_i`` lowered
-by its own error, still exceeds ``row_accuracy`` are recomputed by the direct kernel
-(those rows against all keys; cost rows x n) and carry the direct shift. Then ``s_i`` and
-``z_i`` are within ``row_accuracy Z_i`` and ``s_i/z_i`` within ``2 row_accuracy``.
+by its own error, still exceeds ``row_accuracy`` are recomputed (``relative_sums``) and
+carry their own shift: on S^1 by Chebyshev interpolation on arcs
+(``solvers.particles.arcs``: O(n p + rows B p), B arcs of p nodes set by beta and the
+accuracy), on S^2 (and where that is not the cheaper) by the direct kernel (rows x n).
+Then ``s_i`` and ``z_i`` are within ``row_accuracy Z_i`` and ``s_i/z_i`` within ``2
+row_accuracy``. The arcs keep a clustering run O(n K) per step on S^1: tokens left
+between the clusters, whose rows the Fourier sums cannot resolve, cost the direct kernel
+rows x n before (see ``benchmarks/bench_clustering.py``).
 
 Timings (``benchmarks/bench_particles.py``; 2-core AMD EPYC shared with other jobs, so
 +-30%; one evaluation, m = n, beta = 5, accuracy 1e-10):
@@ -55,7 +60,7 @@ import math
 
 import numpy as np
 
-from solvers.particles import fourier, harmonic
+from solvers.particles import arcs, fourier, harmonic
 from solvers.particles.direct import exp_kernel_sums, normalize_rows, tangent_projection
 from solvers.particles.multipliers import (
     FAST_METHOD,
@@ -177,6 +182,20 @@ def interaction_sums(queries: np.ndarray, keys: np.ndarray, beta: float,
                                         * np.where(low > 0, low, 1.0)))
     if redo.size:
         qd = normalize_rows(q[redo])
-        sd, zd, hd = exp_kernel_sums(qd, normalize_rows(y), beta, backend)
+        sd, zd, hd = relative_sums(qd, y, beta, multipliers.row_accuracy, backend)
         s[redo], z[redo], shift[redo] = (tangent_projection(qd, sd) if project else sd), zd, hd
     return s, z, shift
+
+
+def relative_sums(queries: np.ndarray, keys: np.ndarray, beta: float, tolerance: float,
+                  backend: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sums of the rows ``relative_rows`` recomputes (``queries`` unit vectors),
+    each within ``tolerance`` of its own sum: on S^1 by Chebyshev interpolation on arcs
+    (``solvers.particles.arcs``, O(n p + rows B p)) when it is the cheaper, else by the
+    direct kernel (rows x n)."""
+    rows, (n, d) = queries.shape[0], keys.shape
+    if d == 2 and tolerance >= arcs.MIN_TOLERANCE:
+        plan = arcs.arc_plan(float(beta), float(tolerance))
+        if plan is not None and arcs.arc_cost(n, rows, plan) < rows * n:
+            return arcs.arc_kernel_sums(queries, keys, plan)
+    return exp_kernel_sums(queries, normalize_rows(keys), beta, backend)

@@ -114,9 +114,13 @@ def test_relative_rows_fix_the_rows_far_from_the_clusters(d):
     assert errors(plain, direct, beta)[2] > 1e-3  # far rows: z ~ e^{-40} n e^beta
     usa, zerr, sa = errors(fixed, direct, beta)
     assert sa <= 2 * accuracy
-    redone = fixed[2] != beta
+    redone = fixed[2] != beta  # recomputed rows carry their own shift (none inside an arc
+    # of keys here: the far rows are > 0.5 rad from the clusters)
     assert 0 < redone.sum() < 1500 and not redone[1500:].any()  # cluster rows stay fast
-    assert np.allclose(fixed[2][redone], direct[2][redone], rtol=0, atol=1e-12)
+    if d == 3:  # the direct kernel's shift: the row's largest exponent
+        assert np.allclose(fixed[2][redone], direct[2][redone], rtol=0, atol=1e-12)
+    else:  # the arcs': beta cos(angle to the nearest arc of keys) >= that
+        assert np.all(fixed[2][redone] >= direct[2][redone] - 1e-12)
     # Each row's sum is within accuracy of itself.
     zf, zd = unshifted(*fixed, beta)[1], unshifted(*direct, beta)[1]
     assert np.all(np.abs(zf - zd) <= accuracy * zd)
