@@ -284,11 +284,10 @@ class Engine:
             ds = stamp(frames.dataset(info), task.kind, task.cfg, 0, "finished")
             with streaming():  # lazily opened parts: written one part at a time
                 self.output.write_result(ds)
-            if frames.parts:  # the result replaces them; read it back lazily
+            if frames.lazy:  # opened from the parts: read the result back lazily
                 ds.close()
-                frames.remove()
-                return self.output.open_result()
-            frames.remove()  # an empty folder left by an earlier run
+                ds = self.output.open_result()
+            frames.remove()  # the result holds them now
             return ds
         finally:
             self.output.release()

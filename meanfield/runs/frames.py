@@ -71,6 +71,7 @@ class FrameStore:
             ``len(frames)`` of the run.
         parts: the part files written, in order.
         flushed: the frames in those parts.
+        lazy: whether the last ``dataset()`` holds the parts opened lazily.
     """
 
     def __init__(self, task: Any, folder: str | Path | None = None):
@@ -79,6 +80,7 @@ class FrameStore:
         self.frames: list = []
         self.parts: list[Path] = []
         self.flushed = 0
+        self.lazy = False
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -157,20 +159,27 @@ class FrameStore:
 
     def dataset(self, info: dict) -> xr.Dataset:
         """All frames as the task's dataset with ``info`` in its attrs: in memory if no
-        part was written, else the parts opened lazily (one dask chunk per part) and the
-        buffer, the same variables, coordinates, attrs and values."""
+        part was written or all of them hold less than ``PART_BYTES`` (read whole: no
+        dask graph for a short run that was checkpointed), else the parts opened lazily
+        (one dask chunk per part) and the buffer; the same variables, coordinates, attrs
+        and values either way. ``lazy`` says which."""
+        self.lazy = False
         if not self.parts:
             return self.task.dataset(self.frames, info)
-        first = xr.open_dataset(self.parts[0], engine="netcdf4")
-        order, attrs = list(first.data_vars), dict(first.attrs)
-        first.close()
+        with xr.open_dataset(self.parts[0], engine="netcdf4") as first:
+            order, attrs = list(first.data_vars), dict(first.attrs)
         same = {"data_vars": "minimal", "coords": "minimal", "compat": "override",
                 "join": "override", "combine_attrs": "override"}
-        ds = xr.open_mfdataset(self.parts, engine="netcdf4", combine="nested",
-                               concat_dim="time", chunks={}, parallel=False, **same)
+        self.lazy = sum(p.stat().st_size for p in self.parts) + self._bytes > PART_BYTES
+        if self.lazy:
+            pieces = [xr.open_mfdataset(self.parts, engine="netcdf4", combine="nested",
+                                        concat_dim="time", chunks={}, parallel=False,
+                                        **same)]
+        else:
+            pieces = [_load(path) for path in self.parts]
         if self.frames:
-            tail = self.task.dataset(self.frames, {}, start=self.flushed)
-            ds = xr.concat([ds, tail], dim="time", **same)
+            pieces.append(self.task.dataset(self.frames, {}, start=self.flushed))
+        ds = xr.concat(pieces, dim="time", **same) if len(pieces) > 1 else pieces[0]
         # the in-memory dataset's order of variables; encodings read from the parts
         # (chunk sizes, fill values of a part's shape) would not fit the whole
         ds = ds[order].drop_encoding()
@@ -192,6 +201,11 @@ def streaming() -> Iterator[None]:
 
     with dask.config.set(scheduler="synchronous"):
         yield
+
+
+def _load(path: Path) -> xr.Dataset:
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds.load()
 
 
 _READ_LOCK = threading.Lock()  # one netCDF open at a time (dask may read in threads)
