@@ -38,14 +38,16 @@ multiplied by ``SAFETY``. Estimate (with ``OVERHEAD``) / measured peak, 2026-11-
 cores, fixed steps, 3 frames unless said:
 
     circle spectral n = 65536 ................. 361 / 113 MiB (3.2)
-    circle spectral n = 8192, 2001 frames ..... 551 / 257 MiB (2.1)
+    circle spectral n = 8192, 2001 frames ..... 551 / 317 MiB (1.7); with an output
+        (frames streamed in 32 MiB parts) ....... 272 / 188 MiB (1.4) (re-measured
+        2026-11-23, fixed dt = save_every = 0.001; before streaming: 343 MiB with one)
     circle finite volumes n = 262144 .......... 356 / 152 MiB (2.3)
     sphere spectral L = 127 / 255 / 511 ....... 649 / 73, 796 / 478, 1386 / 478 MiB
     sphere finite volumes N = 40962 / 163842 .. 329 / 135, 864 / 396 MiB (2.4, 2.2)
     particles S^1 n = 2e5; S^2 n = 1e5 ........ 328 / 110, 296 / 134 MiB (3.0, 2.2)
     compare S^2 L = 32, 4 x 20000 tokens, 101 frames ........ 1129 / 606 MiB (1.9)
 
-so the estimate is 1.7-3x the peak (9x for the small sphere, whose fixed part is counted
+so the estimate is 1.4-3x the peak (9x for the small sphere, whose fixed part is counted
 in full): a run refused would need at least ~half of what is said. Sphere L = 2047 is
 estimated at ~31 GiB (the issue's run was killed at 24 GB).
 

@@ -168,3 +168,29 @@ def test_frame_count_is_the_number_of_save_times(t_final, save_every):
 
 def test_available_memory_reads_meminfo():
     assert 0 < budget.available_memory() < 2**62
+
+
+@pytest.mark.parametrize("run, task, config", [
+    (evolve, "evolve", {"time": {"t_final": 2e4, "save_every": 1e-3}}),
+    (particles, "particles", {"particles": {"n": 10**5},
+                              "time": {"t_final": 100.0, "save_every": 0.01}})])
+def test_frames_streamed_with_an_output_are_counted_by_the_part(machine, tmp_path,
+                                                                 monkeypatch, run, task,
+                                                                 config):
+    """Without an output all frames are in memory (refused here); with one they go to
+    disk in parts (``meanfield.runs.frames``): a part's worth is counted and it fits."""
+    from meanfield.runs import frames
+
+    cfg = cfgmod.validate(config, task)
+    kept = budget.estimate(cfg, task)
+    streamed = budget.estimate(cfg, task, streamed=True)
+    name = "PDE frames" if task == "evolve" else "token frames"
+    assert kept.parts[name][0] > 2 * AVAILABLE
+    # a part and one frame (2.4 MB for 1e5 tokens), a few times
+    assert streamed.parts[name][0] <= budget.FRAME_COPIES * (frames.PART_BYTES + 3e6)
+    refused(run, config, "time.save_every")
+    with pytest.raises(AssertionError, match="the run started"):  # past the budget
+        run(config, out=tmp_path / "run.nc")
+    both = cfgmod.validate(config)
+    assert budget.estimate(both, "compare", streamed=True).bytes == \
+        budget.estimate(both, "compare").bytes  # compare's runs keep theirs in memory
