@@ -186,6 +186,18 @@ class Discretization:
         self.model.set_parameters(beta, kappa)
         self._parameters_changed(kappa is not None)
 
+    # --- the velocity field off the grid ----------------------------------------------
+    exact_velocity_at = False  # whether velocity_at is the discrete field itself
+
+    def velocity_at(self, state: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The velocity field ``v[rho](x)`` of the density of ``state`` at arbitrary
+        points ``(m, d)`` (their directions), as tangent vectors: what a token at ``x``
+        would follow in this PDE solution (the nonlinear process of the Sznitman
+        coupling). Entries whose field is known off the grid exactly give it."""
+        raise ConfigError(
+            f"the {self.geometry} {self.method!r} discretization has no velocity field off "
+            "its grid; use discretization.method = 'spectral'", "discretization.method")
+
     def _check_beta(self, beta: float) -> None:
         """ConfigError if the resolution does not carry the kernel at beta."""
         self.check_resolution(self.resolution, beta)
@@ -246,6 +258,13 @@ class SpectralDiscretization(Discretization):
         """``F'(u) v = linear * v + N'(u) v``, with ``N'`` exact (the entry's
         ``tendency_jvp``): the derivative of the discrete operator to round-off."""
         return self.scheme.linear * v + self._nonlinear_jvp(u, v)
+
+    exact_velocity_at = True
+
+    def velocity_at(self, state: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The model's velocity series evaluated at ``points`` (``velocity_at`` of the
+        circle and sphere models: exact to ~1e-13)."""
+        return self.model.velocity_at(state, points)
 
     def _parameters_changed(self, kappa_changed: bool) -> None:
         if kappa_changed:  # (the linear part is the diffusion: beta leaves it)

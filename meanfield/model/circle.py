@@ -28,7 +28,9 @@ from meanfield.model.kernels import (
     potential_multiplier,
 )
 from solvers.grids.circle import CircleGrid
+from solvers.grids.coordinates import angle
 from solvers.transforms.fft import RealFFT
+from solvers.transforms.pointwise import series_at
 
 
 def make_potential_differences():
@@ -156,6 +158,18 @@ class CircleModel:
         if not self.normalized:
             return dphi
         return dphi / fft.inverse(self.s * c)
+
+    def velocity_at(self, c: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The velocity field of the density with coefficients ``c`` at the directions of
+        ``points`` (m, 2), off the grid: tangent vectors ``v(theta) (-sin, cos)``, the
+        series the grid velocity samples evaluated exactly (``series_at``, ~1e-14)."""
+        p = np.asarray(points, dtype=float)
+        theta = angle(p)
+        nyquist = self.grid.n % 2 == 0
+        v = series_at(self._ikg * c, theta, nyquist)
+        if self.normalized:
+            v = v / series_at(self.s * c, theta, nyquist)
+        return v[:, None] * np.stack([-np.sin(theta), np.cos(theta)], axis=-1)
 
     def velocity_derivative(self, c: np.ndarray, w: np.ndarray, fft: RealFFT) -> np.ndarray:
         """Derivative of ``velocity`` at ``c`` along ``w`` (a new array).

@@ -35,6 +35,7 @@ from meanfield.model.kernels import (
 )
 from solvers.grids.coordinates import colat_lon
 from solvers.grids.sphere import SphereGrid, product_grid
+from solvers.transforms.pointwise import sphere_synthesis_at
 from solvers.transforms.sht import alm_lmax, product_sizes, resize_alm
 
 Y00 = 1 / math.sqrt(4 * math.pi)
@@ -127,6 +128,19 @@ class SphereModel:
         mean = self.s[0] * a[0].real * Y00
         kernel = mean + self.beta * phi
         return self._log_ratio(phi, mean), lap_phi / kernel - self.beta * grad2 / kernel**2
+
+    def velocity_at(self, a: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The velocity field ``grad U`` of the density with coefficients ``a`` at the
+        directions of ``points`` (m, 3), off the grid (tangent vectors): USA ``e^beta
+        grad phi``, SA ``grad phi / K`` with ``K = M + beta phi`` (``potential_fields``),
+        ``phi = g*rho`` of degree ``g_lmax`` evaluated exactly (``sphere_synthesis_at``)."""
+        phi_lm = resize_alm(self.g * a, self.g_lmax)
+        phi, grad = sphere_synthesis_at(phi_lm, self.g_lmax, points, gradient=True,
+                                        threads=self.threads or 1)
+        if not self.normalized:
+            return self.scale * grad
+        kernel = self.s[0] * a[0].real * Y00 + self.beta * phi
+        return grad / kernel[:, None]
 
     def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
         """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
