@@ -281,6 +281,8 @@ class Engine:
                                  if self.output.checkpoint is not None else failure)
             if len(frames) < len(task.points()):
                 return self._interrupted(state, frames, info)
+            if frames.parts:  # the end first: if the (long) write fails, resume only
+                self._checkpoint(state, frames)  # assembles the parts again
             ds = stamp(frames.dataset(info), task.kind, task.cfg, 0, "finished")
             with streaming():  # lazily opened parts: written one part at a time
                 self.output.write_result(ds)

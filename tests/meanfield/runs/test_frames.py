@@ -261,3 +261,37 @@ def test_a_streamed_run_keeps_its_frames_out_of_memory(tmp_path):
                           capture_output=True, text=True, timeout=600, check=True)
     peak_mib = int(done.stdout.split()[-1]) / 1024  # ru_maxrss: KiB on Linux
     assert peak_mib < frames_mib / 2, (peak_mib, frames_mib)
+
+
+def test_a_streamed_result_that_cannot_be_written_is_kept_and_resumed(tmp_path, small_parts,
+                                                                     monkeypatch):
+    """A full disk at the end: the result goes to the temporary directory (OutputError
+    says where), the checkpoint of the end and the parts stay, and resume writes the
+    result without stepping again."""
+    run, cfg = CASES["circle-spectral"]
+    memory = run(cfg)
+    out = tmp_path / "run.nc"
+    real = output_module.write_netcdf
+
+    def full_disk(ds, path, overwrite=False):
+        if str(path) == str(out):
+            raise OSError(28, "No space left on device")
+        return real(ds, path, overwrite)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(output_module, "write_netcdf", full_disk)
+        with pytest.raises(meanfield.errors.OutputError, match="kept in") as err:
+            run(cfg, out=out)
+    kept = str(err.value).split("kept in ")[1].strip("'")
+    try:
+        xr.testing.assert_identical(plain(read_netcdf(kept)), plain(memory))
+    finally:
+        os.unlink(kept)
+    assert read_netcdf(checkpoint_path(out)).attrs["checkpoint_frames"] == 21
+    steps = []
+    monkeypatch.setattr(meanfield.runs.evolve.EvolveTask, "advance",
+                        lambda *args: steps.append(1))
+    resumed = run(cfg, out=out, resume=True)
+    assert steps == [] and resumed.attrs["status"] == 0
+    xr.testing.assert_equal(resumed, memory)
+    assert not frames_path(out).exists() and not checkpoint_path(out).exists()
