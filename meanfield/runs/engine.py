@@ -283,7 +283,7 @@ class Engine:
                 return self._interrupted(state, frames, info)
             if frames.parts:  # the end first: if the (long) write fails, resume only
                 self._checkpoint(state, frames)  # assembles the parts again
-            ds = stamp(frames.dataset(info), task.kind, task.cfg, 0, "finished")
+            ds = stamp(frames.assemble(info), task.kind, task.cfg, 0, "finished")
             with streaming():  # lazily opened parts: written one part at a time
                 self.output.write_result(ds)
             if frames.lazy:  # opened from the parts: read the result back lazily
@@ -354,7 +354,7 @@ class Engine:
         if self.output.checkpoint is not None:
             self._checkpoint(state, frames)
             message += f"; kept in {str(self.output.checkpoint)!r}, continue with resume"
-        return stamp(frames.dataset(info), task.kind, task.cfg, -1, message)
+        return stamp(frames.assemble(info), task.kind, task.cfg, -1, message)
 
 
 def _terminate(signum: int, frame: Any) -> None:

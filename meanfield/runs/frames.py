@@ -10,10 +10,10 @@ netCDF/HDF5 file cut in the middle (an append to one long-lived file would risk 
 that). A checkpoint follows a flush, so it covers a whole number of parts: on resume
 ``truncate(n)`` keeps the parts of its ``n`` frames and deletes the later ones.
 
-The result (``dataset``) is the parts opened lazily with dask and concatenated along
-``time`` with the buffer; written through ``streaming()`` it goes to disk a part at a
-time, so the memory is bounded by a part, not by the run; ``open_detached`` reads it
-back lazily.
+The result (``assemble``) is the parts, opened lazily with dask (read whole when all of
+them hold less than a part), concatenated along ``time`` with the buffer; written
+through ``streaming()`` it goes to disk a part at a time, so the memory is bounded by a
+part, not by the run; ``open_detached`` reads the written result back lazily.
 
 netCDF-C/HDF5 crash (segfault) when a file holding strings is open twice at once
 (netcdf4-python#1444, HDFGroup/hdf5#5359), and a resumed run opens parts that the
@@ -71,7 +71,7 @@ class FrameStore:
             ``len(frames)`` of the run.
         parts: the part files written, in order.
         flushed: the frames in those parts.
-        lazy: whether the last ``dataset()`` holds the parts opened lazily.
+        lazy: whether the last ``assemble()`` holds the parts opened lazily.
     """
 
     def __init__(self, task: Any, folder: str | Path | None = None):
@@ -157,7 +157,7 @@ class FrameStore:
                 f"({type(exc).__name__}: {exc}): pass --overwrite (without --resume) to run "
                 "again", "resume") from None
 
-    def dataset(self, info: dict) -> xr.Dataset:
+    def assemble(self, info: dict) -> xr.Dataset:
         """All frames as the task's dataset with ``info`` in its attrs: in memory if no
         part was written or all of them hold less than ``PART_BYTES`` (read whole: no
         dask graph for a short run that was checkpointed), else the parts opened lazily
