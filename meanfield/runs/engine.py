@@ -284,7 +284,7 @@ class Engine:
             if frames.parts:  # the end first: if the (long) write fails, resume only
                 self._checkpoint(state, frames)  # assembles the parts again
             ds = stamp(frames.assemble(info), task.kind, task.cfg, 0, "finished")
-            with streaming():  # lazily opened parts: written one part at a time
+            with streaming(frames.lazy):  # lazily opened parts: one part at a time
                 self.output.write_result(ds)
             if frames.lazy:  # opened from the parts: read the result back lazily
                 ds.close()

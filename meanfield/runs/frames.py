@@ -194,9 +194,13 @@ class FrameStore:
 
 
 @contextlib.contextmanager
-def streaming() -> Iterator[None]:
+def streaming(lazy: bool = True) -> Iterator[None]:
     """Compute lazily opened frames one chunk at a time while writing them (dask's
-    synchronous scheduler: one part in memory, no threads beside the run's)."""
+    synchronous scheduler: one part in memory, no threads beside the run's); nothing
+    (dask not even imported) for frames in memory (``lazy`` false)."""
+    if not lazy:
+        yield
+        return
     import dask
 
     with dask.config.set(scheduler="synchronous"):
