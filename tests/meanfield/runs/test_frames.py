@@ -44,6 +44,13 @@ CASES = {
                                         "initial": {"kind": "von_mises", "concentration": 1.0},
                                         "time": {**TIME, "dt": 0.01},
                                         "particles": {"n": 40}}),
+    "particles-pre-ln": (meanfield.particles, {
+        "model": {"beta": 1.0}, "initial": {"kind": "von_mises", "concentration": 1.0},
+        "time": {**TIME, "dt": 0.01}, "particles": {"n": 30, "architecture": "pre-ln"}}),
+    "particles-hardmax-rank": (meanfield.particles, {  # energy NaN, integer ranks
+        "model": {"beta": 1.0}, "initial": {"kind": "von_mises", "concentration": 1.0},
+        "time": {**TIME, "dt": 0.01},
+        "particles": {"n": 30, "architecture": "hardmax", "attention_rank": True}}),
 }
 
 
