@@ -1,0 +1,285 @@
+"""The public front of the Wasserstein metrics (DESIGN.md section 3):
+``meanfield.metrics.wasserstein(mu, nu, p=2, *, geometry=None, method="auto",
+modulo_rotation=False)``.
+
+A measure is one of:
+
+- an array of points: angles ``(n,)`` (circle), or unit vectors ``(n, d)`` (d = 2:
+  circle; d >= 3: the sphere S^{d-1}), each of mass 1/n;
+- a ``tuple`` ``(points, weights)`` (a 2-tuple is always read as this pair; lists and
+  arrays are always points);
+- one time frame of an evolve dataset: an ``xarray.Dataset`` with ``density`` (no time
+  axis, or a time axis of length 1) and ``weights`` on its grid, and attrs ``geometry``
+  and ``method`` (``ds.isel(time=k)``).
+
+A single point is a Dirac: W_p to it is computed in closed form.
+
+Masses: each measure's mass is the sum of its weights (1 for bare points; the integral
+``sum(weights * density)`` for a dataset frame). The two masses must agree to a relative
+``MASS_RTOL`` (1e-6), else a ``ValueError``; then both are normalised to probabilities.
+So unnormalised weights are accepted when both measures carry the same total (counts
+against counts), and a mismatch (counts against bare points) is an error, not silently
+rescaled.
+
+Methods (the geometry is inferred, or checked against ``geometry=`` when given):
+
+=========  =========================================================================
+circle     ``"auto"`` = ``"exact"``: ``meanfield.metrics.circle_transport`` (exact, any
+           p >= 1, O((n + m) log(n + m)); densities in their own representation).
+sphere     ``"exact"``: network simplex (``sphere_transport.sphere_wasserstein``);
+           ``"auto"``: the same when it fits in ``MEMORY_LIMIT_BYTES``, else a
+           ``ValueError`` asking for ``"sinkhorn"`` or ``"sliced"`` explicitly (never a
+           different quantity silently); ``"sinkhorn"``: S_eps^{1/p}, the debiased
+           Sinkhorn divergence with ``reg``, an estimate of W_p with the bias stated in
+           ``sphere_transport.sinkhorn_divergence``; ``"sliced"``: the spherical sliced
+           distance SSW_p (``n_projections``, ``seed``), a different distance.
+both       ``"dirac"``: one of the measures must be a single point (closed form; also
+           chosen by ``"auto"`` and ``"exact"`` when one measure is a single point).
+=========  =========================================================================
+
+Sphere densities (spectral Gauss-Legendre grids and finite-volume cells alike) are
+transported as atoms at the nodes with masses ``weights * density``: an O(h) error in
+W_p on a grid of spacing h (``sphere_transport.grid_atoms``).
+
+All input errors (p < 1, NaN, negative weights, points off the sphere, different masses,
+a grid that does not match its geometry, a problem too large for the exact method) are a
+``ValueError`` raised before any transport is computed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from meanfield.metrics import sphere_transport as st
+
+MASS_RTOL = 1e-6
+METHODS = ("auto", "exact", "sinkhorn", "sliced", "dirac")
+GEOMETRIES = ("circle", "sphere")
+
+
+@dataclass
+class Measure:
+    """A parsed measure: atoms (``points`` ``(n, d)``, circle ``angles``) or a density.
+
+    Attributes:
+        geometry: ``"circle"`` or ``"sphere"``.
+        points: unit vectors ``(n, d)`` (atoms; a sphere density's nodes).
+        weights: masses ``(n,)`` of the atoms (not normalised).
+        mass: total mass.
+        angles: circle atoms' angles (circle only).
+        density: circle density values on ``2 pi j / n`` and its ``method`` (circle
+            frames), else ``None``.
+        method: the dataset's discretisation method (frames), else ``None``.
+        frame: the dataset frame it came from (or ``None``).
+    """
+
+    geometry: str
+    points: np.ndarray | None
+    weights: np.ndarray | None
+    mass: float
+    angles: np.ndarray | None = None
+    density: np.ndarray | None = None
+    method: str | None = None
+    frame: object = None
+
+    @property
+    def is_dirac(self) -> bool:
+        """A single atom."""
+        return self.density is None and self.weights is not None and self.weights.size == 1
+
+
+def _is_dataset(obj) -> bool:
+    return type(obj).__name__ == "Dataset" and hasattr(obj, "data_vars")
+
+
+def _frame(ds, name: str) -> Measure:
+    """A measure from one time frame of an evolve dataset."""
+    if "density" not in ds.data_vars or "weights" not in ds.data_vars:
+        raise ValueError(f"{name}: a dataset frame needs 'density' and 'weights' variables")
+    geometry = ds.attrs.get("geometry")
+    if geometry not in GEOMETRIES:
+        raise ValueError(f"{name}: the dataset's attrs['geometry'] is {geometry!r}, "
+                         f"expected one of {GEOMETRIES}")
+    rho = ds["density"]
+    if "time" in rho.dims:
+        if rho.sizes["time"] != 1:
+            raise ValueError(f"{name}: the dataset has {rho.sizes['time']} times; pass one "
+                             "frame (ds.isel(time=k))")
+        rho = rho.isel(time=0)
+    w = ds["weights"]
+    expected = {"circle": [("theta",)], "sphere": [("lat", "lon"), ("cell",)]}[geometry]
+    if rho.dims not in expected or w.dims != rho.dims:
+        raise ValueError(f"{name}: density on dims {rho.dims} (weights {w.dims}) does not "
+                         f"match the geometry {geometry!r}, whose grids have dims "
+                         f"{' or '.join(map(str, expected))}")
+    values = np.asarray(rho.values, dtype=float)
+    weights = np.asarray(w.values, dtype=float)
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(weights))):
+        raise ValueError(f"{name}: density or weights contain NaN or inf")
+    if np.any(weights < 0):
+        raise ValueError(f"{name}: negative quadrature weights")
+    mass = float(np.sum(weights * values))
+    method = ds.attrs.get("method")
+    if geometry == "circle":
+        n = values.size
+        theta = np.asarray(ds["theta"].values, dtype=float)
+        if not np.allclose(theta, 2 * np.pi * np.arange(n) / n, rtol=0, atol=1e-12):
+            raise ValueError(f"{name}: a circle density must sit on the nodes 2 pi j / n")
+        if method not in ("spectral", "finite-volume"):
+            raise ValueError(f"{name}: unknown circle method {method!r}")
+        return Measure("circle", None, None, mass, density=values, method=method, frame=ds)
+    if rho.dims == ("lat", "lon"):
+        lat = np.asarray(ds["lat"].values, dtype=float)[:, None]
+        lon = np.asarray(ds["lon"].values, dtype=float)[None, :]
+    else:
+        lat = np.asarray(ds["lat"].values, dtype=float)
+        lon = np.asarray(ds["lon"].values, dtype=float)
+    from solvers.grids.coordinates import unit_vectors
+
+    points, masses = st.grid_atoms(unit_vectors(lat, lon), weights, values)
+    return Measure("sphere", points, masses, mass, method=method, frame=ds)
+
+
+def as_measure(obj, name: str = "measure") -> Measure:
+    """Parse one measure (see the module docstring), validating it; no transport."""
+    if _is_dataset(obj):
+        return _frame(obj, name)
+    weights = None
+    if isinstance(obj, tuple):
+        if len(obj) != 2:
+            raise ValueError(f"{name}: a tuple must be (points, weights), got length "
+                             f"{len(obj)}")
+        obj, weights = obj
+    x = np.asarray(obj, dtype=float)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    if x.ndim == 1:  # angles on the circle
+        if x.size < 1 or not np.all(np.isfinite(x)):
+            raise ValueError(f"{name}: angles must be a non-empty finite array")
+        w = st.validate_weights(weights, x.size, f"{name}'s weights")
+        mass = float(w.sum()) if weights is not None else 1.0
+        pts = np.stack([np.cos(x), np.sin(x)], axis=1)
+        return Measure("circle", pts, w, mass, angles=np.mod(x, 2 * np.pi))
+    x = st.validate_points(x, f"{name}'s points")
+    w = st.validate_weights(weights, x.shape[0], f"{name}'s weights")
+    mass = float(w.sum()) if weights is not None else 1.0
+    if x.shape[1] == 2:
+        return Measure("circle", x, w, mass,
+                       angles=np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi))
+    return Measure("sphere", x, w, mass)
+
+
+def _circle(m: Measure):
+    from meanfield.metrics.circle_transport import CircleMeasure
+
+    if m.density is not None:
+        return CircleMeasure.from_density(m.density / m.mass, m.method)
+    return CircleMeasure.from_points(m.angles, m.weights / m.weights.sum())
+
+
+def _check(mu: Measure, nu: Measure, geometry, method, modulo_rotation) -> str:
+    """The geometry both measures live on, after the consistency checks."""
+    if geometry is not None and geometry not in GEOMETRIES:
+        raise ValueError(f"geometry must be one of {GEOMETRIES} or None, got {geometry!r}")
+    for m, name in ((mu, "mu"), (nu, "nu")):
+        if geometry is not None and m.geometry != geometry:
+            raise ValueError(f"{name} lives on the {m.geometry} but geometry={geometry!r}")
+    if mu.geometry != nu.geometry:
+        raise ValueError(f"mu lives on the {mu.geometry}, nu on the {nu.geometry}")
+    if mu.points is not None and nu.points is not None \
+            and mu.points.shape[1] != nu.points.shape[1]:
+        raise ValueError(f"mu is in R^{mu.points.shape[1]}, nu in R^{nu.points.shape[1]}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not (np.isfinite(mu.mass) and np.isfinite(nu.mass) and mu.mass > 0 and nu.mass > 0):
+        raise ValueError(f"masses must be positive: {mu.mass:.6g}, {nu.mass:.6g}")
+    if abs(mu.mass - nu.mass) > MASS_RTOL * max(mu.mass, nu.mass):
+        raise ValueError(f"the measures have different total masses ({mu.mass:.10g} and "
+                         f"{nu.mass:.10g}, relative tolerance {MASS_RTOL:g}); weights are "
+                         "normalised only when the totals agree")
+    if method == "dirac" and not (mu.is_dirac or nu.is_dirac):
+        raise ValueError('method="dirac" needs one of the measures to be a single point')
+    if modulo_rotation and mu.geometry == "sphere" and (mu.is_dirac or nu.is_dirac):
+        raise ValueError("modulo_rotation with a Dirac on the sphere (the distance to the "
+                         "nearest Dirac, a Frechet-mean problem) is not implemented")
+    if mu.geometry == "circle" and method in ("sinkhorn", "sliced"):
+        raise ValueError(f'method={method!r} is for the sphere; on the circle use "exact" '
+                         '(O(n log n), exact)')
+    if modulo_rotation and method in ("sinkhorn", "sliced"):
+        raise ValueError(f"modulo_rotation is available with the exact method only, not "
+                         f"{method!r}")
+    return mu.geometry
+
+
+def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
+                method: str = "auto", modulo_rotation: bool = False, reg: float = 0.01,
+                n_projections: int = 200, seed: int = 0, starts: int = 8) -> float:
+    """W_p between two measures on S^1 or S^{d-1} with the geodesic (arc-length) cost.
+
+    See the module docstring for the measures, masses, methods and errors.
+
+    Cost and accuracy: circle, exact to round-off in O((n + m) log(n + m)); sphere
+    ``"exact"`` to round-off with the network simplex (0.5 s at n = m = 1000, memory
+    ``6 n m 8`` bytes, refused above 2 GiB), modulo rotation up to ``starts x 50`` of those
+    (a local method with multistart: an upper bound on the minimum);
+    ``"sinkhorn"`` O(n m) per iteration, biased as stated in
+    ``sphere_transport.sinkhorn_divergence``; ``"sliced"`` O(n_projections n log n); a
+    Dirac O(n) (closed form). Densities on the sphere: O(h) discretisation error.
+
+    Args:
+        mu, nu: the measures.
+        p: order, ``>= 1``.
+        geometry: ``"circle"``, ``"sphere"`` or ``None`` (inferred).
+        method: ``"auto"``, ``"exact"``, ``"sinkhorn"``, ``"sliced"`` or ``"dirac"``.
+        modulo_rotation: the minimum over rotations of W_p(mu, R nu) (circle: exact over
+            shifts; sphere: exact method, local search).
+        reg: the Sinkhorn regularisation eps (rad^p), for ``"sinkhorn"``.
+        n_projections, seed: the random planes of ``"sliced"``.
+        starts: starts of the rotation search on the sphere.
+
+    Returns:
+        The distance in radians (for ``"sinkhorn"``: S_eps^{1/p}; ``"sliced"``: SSW_p).
+
+    Raises:
+        ValueError: any bad input, before work (see the module docstring).
+    """
+    p = st.validate_p(p)
+    m1, m2 = as_measure(mu, "mu"), as_measure(nu, "nu")
+    geo = _check(m1, m2, geometry, method, modulo_rotation)
+    if geo == "circle":
+        from meanfield.metrics.circle_transport import (
+            circle_wasserstein,
+            circle_wasserstein_to_dirac,
+        )
+
+        for dirac, other in ((m1, m2), (m2, m1)):
+            if dirac.is_dirac and not modulo_rotation:
+                return float(circle_wasserstein_to_dirac(_circle(other),
+                                                         float(dirac.angles[0]), p))
+        return float(circle_wasserstein(_circle(m1), _circle(m2), p,
+                                        modulo_rotation=bool(modulo_rotation)))
+    if method in ("auto", "exact", "dirac"):
+        for dirac, other in ((m1, m2), (m2, m1)):
+            if dirac.is_dirac:
+                return st.wasserstein_to_dirac(other.points, dirac.points[0],
+                                               other.weights, p)
+    x, a, y, b = m1.points, m1.weights, m2.points, m2.weights
+    if method in ("auto", "exact"):
+        need = st.dense_memory(x.shape[0], y.shape[0], st.EMD_COPIES)
+        if need > st.MEMORY_LIMIT_BYTES:
+            how = "auto" if method == "auto" else "exact"
+            raise ValueError(
+                f'method="{how}": the exact transport of {x.shape[0]} x {y.shape[0]} atoms '
+                f"needs about {need / 2**30:.1f} GiB, above MEMORY_LIMIT_BYTES = "
+                f"{st.MEMORY_LIMIT_BYTES / 2**30:g} GiB; choose method=\"sinkhorn\" (an "
+                f'estimate with a stated bias) or method="sliced" (a different distance) '
+                f"explicitly")
+        if modulo_rotation:
+            return st.wasserstein_modulo_rotation(x, y, a, b, p, starts=starts,
+                                                  seed=seed)[0]
+        return st.sphere_wasserstein(x, y, a, b, p)
+    if method == "sinkhorn":
+        return st.sinkhorn_divergence(x, y, a, b, p, reg=reg) ** (1.0 / p)
+    return st.sliced_wasserstein_sphere(x, y, a, b, p, n_projections=n_projections,
+                                        seed=seed)
