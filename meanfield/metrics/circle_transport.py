@@ -32,9 +32,10 @@ How each pair is solved (cost and accuracy):
   both measures (panel masses, cumulative weights), split again where F^{-1} - G^{-1}
   changes sign when p is not an even integer; both quantiles are analytic on a piece
   (inverses of the panel polynomials), so the rule converges geometrically: doubling the
-  nodes changes W_2^2 by < 1e-15 on von Mises densities (kappa <= 8) at n = 64..1024
-  (test ``test_quadrature_converged``). Minimised by bounded Brent (xatol 1e-12: C is
-  smooth there, the error in C is ~ C'' 1e-24).
+  nodes changes W_p^p by < 1e-15 relative for integer p and ~1e-13 for p = 1.5 (|z|^p is
+  not smooth at the split) on von Mises densities (test ``test_quadrature_converged``).
+  C' from the same rule (-int c'(D) / rho(G^{-1}) dt), same minimiser; bounded Brent
+  (xatol 1e-12) only for a density with empty cells, where G^{-1} jumps.
 
 Modulo rotation: atoms / atoms and p = 2 exactly: with the rotation chosen optimally
 (the mean of F^{-1} - G^{-1}, which is affine in alpha), C(alpha) minus the squared mean is
