@@ -76,13 +76,20 @@ def make_panel_kernels():
     @numba.njit(cache=True, error_model="numpy", boundscheck=False)
     def quantile(t, masses, coef, centers, radii, panel, uout, out):
         npan = coef.shape[0]
+        kprev, uprev, tprev, fprev = -1, 0.0, 0.0, 0.0
         for i in range(t.size):
             # masses[k] < t <= masses[k + 1]: empty panels are skipped.
             k = min(max(np.searchsorted(masses, t[i]) - 1, 0), npan - 1)
             tau = t[i] - masses[k]
             width = masses[k + 1] - masses[k]
             lo, hi = -1.0, 1.0
-            u = min(max(-1.0 + 2.0 * tau / width, -1.0), 1.0) if width > 0 else -1.0
+            if k == kprev and fprev > 0:
+                # Sorted queries: a Newton step from the previous solution in the same
+                # panel (half the iterations when many levels share a panel).
+                u = min(max(uprev + (tau - tprev) / fprev, -1.0), 1.0)
+            else:
+                u = min(max(-1.0 + 2.0 * tau / width, -1.0), 1.0) if width > 0 else -1.0
+            fp = 0.0
             for _ in range(100):
                 f, fp = _cheb(coef[k], u)
                 g = f - tau
@@ -102,6 +109,7 @@ def make_panel_kernels():
                     u = un
                     break
                 u = un
+            kprev, uprev, tprev, fprev = k, u, tau, fp
             panel[i] = k
             uout[i] = u
             out[i] = centers[k] + radii[k] * u

@@ -56,11 +56,13 @@ import functools
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from meanfield.metrics.circle_measures import TWO_PI, CircleMeasure, make_panel_kernels
+from meanfield.metrics.circle_measures import TWO_PI, CircleMeasure
 
 __all__ = ["CircleMeasure", "circle_wasserstein", "circle_wasserstein_to_dirac"]
 
 GL_NODES = 16
+COARSE_ABOVE = 50_000  # atoms vs density: a coarse pre-solve above this many atoms
+COARSE_GROUPS = 4096
 ROTATION_GRID = 64
 EXACT_ROTATION_MAX = 10**7  # n m above which modulo rotation leaves breakpoint enumeration
 EPS = np.finfo(float).eps
@@ -143,17 +145,24 @@ def make_moment_kernel():
     """
     import numba
 
-    cheb = make_panel_kernels()[0]  # noqa: F841 (compiled first; reached as a global)
-    from meanfield.metrics import circle_measures as cm
+    # Helpers are module globals, not closure cells (numba's disk cache, see
+    # circle_measures.make_panel_kernels).
+    global _clenshaw
 
-    global _cheb_value
-    _cheb_value = cm._cheb
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def _clenshaw(c, u):
+        # Value only (half the work of the value-and-derivative recurrence).
+        b1 = 0.0
+        b2 = 0.0
+        for m in range(c.size - 1, 0, -1):
+            b1, b2 = 2.0 * u * b1 - b2 + c[m], b1
+        return u * b1 - b2 + c[0]
 
     @numba.njit(cache=True, error_model="numpy", boundscheck=False)
     def moments(c, ic0, ic1, ua, ub):
-        pa, pb = _cheb_value(c, ua)[0], _cheb_value(c, ub)[0]
-        i0 = _cheb_value(ic0, ub)[0] - _cheb_value(ic0, ua)[0]
-        i1 = _cheb_value(ic1, ub)[0] - _cheb_value(ic1, ua)[0]
+        pa, pb = _clenshaw(c, ua), _clenshaw(c, ub)
+        i0 = _clenshaw(ic0, ub) - _clenshaw(ic0, ua)
+        i1 = _clenshaw(ic1, ub) - _clenshaw(ic1, ua)
         return (pb - pa, ub * pb - ua * pa - i0, ub * ub * pb - ua * ua * pa - 2 * i1)
 
     @numba.njit(cache=True, error_model="numpy", boundscheck=False)
@@ -291,31 +300,43 @@ def _gl_cost(mu: CircleMeasure, nu: CircleMeasure, alpha: float, phi: float, p: 
 
 
 # ---- minimisers -------------------------------------------------------------------
-def _minimise_with_slope(fun, lo: float = -1.0, hi: float = 1.0, maxiter: int = 200):
+def _minimise_with_slope(fun, lo: float = -1.0, hi: float = 1.0, maxiter: int = 200,
+                         smooth: bool = False):
     """Minimum of a convex function given (value, subgradient) by cutting planes and
     secant steps in a bracket; returns (value, argmin). Certified: stops when the best
-    value is within 8 eps of the tangent lower bound, or the bracket is at round-off."""
+    value is within 8 eps of the tangent lower bound, or the bracket is at round-off.
+    ``smooth``: secant steps through the last two points (superlinear on a C^1 function,
+    ~6-10 evaluations) instead of alternating with cutting planes (which finish a
+    piecewise-linear function exactly)."""
     flo, slo = fun(lo)
-    while slo >= 0:
+    step = hi - lo
+    while slo >= 0:  # the bracket grows (doubling) until the slopes enclose 0
         if slo == 0:
             return flo, lo
         hi, fhi, shi = lo, flo, slo
-        lo -= 1.0
+        lo -= step
+        step *= 2
         flo, slo = fun(lo)
     fhi, shi = fun(hi) if hi > lo else (fhi, shi)
     while shi < 0:
         lo, flo, slo = hi, fhi, shi
-        hi += 1.0
+        hi += step
+        step *= 2
         fhi, shi = fun(hi)
     best, arg = (flo, lo) if flo <= fhi else (fhi, hi)
     width = hi - lo
+    last = [(lo, slo), (hi, shi)]
     for it in range(maxiter):
         xk = (fhi - flo + slo * lo - shi * hi) / (slo - shi)
         lower = flo + slo * (xk - lo)
         if best - lower <= 8 * EPS * abs(best) or hi - lo <= 4 * EPS * (1 + abs(lo)):
             break
+        (x1, s1), (x2, s2) = last
+        secant = x2 - s2 * (x2 - x1) / (s2 - s1) if s2 != s1 else np.nan
         if it % 3 == 2 and hi - lo > 0.5 * width:
-            x = 0.5 * (lo + hi)  # neither step has halved the bracket: bisect
+            x = 0.5 * (lo + hi)  # no step has halved the bracket in three: bisect
+        elif smooth and lo < secant < hi:
+            x = secant
         elif it % 2:
             x = lo - slo * (hi - lo) / (shi - slo)  # secant on the slope
         else:
@@ -326,6 +347,7 @@ def _minimise_with_slope(fun, lo: float = -1.0, hi: float = 1.0, maxiter: int = 
         if not lo < x < hi:
             break
         f, s = fun(x)
+        last = [last[1], (x, s)]
         if f < best:
             best, arg = f, x
         if s == 0:
@@ -350,10 +372,24 @@ def _shift_cost(mu: CircleMeasure, nu: CircleMeasure, p: float, phi: float = 0.0
     if nu.kind == "atoms":
         mu, nu, phi = nu, mu, -phi  # W(mu, R_phi nu) = W(nu, R_-phi mu): nu is a density
     if p in (1, 2) and mu.kind == "atoms":
-        return _minimise_with_slope(lambda a: _atoms_panels_cost(mu, nu, a, phi, int(p)))
+        lo, hi = -1.0, 1.0
+        if mu.angles.size > COARSE_ABOVE:
+            # Locate the shift on a coarse copy of mu (COARSE_GROUPS atoms: consecutive
+            # groups at their means; cheap), then solve the full problem from a small
+            # bracket around it: measured |alpha_coarse - alpha| ~ 1e-7 at n = 1e6; the
+            # bracket doubles until the slopes enclose 0, so a poor guess costs only
+            # evaluations, never accuracy. Saves ~2/3 of the full evaluations.
+            idx = np.linspace(0, mu.angles.size, COARSE_GROUPS + 1).astype(int)[:-1]
+            w = np.add.reduceat(mu.weights, idx)
+            coarse = CircleMeasure.from_points(
+                np.add.reduceat(mu.weights * mu.angles, idx) / w, w)
+            guess = _shift_cost(coarse, nu, p, phi)[1]
+            lo, hi = guess - 1e-5, guess + 1e-5
+        return _minimise_with_slope(lambda a: _atoms_panels_cost(mu, nu, a, phi, int(p)),
+                                    lo, hi, smooth=True)
     fun = functools.partial(_gl_cost, mu, nu, phi=phi, p=p)
     if np.isfinite(fun(0.0)[1]):
-        return _minimise_with_slope(fun)
+        return _minimise_with_slope(fun, smooth=True)
     # A density with empty cells: G^{-1} jumps, the slope formula above does not hold.
     return _minimise_brent(lambda a: fun(a)[0])
 
