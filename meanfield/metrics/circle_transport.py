@@ -174,6 +174,11 @@ def make_moment_kernel():
         return (pb - pa, ub * pb - ua * pa - i0, ub * ub * pb - ua * ua * pa - 2 * i1)
 
     @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def combine(pa, i0a, i1a, pb, i0b, i1b, ua, ub):
+        return (pb - pa, ub * pb - ua * pa - (i0b - i0a),
+                ub * ub * pb - ua * ua * pa - 2 * (i1b - i1a))
+
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
     def part(p, d, r, c, ic0, ic1, ua, ub, m0, m1, m2):
         # int_{ua}^{ub} c(d - r u) dF_loc(u): p = 2 from the three moments; p = 1 split
         # where u = d / r (the atom), |d - r u| = r |u_x - u|.
@@ -193,6 +198,7 @@ def make_moment_kernel():
         two_pi = 2 * np.pi
         total = 0.0
         slope = 0.0
+        ck, cu, cp, c0, c1 = -1, 0.0, 0.0, 0.0, 0.0  # the last end point's values
         for i in range(x.size):
             k, ua, lap = kq[i], uq[i], lapq[i]
             kb, ub, lapb = kq[i + 1], uq[i + 1], lapq[i + 1]
@@ -203,7 +209,12 @@ def make_moment_kernel():
                 if ua == -1.0:
                     m0, m1, m2 = full[k, 0], full[k, 1], full[k, 2]
                 else:
-                    m0, m1, m2 = moments(coef[k], ic0[k], ic1[k], ua, 1.0)
+                    if not (k == ck and ua == cu):
+                        cp, c0, c1 = _clenshaw(coef[k], ua), _clenshaw(ic0[k], ua), \
+                            _clenshaw(ic1[k], ua)
+                    # the values at u = 1: the sums of the coefficients
+                    pb, i0, i1 = coef[k].sum(), ic0[k].sum(), ic1[k].sum()
+                    m0, m1, m2 = combine(cp, c0, c1, pb, i0, i1, ua, 1.0)
                 total += part(p, d, r, coef[k], ic0[k], ic1[k], ua, 1.0, m0, m1, m2)
                 k += 1
                 ua = -1.0
@@ -213,8 +224,16 @@ def make_moment_kernel():
             if ub > ua:
                 d = xi - (centers[k] + lap * two_pi + phi)
                 r = radii[k]
-                m0, m1, m2 = moments(coef[k], ic0[k], ic1[k], ua, ub)
+                # The start of this piece is where the last one ended (sorted levels):
+                # its values are reused, so each piece costs three series evaluations.
+                if not (k == ck and ua == cu):
+                    cp, c0, c1 = _clenshaw(coef[k], ua), _clenshaw(ic0[k], ua), \
+                        _clenshaw(ic1[k], ua)
+                pb, i0, i1 = _clenshaw(coef[k], ub), _clenshaw(ic0[k], ub), \
+                    _clenshaw(ic1[k], ub)
+                m0, m1, m2 = combine(cp, c0, c1, pb, i0, i1, ua, ub)
                 total += part(p, d, r, coef[k], ic0[k], ic1[k], ua, ub, m0, m1, m2)
+                ck, cu, cp, c0, c1 = k, ub, pb, i0, i1
             ya = centers[kq[i]] + radii[kq[i]] * uq[i] + lapq[i] * two_pi + phi
             yb = centers[kb] + radii[kb] * ub + lapb * two_pi + phi
             if p == 2:
