@@ -46,16 +46,17 @@ log(n m)) time, O(n m) memory: use it for n m up to ~1e7. Other cases: phi on a 
 global; documented as such).
 
 Measured (benchmarks/bench_circle_transport.py, 2 shared cores, one run, POT 0.9.7
-``wasserstein_circle`` on the same input; W2, p = 2):
-    empirical vs empirical, n = m:  1e3: 0.002 s (POT 0.011 s), 1e4: 0.24 s (0.05),
-        1e5: 0.63 s (0.50), 1e6: 3.4 s (4.7); |W2 - POT| <= 1.2e-11.
-    1e6 tokens vs a density on 256 nodes: finite volume 0.52 s, POT with the density as
-        1e4 / 1e5 weighted atoms 0.49 / 0.86 s (ratio POT/ours 0.94 / 1.65); spectral
-        2.06 s (POT 0.66 / 0.88 s: ours is 2.3-3x SLOWER, the degree-18 panel series
-        cost ~0.4 s per full evaluation and a solve takes 4-5 after the coarse
-        pre-solve); uniform: ours 0.31 s vs POT's closed form 0.04 s.
-    Open: the spectral case misses the issue's "at least as fast as POT" (ideas: lower
-    the degree on sub-panels, reuse end-point values between pieces).
+``wasserstein_circle`` on the same input; W2, p = 2; timings vary ~20% between runs):
+    empirical vs empirical, n = m:  1e3: 0.002 s (POT 0.011 s), 1e4: 0.025 s (0.037),
+        1e5: 0.31 s (0.46), 1e6: 1.97 s (4.33); |W2 - POT| <= 1.2e-11.
+    1e6 tokens vs a density on 256 nodes: finite volume 0.55 s, POT with the density as
+        1e4 / 1e5 weighted atoms 0.42 / 0.84 s (POT/ours 0.76 / 1.53; POT's 1e4-atom
+        stand-in is off by 6e-8 in W2, 1e5 by 6e-10); spectral 1.69 s (POT 0.42 / 0.80 s:
+        ours is 2-4x SLOWER; the degree-18 panel series cost ~0.35 s per full evaluation,
+        4 after the coarse pre-solve); uniform: ours 0.32 s vs POT's closed form 0.04 s.
+    Open: the spectral case misses the issue's "at least as fast as POT" (4 sub-panels
+    of degree 12 were tried: no gain; next: fewer full evaluations, e.g. Newton on the
+    slope with C'' = sum 2 (x_{i+1} - x_i) / rho(y_i)).
 """
 from __future__ import annotations
 
