@@ -28,8 +28,8 @@ from meanfield.runs.evolve import evolve
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigError", "SolverError", "__version__", "compare", "evolve", "load_config",
-           "particles"]
+__all__ = ["ConfigError", "SolverError", "__version__", "compare", "convergence", "evolve",
+           "load_config", "particles"]
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -66,4 +66,7 @@ def __getattr__(name: str):
     if name == "compare":
         from meanfield.studies.compare import compare
         return compare
+    if name == "convergence":
+        from meanfield.studies.convergence import convergence
+        return convergence
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

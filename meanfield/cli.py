@@ -23,8 +23,9 @@ from meanfield.errors import ConfigError, OutputError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
 # typed anyway, they get one line saying so instead of argparse's list of choices.
-PLANNED = ("convergence", "contraction", "bifurcation", "phase-diagram", "metastability")
-AVAILABLE = ("demo", "evolve", "particles", "compare", "plot")
+PLANNED = ("contraction", "bifurcation", "phase-diagram", "metastability")
+AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "plot")
+RUNS = ("evolve", "particles", "compare", "convergence")  # a config in, a result out
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--no-progress", action="store_true")
     for name, what in (("evolve", "solve the PDE for a TOML config"),
                        ("particles", "run the token system of a TOML config"),
-                       ("compare", "the PDE and a particle ensemble of one config")):
+                       ("compare", "the PDE and a particle ensemble of one config"),
+                       ("convergence", "tokens against the PDE as n grows")):
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -61,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args) -> int:
-    """evolve, particles and compare: a config in, a netCDF result out."""
+    """evolve, particles, compare, convergence: a config in, a netCDF result out."""
     from meanfield import config as cfgmod
 
     cfg = cfgmod.load(args.config, args.set)
@@ -69,6 +71,8 @@ def _run(args) -> int:
     progress = not args.no_progress
     if args.command == "compare":
         from meanfield.studies.compare import compare as task
+    elif args.command == "convergence":
+        from meanfield.studies.convergence import convergence as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -77,7 +81,11 @@ def _run(args) -> int:
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
         return 130
-    if args.command == "compare":
+    if args.command == "convergence":
+        print(f"wrote {out}  (slope of W_{ds.attrs['p']:g} against n at t = "
+              f"{float(ds.time[-1]):g}: {float(ds.slope[-1]):.3f} "
+              f"[{float(ds.slope_low[-1]):.3f}, {float(ds.slope_high[-1]):.3f}])")
+    elif args.command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "
               f"{float(ds.l1_noise_floor[-1]):.3g})")
@@ -130,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             from meanfield.demo import run_demo
             run_demo(args.out, overwrite=args.overwrite, progress=not args.no_progress)
             return 0
-        if args.command in ("evolve", "particles", "compare"):
+        if args.command in RUNS:
             return _run(args)
         return _plot(args)
     except ConfigError as exc:

@@ -22,13 +22,14 @@ from typing import Any
 from meanfield.config.checkers import Checker, describe, suggest
 from meanfield.config.renamed import renamed_key_error
 from meanfield.config.sections import CORE_SECTIONS, CORE_TASKS, Section
+from meanfield.config.studies import STUDY_SECTIONS, STUDY_TASKS
 from meanfield.errors import ConfigError
 
 # Registered sections, in validation order, and the sections of each task: the core
-# ones of ``meanfield.config.sections``; studies add theirs with ``register_section``
-# and ``register_task``.
-SECTIONS: dict[str, Section] = {s.name: s for s in CORE_SECTIONS}
-TASKS: dict[str, tuple[str, ...]] = dict(CORE_TASKS)
+# ones of ``meanfield.config.sections``, the studies' of ``meanfield.config.studies``;
+# more can be added with ``register_section`` and ``register_task``.
+SECTIONS: dict[str, Section] = {s.name: s for s in CORE_SECTIONS + STUDY_SECTIONS}
+TASKS: dict[str, tuple[str, ...]] = {**CORE_TASKS, **STUDY_TASKS}
 
 
 def register_section(name: str, keys: dict[str, tuple[Checker, Any]] | None = None, *,

@@ -57,7 +57,9 @@ def series_at(c: np.ndarray, theta: np.ndarray, nyquist: bool = False,
     theta = np.ascontiguousarray(theta, dtype=np.float64).ravel()
     if theta.size == 0:
         return np.zeros(0)
-    return finufft.nufft1d2(theta, full, eps=SERIES_EPS, isign=1).real
+    # One thread: the result does not depend on the thread count (solvers.particles.chunks)
+    # and small transforms gain nothing from more.
+    return finufft.nufft1d2(theta, full, eps=SERIES_EPS, isign=1, nthreads=1).real
 
 
 def circle_series_at(c: np.ndarray, points: np.ndarray, nyquist: bool = False

@@ -1,0 +1,378 @@
+"""``convergence(config)``: how fast n tokens converge to the PDE (Dobrushin, Sznitman).
+
+For each token count n of ``[convergence] n`` and each replica r (i.i.d. samples of the
+initial density with ``particles.seed + r``; on the circle ``points = "quantile"`` takes the
+deterministic quantiles ``(i - 1/2)/n`` instead, one replica), the tokens ``X`` and their
+nonlinear partners ``Y`` run from the same start (``meanfield.studies.coupling``), and at
+each save time of ``[time]``:
+
+- ``distance``: ``W_p(mu^n_t, mu_t)``, the tokens against the PDE density;
+- ``coupling``: ``((1/n) sum_i d(X_i, Y_i)^p)^{1/p}``, the interaction's error (it bounds
+  ``W_p(mu^n_t, nu^n_t)``);
+- ``sampling_floor``: ``W_p(nu^n_t, mu_t)``, the error of the n exact samples ``Y_i(t)``;
+- ``dobrushin_bound``: ``(pi/2) exp(int_0^t L) W1(mu^n_0, mu_0)``
+  (``meanfield.model.lipschitz``; without noise only, NaN with noise);
+- ``slope`` (time): the least-squares slope of ``log distance`` against ``log n`` over all
+  (n, replica), with its 95 % interval ``slope_low``, ``slope_high`` (Student t); also for
+  the coupling and the sampling floor (``coupling_slope``, ``sampling_floor_slope``).
+
+Distances are geodesic (radians), by ``meanfield.metrics.wasserstein``: exact on the
+circle (the density in its own representation), the network simplex on the sphere with
+the density as atoms at its grid nodes (an O(h) discretisation error, the same in
+``distance`` and ``sampling_floor``).
+
+The runs go through the run engine (``ConvergenceTask``: the PDE, then each (n, replica)
+member; a checkpoint keeps those done, ``resume`` goes on without recomputing them) and
+the members through the executor (``[parallel]``; the same numbers serially and on a
+cluster). The PDE needs its velocity off the grid: ``discretization.method =
+"spectral"``. ``time.dt`` is the tokens' step (``"auto"``: 0.05, or less to land on the
+save times; with noise it must be given).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from meanfield import config as cfgmod
+from meanfield.discretizations.base import Discretization
+from meanfield.errors import ConfigError
+from meanfield.initial.samplers import sample_tokens
+from meanfield.initial.tokens import initial_rng
+from meanfield.model.lipschitz import dobrushin_bound
+from meanfield.runs.engine import Engine, RunTask, TaskFailed
+from meanfield.runs.executor import Executor, TaskResult
+from meanfield.runs.particles import build_model, check_config
+from meanfield.runs.schedule import save_times
+from meanfield.studies import coupling as cp
+
+AUTO_DT = 0.05
+MEASURES = ("distance", "coupling", "sampling_floor")
+
+
+def check_convergence_config(cfg: dict) -> dict:
+    """Checks before any work; the plan (token step, dimension, members)."""
+    cfgmod.check_pde_dim(cfg)
+    if cfg["particles"]["architecture"] != "post-ln":
+        raise ConfigError("the PDE is the mean-field limit of the post-ln model; "
+                          "convergence needs particles.architecture = \"post-ln\"",
+                          "particles.architecture")
+    if cfg["discretization"]["method"] != "spectral":
+        raise ConfigError("convergence drives the nonlinear process with the PDE's velocity "
+                          "off the grid, exact for discretization.method = \"spectral\" only; "
+                          f"got {cfg['discretization']['method']!r}", "discretization.method")
+    c = cfg["convergence"]
+    plan = check_config({**cfg, "particles": {**cfg["particles"], "n": max(c["n"])}})
+    noisy = not math.isinf(cfg["model"]["kappa"])
+    dt = cfg["time"]["dt"]
+    if dt == "auto":
+        if noisy:
+            raise ConfigError("time.dt = \"auto\": runs with noise need a fixed step (Euler-"
+                              "Maruyama has no error estimate); give e.g. time.dt = 0.01",
+                              "time.dt")
+        dt = AUTO_DT
+    replicas = 1 if c["points"] == "quantile" else c["replicas"]
+    if cfg["particles"]["seed"] + replicas - 1 > cfgmod.MAX_SEED:
+        raise ConfigError(f"particles.seed = {cfg['particles']['seed']}: the replicas' seeds "
+                          f"seed + r pass {cfgmod.MAX_SEED}", "particles.seed")
+    if cfg["domain"]["geometry"] == "sphere":
+        _check_sphere_transport(cfg, max(c["n"]))
+    plan.update(dt=float(dt), noisy=noisy, replicas=replicas,
+                members=[(n, r) for n in c["n"] for r in range(replicas)],
+                times=save_times(cfg["time"]["t_final"], cfg["time"]["save_every"]))
+    return plan
+
+
+def _check_sphere_transport(cfg: dict, n: int) -> None:
+    """The exact S^2 transport of n tokens against the grid's atoms must fit in memory."""
+    from meanfield.metrics import sphere_transport as st
+
+    lmax = cfg["discretization"]["resolution"]
+    atoms = (lmax + 1) * (2 * lmax + 2)  # the Gauss-Legendre grid of the band limit
+    need = st.dense_memory(n, atoms, st.EMD_COPIES)
+    if need > st.MEMORY_LIMIT_BYTES:
+        raise ConfigError(f"convergence.n up to {n}: the exact transport of {n} tokens "
+                          f"against the {atoms} grid nodes needs about {need / 2**30:.1f} "
+                          "GiB; use fewer tokens or a smaller discretization.resolution",
+                          "convergence.n")
+
+
+# ---------------------------------------------------------------------------------------
+# One member: the coupled runs of (n, replica) and their distances.
+
+def frame_dataset(solver, state: np.ndarray) -> xr.Dataset:
+    """The PDE density of ``state`` as an evolve frame (what the metrics take)."""
+    grid = solver.grid
+    return xr.Dataset({"density": (grid.dims, solver.to_density(state)),
+                       "weights": (grid.dims, np.broadcast_to(grid.weights, grid.shape))},
+                      coords=grid.coords(),
+                      attrs={"geometry": grid.geometry, "method": solver.method})
+
+
+def initial_points(cfg: dict, plan: dict, solver, n: int, replica: int) -> np.ndarray:
+    """The tokens' start: i.i.d. samples of the initial density (seed + replica), or its
+    quantiles on the circle."""
+    if cfg["convergence"]["points"] == "quantile":
+        from meanfield.metrics.circle_measures import CircleMeasure
+
+        rho0 = solver.initial_density(cfg["initial"])
+        theta = CircleMeasure.from_density(rho0, solver.method).quantile(
+            (np.arange(n) + 0.5) / n)
+        return np.column_stack([np.cos(theta), np.sin(theta)])
+    rng = initial_rng(cfg["particles"]["seed"] + replica)
+    return sample_tokens(cfg["initial"], n, plan["dim"], rng)
+
+
+def run_member(cfg: dict, plan: dict, table: cp.PdeTable, params: dict) -> dict:
+    """The distances of member ``(n, replica)`` at the save times (module docstring)."""
+    from meanfield.metrics.wasserstein import wasserstein
+
+    n, replica = params["n"], params["replica"]
+    solver = Discretization.from_config(cfg, threads=1)
+    model = build_model({**cfg, "particles": {**cfg["particles"], "n": n}},
+                        {**plan, "n": n}, threads=1)
+    x0 = initial_points(cfg, plan, solver, n, replica)
+    seed = cfg["particles"]["seed"] + replica
+    paths = cp.coupled_paths(solver, table, model, x0, plan["times"][1:], plan["dt"],
+                             cfg["model"]["kappa"], seed)
+    p = cfg["convergence"]["p"]
+    out = {name: np.empty(paths.times.size) for name in MEASURES}
+    for k, t in enumerate(paths.times):
+        frame = frame_dataset(solver, table.at(t))
+        x, y = paths.particles[k], paths.nonlinear[k]
+        out["distance"][k] = wasserstein(x, frame, p)
+        out["sampling_floor"][k] = wasserstein(y, frame, p)
+        out["coupling"][k] = cp.coupling_distance(x, y, p)
+    out["initial_w1"] = (out["distance"][0] if p == 1 else
+                         wasserstein(paths.particles[0], frame_dataset(solver, table.at(0.0)),
+                                     1.0))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The study on the run engine.
+
+class ConvergenceTask(RunTask):
+    """Points: the start, the PDE (its table of states), then each member; a checkpoint
+    keeps the PDE and the members done."""
+
+    kind = "convergence"
+
+    def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
+        super().__init__(cfg)
+        self.plan, self.executor, self.progress = plan, executor, progress
+        self.members = plan["members"]
+        self._results = None
+
+    def points(self) -> list:
+        return ["start", "pde", *range(len(self.members))]
+
+    def where(self, done: int) -> str:
+        if done <= 1:
+            return "the start"
+        return f"the PDE and {done - 2} of {len(self.members)} members"
+
+    def start(self) -> None:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if point == "pde":
+            return self._pde()
+        if self._results is None:
+            todo = list(range(point, len(self.members)))
+            fn = functools.partial(run_member, self.cfg, self.plan, self.table)
+            self._results = self.executor.imap(
+                fn, [{"n": self.members[i][0], "replica": self.members[i][1]} for i in todo])
+        result = next(self._results)
+        return result.value if result.ok else result
+
+    def _pde(self) -> cp.PdeTable:
+        solver = Discretization.from_config(self.cfg)
+        state0 = solver.to_state(solver.initial_density(self.cfg["initial"]))
+        times = cp.table_times(self.plan["times"][1:], self.plan["dt"], self.plan["noisy"])
+        return cp.pde_table(solver, state0, times, float(self.plan["times"][-1]))
+
+    @property
+    def table(self) -> cp.PdeTable:
+        return self._table
+
+    def frame(self, state: Any) -> Any:
+        if isinstance(state, cp.PdeTable):
+            self._table = state
+        return state
+
+    def close(self) -> None:
+        if self._results is not None:
+            self._results.close()
+
+    def finish(self, frames: list) -> None:
+        failed = [f for f in frames[2:] if isinstance(f, TaskResult)]
+        if failed:
+            raise TaskFailed("; ".join(f"member n = {f.params['n']}, replica "
+                                       f"{f.params['replica']} failed: {f.error}"
+                                       for f in failed))
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        return study_dataset(self.cfg, self.plan, frames[1] if len(frames) > 1 else None,
+                             frames[2:], info)
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        if len(frames) < 2:
+            return xr.Dataset()
+        table = frames[1]
+        states = np.stack(table.states)
+        ds = xr.Dataset({"table_time": ("step", table.times),
+                         "table_real": (("step", "coef"), states.real),
+                         "table_imag": (("step", "coef"), states.imag)},
+                        attrs={"table_complex": int(np.iscomplexobj(states)),
+                               "table_shape": list(states.shape[1:])})
+        done = [f for f in frames[2:] if isinstance(f, dict)]
+        if done:
+            for name in (*MEASURES, "initial_w1"):
+                ds[f"member_{name}"] = (("member",) + (("time",) if name != "initial_w1"
+                                                       else ()),
+                                        np.stack([f[name] for f in done]))
+        return ds
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        if "table_time" not in ckpt:
+            return None, [None]
+        states = ckpt["table_real"].values
+        if ckpt.attrs["table_complex"]:
+            states = states + 1j * ckpt["table_imag"].values
+        shape = tuple(np.atleast_1d(ckpt.attrs["table_shape"]))
+        table = cp.PdeTable(ckpt["table_time"].values,
+                            [s.reshape(shape) for s in states])
+        self._table = table
+        frames = [None, table]
+        if "member_distance" in ckpt:
+            for i in range(ckpt.sizes["member"]):
+                frames.append({name: ckpt[f"member_{name}"].values[i]
+                               for name in (*MEASURES, "initial_w1")})
+        return frames[-1], frames
+
+
+# ---------------------------------------------------------------------------------------
+# The dataset.
+
+def fit_slope(n: np.ndarray, values: np.ndarray, level: float = 0.95
+              ) -> tuple[float, float, float]:
+    """Least-squares slope of ``log values`` against ``log n`` and its ``level`` interval
+    (Student t with len - 2 degrees of freedom); NaN where it cannot be fitted."""
+    ok = np.isfinite(values) & (values > 0)
+    x, y = np.log(n[ok]), np.log(values[ok])
+    if x.size < 3 or np.ptp(x) == 0:
+        return math.nan, math.nan, math.nan
+    fit = stats.linregress(x, y)
+    half = stats.t.ppf(0.5 + level / 2, x.size - 2) * fit.stderr
+    return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
+
+
+def study_dataset(cfg: dict, plan: dict, table: cp.PdeTable | None, done: list,
+                  info: dict) -> xr.Dataset:
+    """The convergence dataset (DESIGN.md section 3) of the members done (NaN for the
+    others)."""
+    c = cfg["convergence"]
+    times = np.asarray(plan["times"], dtype=float)
+    ns, replicas = list(c["n"]), plan["replicas"]
+    shape = (len(ns), replicas, times.size)
+    arrays = {name: np.full(shape, np.nan) for name in (*MEASURES, "dobrushin_bound")}
+    for i, value in enumerate(done):
+        if not isinstance(value, dict):
+            continue
+        n, r = plan["members"][i]
+        for name in MEASURES:
+            arrays[name][ns.index(n), r] = value[name]
+        if not plan["noisy"] and table is not None:
+            arrays["dobrushin_bound"][ns.index(n), r] = _bound(cfg, table, times,
+                                                               value["initial_w1"])
+    data = {}
+    units = {"units": "rad"}
+    long_names = {
+        "distance": f"W_{c['p']:g}(mu^n_t, mu_t): tokens vs PDE",
+        "coupling": "((1/n) sum_i d(X_i, Y_i)^p)^(1/p): tokens vs their nonlinear partners",
+        "sampling_floor": f"W_{c['p']:g}(nu^n_t, mu_t): n exact samples vs PDE",
+        "dobrushin_bound": "(pi/2) exp(int_0^t L) W_1(mu^n_0, mu_0) (no noise)",
+    }
+    for name, values in arrays.items():
+        data[name] = (("n", "replica", "time"), values, {**units, "long_name": long_names[name]})
+    n_grid = np.broadcast_to(np.asarray(ns, dtype=float)[:, None], (len(ns), replicas))
+    for name, prefix in (("distance", ""), ("coupling", "coupling_"),
+                         ("sampling_floor", "sampling_floor_")):
+        fits = np.array([fit_slope(n_grid.ravel(), arrays[name][:, :, k].ravel())
+                         for k in range(times.size)])
+        what = f"slope of log {name} against log n"
+        data[f"{prefix}slope"] = ("time", fits[:, 0], {"units": "1", "long_name": what})
+        data[f"{prefix}slope_low"] = ("time", fits[:, 1], {"units": "1",
+                                                             "long_name": what + ", 95 % low"})
+        data[f"{prefix}slope_high"] = ("time", fits[:, 2], {"units": "1",
+                                                              "long_name": what + ", 95 % high"})
+    ds = xr.Dataset(data, coords={"n": ("n", np.asarray(ns)), "replica": np.arange(replicas),
+                                  "time": ("time", times, {"units": "1"})})
+    m = cfg["model"]
+    ds.attrs.update({
+        "title": f"convergence of {'SA' if m['normalized'] else 'USA'} tokens to the PDE on "
+                 f"the {cfg['domain']['geometry']}, beta = {m['beta']:g}, kappa = "
+                 f"{m['kappa']:g}",
+        "geometry": cfg["domain"]["geometry"], "model": "SA" if m["normalized"] else "USA",
+        "beta": m["beta"], "kappa": m["kappa"], "p": c["p"], "points": c["points"],
+        "dt": plan["dt"], **info})
+    return ds
+
+
+def _bound(cfg: dict, table: cp.PdeTable, times: np.ndarray, w1: float) -> np.ndarray:
+    """Dobrushin's bound at the save times, the rate integrated over the table's times."""
+    r = _order_parameters(cfg, table)
+    bound = dobrushin_bound(w1, table.times, r, cfg["model"]["beta"],
+                            cfg["model"]["normalized"])
+    idx = np.searchsorted(table.times, np.round(times, cp.TIME_ROUND))
+    return bound[idx]
+
+
+def _order_parameters(cfg: dict, table: cp.PdeTable) -> np.ndarray:
+    """The PDE's order parameter at each table time (computed once per table)."""
+    cached = getattr(table, "_order_parameters", None)
+    if cached is not None:
+        return cached
+    solver = Discretization.from_config(cfg, threads=1)
+    r = np.array([solver.model.diagnostics(solver.to_density(s))["order_parameter"]
+                  for s in table.states])
+    table._order_parameters = r
+    return r
+
+
+def convergence(config: dict | None = None, *, out: str | Path | None = None,
+                overwrite: bool = False, resume: bool = False,
+                progress: bool = False) -> xr.Dataset:
+    """The convergence study of one config (module docstring).
+
+    Args:
+        config: the config; ``[convergence]`` n, replicas, p, points.
+        out: where to write the netCDF result (default ``output.path``).
+        overwrite: replace an existing result.
+        resume: continue from ``<out>.checkpoint.nc`` (the members done are kept).
+        progress: progress bars.
+
+    Returns:
+        The study dataset; ``status`` -1 when interrupted (the members done so far).
+
+    Raises:
+        ConfigError: bad input, before any work.
+        TaskFailed: a member failed (named); the others are kept in the checkpoint.
+    """
+    cfg = cfgmod.validate(config)
+    plan = check_convergence_config(cfg)
+    out = out if out is not None else cfg["output"]["path"]
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    with Executor.from_config(cfg) as executor:
+        executor.connect()
+        task = ConvergenceTask(cfg, plan, executor, progress)
+        try:
+            return engine.run(task)
+        finally:
+            task.close()

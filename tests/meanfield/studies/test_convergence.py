@@ -1,0 +1,128 @@
+"""The convergence study: rates against n (i.i.d. n^{-1/2}, quantile points n^{-1}), the
+error split and bounded as the theory says, resume without recomputing, the same numbers
+on a dask cluster, bad input before any work."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from meanfield.cli import main
+from meanfield.errors import ConfigError
+from meanfield.io import read_netcdf
+from meanfield.runs.schedule import checkpoint_path
+from meanfield.studies import convergence as conv
+
+CFG = {"model": {"beta": 1.0},
+       "initial": {"kind": "von_mises", "concentration": 2.0},
+       "discretization": {"resolution": 64},
+       "time": {"t_final": 1.0, "save_every": 0.5, "dt": 0.1},
+       "convergence": {"n": [100, 400, 1600], "replicas": 6, "p": 1}}
+
+
+@pytest.fixture(scope="module")
+def iid():
+    return conv.convergence(CFG)
+
+
+def test_iid_rate_is_one_half(iid):
+    """18 points (3 n x 6 replicas) per time: the fitted slope's 95 % interval must hold
+    -1/2 and stay within [-0.75, -0.3] (a failure rate of ~5 % per time would show as a
+    miss of -1/2; the fixed seeds make it a fixed outcome)."""
+    assert np.all(iid.slope_low <= -0.5) and np.all(iid.slope_high >= -0.5)
+    assert np.all((iid.slope > -0.75) & (iid.slope < -0.3))
+    assert iid.sizes == {"n": 3, "replica": 6, "time": 3}
+
+
+def test_errors_split_and_bounded(iid):
+    d, c, f = iid.distance, iid.coupling, iid.sampling_floor
+    # W_p(mu^n, mu) <= W_p(mu^n, nu^n) + W_p(nu^n, mu) <= coupling + sampling floor
+    assert bool((d <= c + f + 1e-12).all())
+    np.testing.assert_array_equal(c.isel(time=0), 0.0)  # X(0) = Y(0)
+    np.testing.assert_array_equal(d.isel(time=0), f.isel(time=0))
+    assert bool((d <= iid.dobrushin_bound).all())  # no noise: Dobrushin holds
+    assert bool((c.isel(time=-1) > 0).all())
+
+
+def test_quantile_points_converge_at_rate_one():
+    cfg = {**CFG, "convergence": {**CFG["convergence"], "points": "quantile"}}
+    ds = conv.convergence(cfg)
+    assert ds.sizes["replica"] == 1
+    assert np.all(ds.slope <= -0.9), ds.slope.values
+
+
+def test_noise_gives_propagation_of_chaos_without_a_bound():
+    cfg = {**CFG, "model": {"beta": 1.0, "kappa": 4.0},
+           "convergence": {"n": [100, 400], "replicas": 3, "p": 2}}
+    ds = conv.convergence(cfg)
+    assert bool(ds.dobrushin_bound.isnull().all())
+    assert bool((ds.distance <= ds.coupling + ds.sampling_floor + 1e-12).all())
+    assert ds.attrs["p"] == 2
+
+
+def test_resume_skips_the_members_done(tmp_path, monkeypatch, iid):
+    out = tmp_path / "c.nc"
+    real, calls = conv.run_member, []
+
+    def interrupt_third(cfg, plan, table, params):
+        calls.append((params["n"], params["replica"]))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cfg, plan, table, params)
+
+    monkeypatch.setattr(conv, "run_member", interrupt_third)
+    part = conv.convergence(CFG, out=out)
+    assert part.attrs["status"] == -1 and checkpoint_path(out).exists()
+    assert "2 of 18 members" in part.attrs["message"]
+    calls.clear()
+    monkeypatch.setattr(conv, "run_member",
+                        lambda *a: calls.append(a[3]["n"]) or real(*a))
+    resumed = conv.convergence(CFG, out=out, resume=True)
+    assert len(calls) == 16  # the two members done are not run again
+    for name in ("distance", "coupling", "sampling_floor", "dobrushin_bound", "slope"):
+        np.testing.assert_array_equal(resumed[name].values, iid[name].values)
+        np.testing.assert_array_equal(read_netcdf(out)[name].values, iid[name].values)
+
+
+def test_a_dask_cluster_gives_the_same_numbers():
+    cfg = {**CFG, "convergence": {"n": [100, 200], "replicas": 2, "p": 1},
+           "parallel": {"workers": 2}}
+    serial = conv.convergence({**cfg, "parallel": {"workers": 1}})
+    cluster = conv.convergence(cfg)
+    for name in ("distance", "coupling", "sampling_floor"):
+        np.testing.assert_array_equal(cluster[name].values, serial[name].values)
+
+
+def test_the_sphere():
+    cfg = {**CFG, "domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
+           "convergence": {"n": [50, 200], "replicas": 2, "p": 2}}
+    ds = conv.convergence(cfg)
+    assert bool(np.isfinite(ds.distance).all()) and bool((ds.distance > 0).all())
+    assert bool((ds.distance <= ds.coupling + ds.sampling_floor + 1e-9).all())
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"convergence": {"n": []}}, "convergence.n"),
+    ({"convergence": {"n": [1, 10]}}, "convergence.n[0]"),
+    ({"convergence": {"p": 0.5}}, "convergence.p"),
+    ({"convergence": {"points": "grid"}}, "convergence.points"),
+    ({"domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
+      "convergence": {"points": "quantile"}}, "convergence.points"),
+    ({"discretization": {"method": "finite-volume"}}, "discretization.method"),
+    ({"model": {"kappa": 2.0}, "time": {"dt": "auto"}}, "time.dt"),
+    ({"domain": {"geometry": "sphere"}, "discretization": {"resolution": 64},
+      "convergence": {"n": [10, 10**6]}}, "convergence.n"),
+])
+def test_bad_input_before_any_work(change, key, monkeypatch):
+    monkeypatch.setattr(conv, "run_member", lambda *a: pytest.fail("work started"))
+    cfg = {s: {**CFG.get(s, {}), **change.get(s, {})} for s in {*CFG, *change}}
+    with pytest.raises(ConfigError) as err:
+        conv.convergence(cfg)
+    assert err.value.key == key
+
+
+def test_cli_one_line(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text("[convergence]\np = 0.5\n")
+    assert main(["convergence", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "convergence.p" in err[0]
