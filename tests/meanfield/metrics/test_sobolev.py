@@ -11,6 +11,8 @@ from scipy.special import eval_legendre
 from meanfield.metrics import sphere_transport as st
 from meanfield.metrics.sobolev import circle_coefficients, hminus1, sphere_coefficients
 from meanfield.metrics.wasserstein import as_measure
+from solvers.grids.coordinates import lat_lon
+from solvers.grids.mesh import icosahedral_mesh
 from solvers.grids.sphere import SphereGrid
 
 
@@ -27,6 +29,15 @@ def sphere_frame(g, rho):
                        "weights": (("lat", "lon"), np.array(g.weights))},
                       coords={"lat": g.lat, "lon": g.lon},
                       attrs={"geometry": "sphere", "method": "spectral"})
+
+
+def mesh_frame(level):
+    mesh = icosahedral_mesh(level)
+    lat, lon = lat_lon(mesh.centers)
+    return xr.Dataset({"density": (("cell",), np.full(mesh.n_cells, 1 / (4 * np.pi))),
+                       "weights": (("cell",), np.array(mesh.weights))},
+                      coords={"lat": ("cell", lat), "lon": ("cell", lon)},
+                      attrs={"geometry": "sphere", "method": "finite-volume"})
 
 
 def random_circle_density(rng, n=128, modes=4, amp=0.25):
@@ -148,3 +159,16 @@ def test_h_minus_one_inequalities_on_the_sphere():
         assert w2 <= 2 / (np.sqrt(lo1) + np.sqrt(lo2)) * h
         ratios.append((h / (np.sqrt(big) * w2), w2 / (2 / (np.sqrt(lo1) + np.sqrt(lo2)) * h)))
     assert max(max(r) for r in ratios) < 0.95, ratios
+
+
+def test_sphere_cells_by_the_midpoint_rule():
+    # the uniform density on icosahedral cells (atoms at the centres) against the uniform
+    # one on a Gauss-Legendre grid: the midpoint rule's O(h^2) (measured 2.6e-4, 6.2e-5 at
+    # levels 2, 3 with L = 8)
+    g = SphereGrid(7)
+    uniform = sphere_frame(g, np.full(g.shape, 1 / (4 * np.pi)))
+    coarse = hminus1(mesh_frame(2), uniform, band_limit=8)
+    fine = hminus1(mesh_frame(3), uniform, band_limit=8)
+    assert fine < 1e-4 and 3 < coarse / fine < 5
+    with pytest.raises(ValueError, match="band_limit is required"):
+        hminus1(mesh_frame(2), uniform)

@@ -139,6 +139,18 @@ def test_sphere_dispatch_exact_and_dirac():
         st.sinkhorn_divergence(x, y, reg=0.1) ** 0.5, rel=1e-12)
 
 
+def test_sphere_modulo_rotation():
+    rng = np.random.default_rng(4)
+    x = unit(rng.normal(size=(25, 3)) + [0, 0, 2.0])
+    rot = np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]]) @ np.array(
+        [[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
+    y = x @ rot.T
+    assert wasserstein(x, y) > 0.5
+    assert wasserstein(x, y, modulo_rotation=True) < 1e-6
+    with pytest.raises(ValueError, match="nearest Dirac"):
+        wasserstein(x, y[:1], modulo_rotation=True)
+
+
 def test_sphere_frames_as_atoms():
     x0 = unit([0.2, 0.1, 1.0])
     target = np.sqrt(np.pi**2 / 2 - 2)
