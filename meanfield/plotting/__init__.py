@@ -61,6 +61,7 @@ from meanfield.plotting.comparison import (  # registers "compare"
     l1_distance,
     order_comparison,
 )
+from meanfield.plotting.convergence import error_vs_n, error_vs_time  # "convergence"
 from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
 from meanfield.plotting.sphere_maps import map_mollweide, map_orthographic
 
@@ -72,6 +73,8 @@ __all__ = [
     "SUPPORTED_KINDS",
     "density_vs_histogram",
     "diagnostics",
+    "error_vs_n",
+    "error_vs_time",
     "figure",
     "gram",
     "histogram_map",

@@ -126,3 +126,12 @@ def test_cli_one_line(tmp_path, capsys):
     assert main(["convergence", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "convergence.p" in err[0]
+
+
+def test_plot(tmp_path, iid):
+    out = tmp_path / "c.nc"
+    iid.to_netcdf(out)
+    assert main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["c_rates.png",
+                                                                     "c_summary.png"]
+    assert main(["plot", str(out), "--animate", "--out", str(tmp_path / "g")]) == 2

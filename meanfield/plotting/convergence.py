@@ -1,0 +1,103 @@
+"""Figures of a convergence study (``kind = "convergence"``): the error against n at each
+saved time with its fitted slope and the n^{-1/2} guide, and the errors against time
+with Dobrushin's bound."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from meanfield.errors import ConfigError
+from meanfield.plotting.common import _KindPlots, _register_kind
+from meanfield.plotting.helpers import _new_figure
+
+NEEDED = ("distance", "coupling", "sampling_floor", "dobrushin_bound", "slope",
+          "slope_low", "slope_high")
+COLORS = {"distance": "C0", "coupling": "C1", "sampling_floor": "C2"}
+LABELS = {"distance": r"$W_p(\mu^n_t, \mu_t)$", "coupling": "coupling (interaction)",
+          "sampling_floor": "sampling floor"}
+
+
+def _check(ds: Any) -> xr.Dataset:
+    missing = [name for name in NEEDED if name not in getattr(ds, "data_vars", {})]
+    if missing:
+        raise ConfigError(f"a convergence dataset needs {', '.join(missing)}", "result")
+    return ds
+
+
+def _title(ds: xr.Dataset) -> str:
+    return str(ds.attrs.get("title", "convergence"))
+
+
+def error_vs_n(ds: xr.Dataset, ax, k: int) -> None:
+    """Replicas as dots, their mean as a line, the fitted slope and the n^{-1/2} guide."""
+    n = ds["n"].values.astype(float)
+    for name, color in COLORS.items():
+        values = ds[name].isel(time=k).values  # (n, replica)
+        if not np.any(np.isfinite(values) & (values > 0)):
+            continue
+        ax.loglog(np.repeat(n, values.shape[1]), values.ravel(), ".", color=color,
+                  alpha=0.35, ms=3)
+        ax.loglog(n, np.nanmean(values, axis=1), "-", color=color, label=LABELS[name])
+    mean = np.nanmean(ds["distance"].isel(time=k).values, axis=1)
+    if np.isfinite(mean[0]) and mean[0] > 0:
+        ax.loglog(n, mean[0] * (n / n[0]) ** -0.5, "k:", lw=1, label=r"$n^{-1/2}$")
+    slope = float(ds["slope"].isel(time=k))
+    low, high = float(ds["slope_low"].isel(time=k)), float(ds["slope_high"].isel(time=k))
+    ax.set_title(f"t = {float(ds.time[k]):g}: slope {slope:.3f} [{low:.3f}, {high:.3f}]",
+                 fontsize=8)
+    ax.set_xlabel("tokens n")
+    ax.set_ylabel("rad")
+
+
+def error_vs_time(ds: xr.Dataset, ax) -> None:
+    """Mean errors over the replicas against time for each n, with the bound."""
+    t = ds.time.values
+    for i, n in enumerate(ds["n"].values):
+        shade = 0.35 + 0.65 * (i + 1) / ds.sizes["n"]
+        for name, color in COLORS.items():
+            mean = ds[name].isel(n=i).mean("replica").values
+            mean = np.where(mean > 0, mean, np.nan)  # (the coupling starts at 0)
+            ax.semilogy(t, mean, color=color, alpha=shade,
+                        label=LABELS[name] if i == ds.sizes["n"] - 1 else None)
+        bound = ds["dobrushin_bound"].isel(n=i).mean("replica")
+        if bool(np.isfinite(bound).any()):
+            ax.semilogy(t, bound, "k--", alpha=shade, lw=1,
+                        label="Dobrushin bound" if i == ds.sizes["n"] - 1 else None)
+    ax.set_xlabel("time")
+    ax.set_ylabel("rad")
+    ax.set_title("errors against time (darker: larger n)", fontsize=8)
+
+
+def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    fig = _new_figure((8.0, 3.2))
+    a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    error_vs_n(ds, a, ds.sizes["time"] - 1)
+    a.legend(fontsize=7)
+    error_vs_time(ds, b)
+    b.legend(fontsize=7)
+    fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _rates_page(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    k = ds.sizes["time"]
+    cols = min(k, 3)
+    rows = -(-k // cols)
+    fig = _new_figure((3.0 * cols, 2.6 * rows))
+    for i in range(k):
+        error_vs_n(ds, fig.add_subplot(rows, cols, i + 1), i)
+    fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:
+    raise ConfigError("a convergence study has no animation; plot it without --animate",
+                      "--animate")
+
+
+_register_kind("convergence", _KindPlots(
+    check=_check, summary=_summary, pages=(("rates", _rates_page),), animate=_animate))
