@@ -44,10 +44,11 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.metrics.binning import histogram_bins
 from meanfield.runs import budget
-from meanfield.runs.engine import Engine, RunTask, TaskFailed
+from meanfield.runs.engine import Engine
 from meanfield.runs.evolve import evolve
 from meanfield.runs.executor import Executor, TaskResult
 from meanfield.runs.particles import check_config, particles
+from meanfield.studies.members import MemberStudy
 
 SAMPLES_PER_CELL = 20
 
@@ -104,15 +105,15 @@ def run_member(config: dict, progress: bool, params: dict) -> xr.Dataset:
     return kept
 
 
-class CompareTask(RunTask):
+class CompareTask(MemberStudy):
     """The comparison on the run engine: its points are the start, the PDE and each
     ensemble member; a checkpoint keeps the PDE and the members done (in any order)."""
 
     kind = "compare"
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
-        super().__init__(cfg)
-        self.plan, self.executor, self.progress = plan, executor, progress
+        super().__init__(cfg, executor, progress)
+        self.plan = plan
         quiet = copy.deepcopy(cfg)
         quiet["output"]["path"] = None
         self.pde_cfg = {s: copy.deepcopy(quiet[s]) for s in cfgmod.task_sections("evolve")}
@@ -120,7 +121,6 @@ class CompareTask(RunTask):
         self.member_cfg = {s: quiet[s] for s in cfgmod.task_sections("particles")}
         self.ensemble = cfg["particles"]["ensemble"]
         self.restored: dict[int, xr.Dataset] = {}  # members done out of order before
-        self._results = None
 
     def points(self) -> list:
         return ["start", "pde", *range(self.ensemble)]
@@ -156,17 +156,9 @@ class CompareTask(RunTask):
     def frame(self, state: Any) -> Any:
         return state
 
-    def close(self) -> None:
-        """Stop the members still running (Ctrl-C) while the executor is open."""
-        if self._results is not None:
-            self._results.close()
-
-    def finish(self, frames: list) -> None:
-        failed = [f for f in frames[2:] if isinstance(f, TaskResult)]
-        if failed:
-            raise TaskFailed("; ".join(f"ensemble member {f.params['member']} "
-                                       f"(particles.seed = {f.params['particles.seed']}) "
-                                       f"failed: {f.error}" for f in failed))
+    def describe(self, params: dict) -> str:
+        return (f"ensemble member {params['member']} (particles.seed = "
+                f"{params['particles.seed']})")
 
     def _members(self, frames: list) -> dict[int, xr.Dataset]:
         """The members done: in ``frames`` and restored out of order."""

@@ -45,11 +45,12 @@ from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.lipschitz import dobrushin_bound
-from meanfield.runs.engine import Engine, RunTask, TaskFailed
-from meanfield.runs.executor import Executor, TaskResult
+from meanfield.runs.engine import Engine
+from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
 from meanfield.studies import coupling as cp
+from meanfield.studies.members import MemberStudy
 
 AUTO_DT = 0.05
 MEASURES = ("distance", "coupling", "sampling_floor")
@@ -157,17 +158,16 @@ def run_member(cfg: dict, plan: dict, table: cp.PdeTable, params: dict) -> dict:
 # ---------------------------------------------------------------------------------------
 # The study on the run engine.
 
-class ConvergenceTask(RunTask):
+class ConvergenceTask(MemberStudy):
     """Points: the start, the PDE (its table of states), then each member; a checkpoint
     keeps the PDE and the members done."""
 
     kind = "convergence"
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
-        super().__init__(cfg)
-        self.plan, self.executor, self.progress = plan, executor, progress
+        super().__init__(cfg, executor, progress)
+        self.plan = plan
         self.members = plan["members"]
-        self._results = None
 
     def points(self) -> list:
         return ["start", "pde", *range(len(self.members))]
@@ -206,16 +206,8 @@ class ConvergenceTask(RunTask):
             self._table = state
         return state
 
-    def close(self) -> None:
-        if self._results is not None:
-            self._results.close()
-
-    def finish(self, frames: list) -> None:
-        failed = [f for f in frames[2:] if isinstance(f, TaskResult)]
-        if failed:
-            raise TaskFailed("; ".join(f"member n = {f.params['n']}, replica "
-                                       f"{f.params['replica']} failed: {f.error}"
-                                       for f in failed))
+    def describe(self, params: dict) -> str:
+        return f"member n = {params['n']}, replica {params['replica']}"
 
     def dataset(self, frames: list, info: dict) -> xr.Dataset:
         return study_dataset(self.cfg, self.plan, frames[1] if len(frames) > 1 else None,
