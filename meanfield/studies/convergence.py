@@ -45,6 +45,7 @@ from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.lipschitz import dobrushin_bound
+from meanfield.runs import budget
 from meanfield.runs.engine import Engine
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
@@ -359,6 +360,16 @@ def convergence(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_convergence_config(cfg)
+    # The largest member is a particle run of max(n) tokens (twice: X and Y); its memory
+    # is what the particle run's estimate says, refused above what the machine has.
+    largest = {**cfg, "particles": {**cfg["particles"], "n": max(cfg["convergence"]["n"])}}
+    try:
+        budget.check(largest, "particles")
+    except ConfigError as exc:  # name the key the user gave
+        if exc.key != "particles.n":
+            raise
+        raise ConfigError(str(exc).replace("particles.n", "the largest convergence.n"),
+                          "convergence.n") from None
     out = out if out is not None else cfg["output"]["path"]
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     with Executor.from_config(cfg) as executor:

@@ -111,6 +111,7 @@ def test_the_sphere():
     ({"model": {"kappa": 2.0}, "time": {"dt": "auto"}}, "time.dt"),
     ({"domain": {"geometry": "sphere"}, "discretization": {"resolution": 64},
       "convergence": {"n": [10, 10**6]}}, "convergence.n"),
+    ({"convergence": {"n": [100, 10**11]}}, "convergence.n"),
 ])
 def test_bad_input_before_any_work(change, key, monkeypatch):
     monkeypatch.setattr(conv, "run_member", lambda *a: pytest.fail("work started"))
