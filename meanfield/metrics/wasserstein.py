@@ -26,8 +26,14 @@ Methods (the geometry is inferred, or checked against ``geometry=`` when given):
 =========  =========================================================================
 circle     ``"auto"`` = ``"exact"``: ``meanfield.metrics.circle_transport`` (exact, any
            p >= 1, O((n + m) log(n + m)); densities in their own representation).
-sphere     ``"exact"``: network simplex (``sphere_transport.sphere_wasserstein``);
-           ``"auto"``: the same when it fits in ``MEMORY_LIMIT_BYTES``, else a
+sphere     ``"zonal"``: two spectral (Gauss-Legendre) density frames, both zonal about
+           the z axis (``sphere_zonal.is_zonal``): the exact W_p of the two densities
+           by the monotone rearrangement of their colatitudes
+           (``sphere_zonal.zonal_wasserstein``; O(L^2), spectrally accurate, no grid
+           error); anything else is a ``ValueError`` saying why.
+           ``"exact"``: network simplex (``sphere_transport.sphere_wasserstein``);
+           ``"auto"``: ``"zonal"`` when it applies (without ``modulo_rotation``), else
+           the network simplex when it fits in ``MEMORY_LIMIT_BYTES``, else a
            ``ValueError`` asking for ``"sinkhorn"`` or ``"sliced"`` explicitly (never a
            different quantity silently); ``"sinkhorn"``: S_eps^{1/p}, the debiased
            Sinkhorn divergence with ``reg``, an estimate of W_p with the bias stated in
@@ -39,7 +45,10 @@ both       ``"dirac"``: one of the measures must be a single point (closed form;
 
 Sphere densities (spectral Gauss-Legendre grids and finite-volume cells alike) are
 transported as atoms at the nodes with masses ``weights * density``: an O(h) error in
-W_p on a grid of spacing h (``sphere_transport.grid_atoms``).
+W_p on a grid of spacing h (``sphere_transport.grid_atoms``). The exception is a pair of
+zonal spectral frames, which ``"auto"`` hands to ``"zonal"`` because it is exact (the
+atoms' value differs from it by the atoms' O(h) quantisation: measured 0.017 rad at
+L = 7 and 0.005 at L = 15 for two von Mises-Fisher densities, ``tests``).
 
 All input errors (p < 1, NaN, negative weights, points off the sphere, different masses,
 a grid that does not match its geometry, a problem too large for the exact method) are a
@@ -54,7 +63,7 @@ import numpy as np
 from meanfield.metrics import sphere_transport as st
 
 MASS_RTOL = 1e-6
-METHODS = ("auto", "exact", "sinkhorn", "sliced", "dirac")
+METHODS = ("auto", "exact", "sinkhorn", "sliced", "dirac", "zonal")
 GEOMETRIES = ("circle", "sphere")
 
 
@@ -203,6 +212,12 @@ def _check(mu: Measure, nu: Measure, geometry, method, modulo_rotation) -> str:
     if modulo_rotation and mu.geometry == "sphere" and (mu.is_dirac or nu.is_dirac):
         raise ValueError("modulo_rotation with a Dirac on the sphere (the distance to the "
                          "nearest Dirac, a Frechet-mean problem) is not implemented")
+    if mu.geometry == "circle" and method == "zonal":
+        raise ValueError('method="zonal" is for two zonal densities on the sphere S^2; on '
+                         'the circle use "exact" (O(n log n), exact)')
+    if modulo_rotation and method == "zonal":
+        raise ValueError('modulo_rotation is available with the exact method only, not '
+                         '"zonal" (a rotation breaks the symmetry about z)')
     if mu.geometry == "circle" and method in ("sinkhorn", "sliced"):
         raise ValueError(f'method={method!r} is for the sphere; on the circle use "exact" '
                          '(O(n log n), exact)')
@@ -210,6 +225,25 @@ def _check(mu: Measure, nu: Measure, geometry, method, modulo_rotation) -> str:
         raise ValueError(f"modulo_rotation is available with the exact method only, not "
                          f"{method!r}")
     return mu.geometry
+
+
+def _zonal(m: Measure, name: str):
+    """``(ZonalDensity, None)`` when ``m`` is a zonal spectral sphere frame, else
+    ``(None, why not)``."""
+    from meanfield.metrics import sphere_zonal as sz
+
+    if m.frame is None:
+        return None, f"{name} is not a density frame (it is {m.points.shape[0]} points)"
+    if m.method != "spectral" or m.frame["density"].dims[-2:] != ("lat", "lon"):
+        return None, (f"{name} is a {m.method!r} frame, not a spectral (lat, lon) "
+                      "Gauss-Legendre one")
+    if not sz.is_zonal(m.frame):
+        return None, (f"{name} is not zonal about the z axis (its density varies along "
+                      f"longitude by more than {sz.ZONAL_RTOL:g} of its maximum)")
+    try:
+        return sz.ZonalDensity.from_frame(m.frame, name), None
+    except ValueError as err:
+        return None, str(err)
 
 
 def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
@@ -225,13 +259,15 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
     (a local method with multistart: an upper bound on the minimum);
     ``"sinkhorn"`` O(n m) per iteration, biased as stated in
     ``sphere_transport.sinkhorn_divergence``; ``"sliced"`` O(n_projections n log n); a
-    Dirac O(n) (closed form). Densities on the sphere: O(h) discretisation error.
+    Dirac O(n) (closed form). Densities on the sphere: O(h) discretisation error, except
+    ``"zonal"`` (two zonal spectral frames; chosen by ``"auto"``): exact, O(L^2).
 
     Args:
         mu, nu: the measures.
         p: order, ``>= 1``.
         geometry: ``"circle"``, ``"sphere"`` or ``None`` (inferred).
-        method: ``"auto"``, ``"exact"``, ``"sinkhorn"``, ``"sliced"`` or ``"dirac"``.
+        method: ``"auto"``, ``"exact"``, ``"sinkhorn"``, ``"sliced"``, ``"dirac"`` or
+            ``"zonal"``.
         modulo_rotation: the minimum over rotations of W_p(mu, R nu) (circle: exact over
             shifts; sphere: exact method, local search).
         reg: the Sinkhorn regularisation eps (rad^p), for ``"sinkhorn"``.
@@ -259,6 +295,17 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
                                                          float(dirac.angles[0]), p))
         return float(circle_wasserstein(_circle(m1), _circle(m2), p,
                                         modulo_rotation=bool(modulo_rotation)))
+    if method == "zonal" or (method == "auto" and not modulo_rotation
+                             and m1.frame is not None and m2.frame is not None):
+        from meanfield.metrics.sphere_zonal import zonal_wasserstein
+
+        (z1, why1), (z2, why2) = _zonal(m1, "mu"), _zonal(m2, "nu")
+        if z1 is not None and z2 is not None:
+            return zonal_wasserstein(z1, z2, p)
+        if method == "zonal":
+            raise ValueError(f'method="zonal" needs two spectral sphere frames zonal about '
+                             f"the z axis, but {why1 or why2}; use method=\"exact\" (the "
+                             'grid atoms, O(h) error), "sinkhorn" or "sliced"')
     if method in ("auto", "exact", "dirac"):
         for dirac, other in ((m1, m2), (m2, m1)):
             if dirac.is_dirac:
