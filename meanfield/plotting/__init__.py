@@ -45,6 +45,7 @@ and ``comparison`` (the dataset kinds; the token panels in ``tokens``).
 from __future__ import annotations
 
 from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
+from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
 from meanfield.plotting import sphere as _sphere  # noqa: F401  (registers "sphere")
 from meanfield.plotting.common import (
     _KINDS,

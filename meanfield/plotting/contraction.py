@@ -1,0 +1,329 @@
+"""Figures of a contraction study (``kind = "contraction"``): the W₂ distance to the target
+against time on a log axis for each β, with the fitted exponential over its window and the
+predicted slope, and the fitted rates against β with the predicted rate.
+
+The dataset (see DESIGN.md §3): coords ``beta``, ``time`` and ``source`` (a subset of
+``"pde"``, ``"particles"``); ``distance`` (beta, time, source) in rad, NaN where not
+computed; ``fitted_rate``, ``fitted_rate_low``, ``fitted_rate_high``, ``fit_start``,
+``fit_stop`` (beta, source), the fit being log distance ≈ c − rate·t over
+[fit_start, fit_stop]; ``predicted_rate`` (beta); optionally ``pair_distance`` (beta, time,
+source) and ``pair_fitted_rate`` (beta, source), the distance between two solutions from
+different initial data, with (optionally) ``pair_fit_start``, ``pair_fit_stop`` (beta,
+source), the window of that fit. The attrs ``target`` ("dirac" or "stationary"),
+``model``, ``kappa`` and ``title`` label the figures.
+
+The intercept c of a fitted line is not stored: it is the least-squares intercept for the
+stored rate over the saved times in the window (exact for an exact exponential). The pair
+fit's line is only drawn when its window is stored (no window is guessed). A source whose
+distances are all NaN is left out of every panel.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from meanfield.errors import ConfigError
+from meanfield.plotting.common import _KindPlots, _register_kind
+from meanfield.plotting.helpers import (
+    _attr_summary,
+    _letter_panels,
+    _new_figure,
+    _style,
+    _time_label,
+)
+
+NEEDED = ("distance", "fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start",
+          "fit_stop", "predicted_rate")
+COORDS = ("beta", "time", "source")
+SOURCE_LABELS = {"pde": "PDE", "particles": "particles"}
+SOURCE_MARKERS = {"pde": "o", "particles": "s"}
+_MAX_BETA_LEGEND = 10  # more β than this: viridis and a colorbar instead of tab10 and a legend
+_LOG_RATE_RANGE = 20.0  # rates panel on a log axis once max/min of the rates exceeds this
+_DISTANCE_RANGE = 1e16  # the distance axis shows at most this factor below its largest value
+TARGET_LABELS = {"dirac": r"$W_2(\mu_t, \delta_{x_\infty})$",
+                 "stationary": r"$W_2(\mu_t, \mu_\infty)$"}
+
+
+def _check(ds: Any) -> xr.Dataset:
+    missing = [name for name in NEEDED if name not in getattr(ds, "data_vars", {})]
+    missing += [name for name in COORDS if name not in getattr(ds, "coords", {})]
+    if missing:
+        raise ConfigError(f"a contraction dataset needs {', '.join(missing)}", "result")
+    return ds
+
+
+def _title(ds: xr.Dataset) -> str:
+    parts = [_attr_summary(ds)] if _attr_summary(ds) else []
+    target = str(ds.attrs.get("target", ""))
+    if target == "dirac":
+        parts.append(r"target $\delta_{x_\infty}$")
+    elif target == "stationary":
+        parts.append(r"target $\mu_\infty$")
+    title = str(ds.attrs.get("title", "")).strip() or "contraction"
+    return f"{title} ({', '.join(parts)})" if parts else title
+
+
+def _sources(ds: xr.Dataset, name: str = "distance") -> list[str]:
+    """The sources with at least one positive finite value of ``name``, in order."""
+    out = []
+    for source in ds["source"].values:
+        values = ds[name].sel(source=source).values
+        if np.any(np.isfinite(values) & (values > 0)):
+            out.append(str(source))
+    return out
+
+
+def _colors(ds: xr.Dataset) -> tuple[list[Any], Any]:
+    """One colour per β (tab10 up to 10 β, else viridis) and the viridis mappable or None."""
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    beta = ds["beta"].values.astype(float)
+    if beta.size <= _MAX_BETA_LEGEND:
+        return [colormaps["tab10"](i) for i in range(beta.size)], None
+    norm = Normalize(float(np.nanmin(beta)), float(np.nanmax(beta)))
+    cmap = colormaps["viridis"]
+    return [cmap(norm(b)) for b in beta], ScalarMappable(norm=norm, cmap=cmap)
+
+
+def _intercept(t: np.ndarray, d: np.ndarray, rate: float, start: float,
+               stop: float) -> float | None:
+    """Least-squares c of log d = c − rate·t over the saved times in [start, stop]."""
+    span = max(abs(stop - start), 1.0)
+    inside = ((t >= start - 1e-9 * span) & (t <= stop + 1e-9 * span)
+              & np.isfinite(d) & (d > 0))
+    if not inside.any():
+        return None
+    return float(np.mean(np.log(d[inside]) + rate * t[inside]))
+
+
+def _beta_label(beta: float) -> str:
+    return f"β = {beta:g}"
+
+
+def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
+    """The distances against time on a log axis: one colour per β, the PDE as a line and
+    the particles as dots; the fitted exponential over its window (dashed, same colour)
+    and, once per β, the predicted slope through the start of the first fitted line
+    (dotted black). ``variable = "pair_distance"`` draws the pair distances with the
+    ``pair_fitted_rate`` lines where ``pair_fit_start``/``pair_fit_stop`` are stored (no
+    predicted slope). Every line gets a ``gid``:
+    ``"{variable}:{source}:{β}"``, ``"fit:{variable}:{source}:{β}"``,
+    ``"predicted:{β}"``."""
+    from matplotlib.lines import Line2D
+
+    t = ds["time"].values.astype(float)
+    beta = ds["beta"].values.astype(float)
+    colors, mappable = _colors(ds)
+    pair = variable != "distance"
+    prefix = "pair_" if pair else ""
+    fit_names = (f"{prefix}fitted_rate", f"{prefix}fit_start", f"{prefix}fit_stop")
+    has_fit = all(name in ds.data_vars for name in fit_names)
+    shown: list[np.ndarray] = []
+    sources = _sources(ds, variable)
+    drawn_fit = drawn_predicted = False
+    for i, b in enumerate(beta):
+        predicted_done = pair
+        for source in sources:
+            d = ds[variable].isel(beta=i).sel(source=source).values.astype(float)
+            d = np.where(np.isfinite(d) & (d > 0), d, np.nan)
+            if not np.isfinite(d).any():
+                continue
+            shown.append(d[np.isfinite(d)])
+            gid = f"{variable}:{source}:{b:g}"
+            if source == "pde":
+                ax.semilogy(t, d, "-", color=colors[i], lw=1.3, gid=gid)
+            else:
+                ax.semilogy(t, d, linestyle="none", marker=".", ms=4, color=colors[i],
+                            alpha=0.85, gid=gid)
+            if not has_fit:
+                continue
+            rate, start, stop = (float(ds[name].isel(beta=i).sel(source=source))
+                                 for name in fit_names)
+            if not (np.isfinite(rate) and np.isfinite(start) and np.isfinite(stop)):
+                continue
+            c = _intercept(t, d, rate, start, stop)
+            if c is None:
+                continue
+            tt = np.linspace(start, stop, 50)
+            ax.semilogy(tt, np.exp(c - rate * tt), "--", color=colors[i], lw=1.0,
+                        gid=f"fit:{variable}:{source}:{b:g}")
+            drawn_fit = True
+            predicted = float(ds["predicted_rate"].isel(beta=i))
+            if not predicted_done and np.isfinite(predicted):
+                d0 = np.exp(c - rate * start)
+                ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), ":", color="k",
+                            lw=1.0, gid=f"predicted:{b:g}")
+                predicted_done = drawn_predicted = True
+    _decade_labels(ax, shown)
+    ax.set_xlabel(_time_label(ds))
+    if pair:
+        ax.set_ylabel("distance between solutions (rad)")
+        ax.set_title("two initial data", fontsize=8)
+    else:
+        target = TARGET_LABELS.get(str(ds.attrs.get("target", "")), r"$W_2$ to the target")
+        ax.set_ylabel(f"{target} (rad)")
+        ax.set_title("distance to the target", fontsize=8)
+    # the styles (which line is which) in one legend, the β colours in another or a bar
+    styles = [Line2D([], [], color="0.3", lw=1.3, label=SOURCE_LABELS[s])
+              if s == "pde" else
+              Line2D([], [], color="0.3", ls="none", marker=".", ms=5, label=SOURCE_LABELS[s])
+              for s in sources]
+    if drawn_fit:
+        styles.append(Line2D([], [], color="0.3", ls="--", lw=1.0, label="fitted rate"))
+    if drawn_predicted:
+        styles.append(Line2D([], [], color="k", ls=":", lw=1.0, label="predicted rate"))
+    # (outside the axes, on the right: the slow curves stay near the top right corner)
+    if mappable is None:
+        betas = [Line2D([], [], color=colors[i], lw=1.5, label=_beta_label(b))
+                 for i, b in enumerate(beta)]
+        ax.add_artist(ax.legend(handles=betas, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                                fontsize=7, borderaxespad=0.0))
+    else:
+        ax.figure.colorbar(mappable, ax=ax, label="β")
+    if styles:
+        ax.legend(handles=styles, loc="lower left", fontsize=7,
+                  **({"bbox_to_anchor": (1.01, 0.0), "borderaxespad": 0.0}
+                     if mappable is None else {}))
+
+
+def _decade_labels(ax, shown: list[np.ndarray]) -> None:
+    """Readable labels on a log distance axis: 0.01, 0.02, 0.05, ... over one to three
+    decades, only the decades over more (no 6×10⁻¹ clutter); and at most 16 decades shown
+    (below that: the solver's round-off, or nothing)."""
+    from matplotlib.ticker import NullFormatter
+
+    if not shown:
+        return
+    values = np.concatenate(shown)
+    top, bottom = float(values.max()), float(values.min())
+    if 10.0 < top / bottom <= 1e3:
+        _plain_log_labels(ax)
+    elif top / bottom > 1e3:
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    if top / bottom > _DISTANCE_RANGE:
+        ax.set_ylim(top / _DISTANCE_RANGE, top * 3.0)
+
+
+def _plain_log_labels(ax) -> None:
+    """A log axis labelled 1, 2, 5, 10, 20, ... (for a range of a few decades at most)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def rates_vs_beta(ds: xr.Dataset, ax) -> None:
+    """The fitted rates with their 95 % intervals against β, per source (and the pair
+    rates as open markers when present), and the predicted rate as a black line; a log
+    rate axis when the rates span more than a factor 20. ``gid``s: ``"rate:{source}"``,
+    ``"pair_rate:{source}"``, ``"predicted"``."""
+    beta = ds["beta"].values.astype(float)
+    sources = _sources(ds)
+    spread = float(np.ptp(beta)) if beta.size > 1 else 1.0
+    shift = 0.012 * spread
+    values: list[np.ndarray] = []
+    handles: list[Any] = []
+    for k, source in enumerate(sources):
+        dx = (k - (len(sources) - 1) / 2) * shift
+        rate = ds["fitted_rate"].sel(source=source).values.astype(float)
+        low = ds["fitted_rate_low"].sel(source=source).values.astype(float)
+        high = ds["fitted_rate_high"].sel(source=source).values.astype(float)
+        ok = np.isfinite(rate)
+        if not ok.any():
+            continue
+        low = np.where(np.isfinite(low), low, rate)
+        high = np.where(np.isfinite(high), high, rate)
+        err = np.vstack([np.clip(rate - low, 0, None), np.clip(high - rate, 0, None)])
+        color = f"C{k}"
+        container = ax.errorbar(beta[ok] + dx, rate[ok], yerr=err[:, ok], fmt=SOURCE_MARKERS
+                                .get(source, "o"), ms=4, color=color, capsize=2.5, lw=1.0,
+                                label=f"fitted, {SOURCE_LABELS.get(source, source)}")
+        container.lines[0].set_gid(f"rate:{source}")
+        handles.append(container)
+        values += [rate[ok], low[ok], high[ok]]
+        if "pair_fitted_rate" in ds.data_vars:
+            pair = ds["pair_fitted_rate"].sel(source=source).values.astype(float)
+            if np.isfinite(pair).any():
+                handles += ax.plot(beta + dx, pair, linestyle="none",
+                        marker=SOURCE_MARKERS.get(source, "o"), ms=6, mfc="none",
+                        color=color, gid=f"pair_rate:{source}",
+                        label=f"fitted, two solutions, {SOURCE_LABELS.get(source, source)}")
+                values.append(pair[np.isfinite(pair)])
+    predicted = ds["predicted_rate"].values.astype(float)
+    if np.isfinite(predicted).any():
+        ok = np.isfinite(predicted)
+        handles += ax.plot(beta[ok], predicted[ok], "k-", lw=1.0, marker="x", ms=4, gid="predicted",
+                label=_predicted_label(ds))
+        values.append(predicted[ok])
+    ax.set_xlabel("β")
+    ax.set_ylabel("rate (1/time)")
+    ax.set_title("contraction rate against β", fontsize=8)
+    every = np.concatenate(values) if values else np.array([])
+    every = every[np.isfinite(every)]
+    if every.size and every.min() > 0 and every.max() / every.min() > _LOG_RATE_RANGE:
+        ax.set_yscale("log")
+        _plain_log_labels(ax)
+    if handles:
+        ax.legend(handles=handles, fontsize=7)
+
+
+def _predicted_label(ds: xr.Dataset) -> str:
+    if str(ds.attrs.get("target", "")) == "stationary":
+        return r"predicted $|\sigma|$ (slowest mode)"
+    model = str(ds.attrs.get("model", ""))
+    if model == "USA":
+        return r"predicted $e^{\beta}$"
+    if model == "SA":
+        return "predicted 1"
+    return "predicted"
+
+
+def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    with _style():
+        fig = _new_figure((8.6, 3.2))
+        a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        distance_vs_time(ds, a)
+        rates_vs_beta(ds, b)
+        _letter_panels([a, b])
+        fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _curves_page(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    pair = "pair_distance" in ds.data_vars and bool(_sources(ds, "pair_distance"))
+    with _style():
+        fig = _new_figure((4.8 * (1 + pair), 3.3))
+        axes = [fig.add_subplot(1, 1 + pair, 1)]
+        distance_vs_time(ds, axes[0])
+        if pair:
+            axes.append(fig.add_subplot(1, 2, 2))
+            distance_vs_time(ds, axes[1], "pair_distance")
+            _letter_panels(axes)
+        fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _rates_page(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    with _style():
+        fig = _new_figure((4.2, 3.2))
+        rates_vs_beta(ds, fig.add_subplot(1, 1, 1))
+        fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:
+    raise ConfigError("a contraction study has no animation; plot it without --animate",
+                      "--animate")
+
+
+_register_kind("contraction", _KindPlots(
+    check=_check, summary=_summary,
+    pages=(("curves", _curves_page), ("rates", _rates_page)), animate=_animate))
