@@ -55,13 +55,17 @@ def _check(ds: Any) -> xr.Dataset:
 
 
 def _title(ds: xr.Dataset) -> str:
+    """The ``title`` attr with the model, κ and target, unless it names them already (as
+    the study's own title does)."""
+    title = str(ds.attrs.get("title", "")).strip() or "contraction"
+    if any(word in title.lower() for word in ("kappa", "κ")):
+        return title
     parts = [_attr_summary(ds)] if _attr_summary(ds) else []
     target = str(ds.attrs.get("target", ""))
     if target == "dirac":
         parts.append(r"target $\delta_{x_\infty}$")
     elif target == "stationary":
         parts.append(r"target $\mu_\infty$")
-    title = str(ds.attrs.get("title", "")).strip() or "contraction"
     return f"{title} ({', '.join(parts)})" if parts else title
 
 

@@ -71,8 +71,12 @@ def new_axes():
     return Figure().add_subplot(1, 1, 1)
 
 
-def test_registered():
+def test_registered_and_title():
     assert "contraction" in SUPPORTED_KINDS
+    ds = contraction_dataset()
+    assert figure(ds)._suptitle.get_text().startswith("contraction (USA model, κ = ∞")
+    ds.attrs["title"] = "contraction of USA on the circle, kappa = inf: W_2 to the limit"
+    assert figure(ds)._suptitle.get_text() == ds.attrs["title"]  # (not repeated)
 
 
 def test_plot_result_writes_the_pages(tmp_path):
