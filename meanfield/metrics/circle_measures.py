@@ -33,7 +33,10 @@ import numpy as np
 TWO_PI = 2 * np.pi
 SPECTRAL_DEGREE = 18  # Chebyshev degree of the spectral CDF on one grid interval
 MASS_RTOL = 1e-8  # relative mass defect of a density renormalised silently
-NEGATIVE_RTOL = 1e-12  # node values below -NEGATIVE_RTOL * max are an error
+# Node values below -NEGATIVE_RTOL * max are an error: the PDE solvers' own default
+# negativity tolerance (discretization.negativity_tolerance), since a spectral density
+# that collapses toward a cluster has truncation lobes of ~1e-11 of its max far from it.
+NEGATIVE_RTOL = 1e-6
 
 
 @functools.cache
@@ -208,10 +211,10 @@ class CircleMeasure:
 
         The mass is renormalised to 1; the relative amount it was off by is kept in
         ``mass_defect`` and is not an error below 1e-8 (the solvers conserve mass to
-        round-off); above, ValueError. Node values below -1e-12 max|values| are a
-        ValueError. The spectral interpolant may still dip slightly below zero between
-        nodes; that (negative) mass is kept in ``negative_mass`` and bounds the error
-        of the CDF/quantile there (the quantile solves F = t inside the panel found
+        round-off); above, ValueError. Node values below -1e-6 max|values| (the
+        solvers' default negativity tolerance) are a ValueError. The spectral
+        interpolant may dip slightly below zero at or between nodes; that (negative)
+        mass is kept in ``negative_mass`` and bounds the error of the CDF/quantile there (the quantile solves F = t inside the panel found
         from the monotone envelope of the panel masses).
 
         Cost: O(N n log n) to build (N + 1 FFTs), O(n N) memory.
