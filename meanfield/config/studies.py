@@ -3,7 +3,10 @@
     [convergence]   n [[100, 1000, 10000]] token counts (a list or {start, stop, num}),
                     replicas [8] per n (i.i.d. starts; one for quantile points), p [1.0]
                     of W_p (>= 1), points ["iid" | "quantile" (circle: the quantiles
-                    (i - 1/2)/n of the initial density, deterministic)]
+                    (i - 1/2)/n of the initial density, deterministic)], reference [2]
+                    (sphere, p = 2: the density is quantised into reference x n equal-
+                    mass atoms and W2 solved as an exact assignment; 0: the density's
+                    grid atoms and the network simplex, an O(h) error)
 
     [contraction]   beta [[0.5, 1.0, 2.0]] (a list or {start, stop, num}, >= 0), sources
                     [["pde", "particles"]] (a non-empty subset), fit_below [0.1] and
@@ -82,6 +85,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "replicas": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10_000), 8),
         "p": (_p, 1.0),
         "points": (ck.choice(POINTS), "iid"),
+        "reference": (lambda k, v: ck.integer(k, v, minimum=0, maximum=16), 2),
     }, finish=_finish_convergence),
     Section("contraction", {
         "beta": (lambda k, v: ck.list_or_range(k, v, minimum=0.0), [0.5, 1.0, 2.0]),

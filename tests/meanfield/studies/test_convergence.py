@@ -160,3 +160,60 @@ def test_acceptance_circle_rates(normalized):
                                                         "points": "quantile"}})
     assert np.all(quantile.slope <= -0.9), quantile.slope.values
     assert bool((quantile.distance <= quantile.dobrushin_bound).all())
+
+
+def test_sphere_reference_is_the_exact_assignment():
+    """On the sphere (p = 2) the distance is the exact W2 against reference x n equal-mass
+    atoms of the density: the dense assignment of scipy gives the same number."""
+    from scipy.optimize import linear_sum_assignment
+
+    from meanfield.discretizations.base import Discretization
+    from meanfield.metrics import sphere_assignment as sa
+    from meanfield.metrics.sphere_transport import geodesic_cost
+
+    cfg = {**CFG, "domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
+           "convergence": {"n": [1000], "replicas": 1, "p": 2, "reference": 2}}
+    from meanfield import config as cfgmod
+
+    cfg = cfgmod.validate(cfg)
+    solver = Discretization.from_config(cfg, threads=1)
+    state = solver.to_state(solver.initial_density(cfg["initial"]))
+    x = conv.initial_points(cfg, {"dim": 3}, solver, 1000, 0)
+    atoms = sa.quantize_density(solver.grid, state, 2000)
+    info = {}
+    fast = sa.assignment_w2(x, atoms, info=info)
+    assert "dense" not in info
+    cost = np.repeat(geodesic_cost(x, atoms, 2.0), 2, axis=0)
+    rows, cols = linear_sum_assignment(cost)
+    assert abs(fast - np.sqrt(cost[rows, cols].mean())) < 1e-12
+    assert conv.reference_w2(cfg, solver, state, [x])[0] == fast
+
+
+@pytest.mark.slow
+def test_acceptance_sphere_rates():
+    """Issue 10, acceptance 4: S^2, beta = 1 (SA), no noise, t in {0, 1}, n = 1e2..1e4
+    (5 values x 8 replicas): W2(mu^n_t, mu_t) follows n^{-1/2} (log n)^{1/2}. W2 is the
+    exact assignment against 2n equal-mass atoms of the PDE density (module docstring of
+    meanfield.studies.convergence: the reference's own error is ~0.4 of the sampling
+    error's and biases the slope by about -0.01). The fit: log W2 - (1/2) log log n
+    against log n, its 95 % interval must hold -1/2 and its slope lie in [-0.6, -0.4];
+    the raw slope of log W2 against log n must lie in [-0.5, -0.3] (the law's own local
+    slope is -1/2 + 1/(2 log n), -0.39 to -0.45 here)."""
+    cfg = {"model": {"beta": 1.0, "normalized": True},
+           "initial": {"kind": "von_mises", "concentration": 1.0},
+           "domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
+           "time": {"t_final": 1.0, "save_every": 1.0, "dt": 0.1},
+           "convergence": {"n": [100, 316, 1000, 3162, 10_000], "replicas": 8, "p": 2,
+                           "reference": 2}}
+    ds = conv.convergence(cfg)
+    n = np.broadcast_to(ds.n.values[:, None], (ds.sizes["n"], ds.sizes["replica"])).ravel()
+    for k in range(ds.sizes["time"]):
+        for name in ("distance", "sampling_floor"):
+            w = ds[name].isel(time=k).values.ravel()
+            slope, low, high = conv.fit_slope(n, w / np.sqrt(np.log(n)))
+            raw = conv.fit_slope(n, w)
+            print(f"t = {float(ds.time[k]):g} {name}: log-corrected slope {slope:.3f} "
+                  f"[{low:.3f}, {high:.3f}], raw slope {raw[0]:.3f} [{raw[1]:.3f}, "
+                  f"{raw[2]:.3f}]")
+            assert low <= -0.5 <= high and -0.6 <= slope <= -0.4, (name, k, slope, low, high)
+            assert -0.5 <= raw[0] <= -0.3, (name, k, raw)
