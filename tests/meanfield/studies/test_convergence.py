@@ -194,11 +194,14 @@ def test_acceptance_sphere_rates():
     """Issue 10, acceptance 4: S^2, beta = 1 (SA), no noise, t in {0, 1}, n = 1e2..1e4
     (5 values x 8 replicas): W2(mu^n_t, mu_t) follows n^{-1/2} (log n)^{1/2}. W2 is the
     exact assignment against 2n equal-mass atoms of the PDE density (module docstring of
-    meanfield.studies.convergence: the reference's own error is ~0.4 of the sampling
-    error's and biases the slope by about -0.01). The fit: log W2 - (1/2) log log n
-    against log n, its 95 % interval must hold -1/2 and its slope lie in [-0.6, -0.4];
-    the raw slope of log W2 against log n must lie in [-0.5, -0.3] (the law's own local
-    slope is -1/2 + 1/(2 log n), -0.39 to -0.45 here)."""
+    meanfield.studies.convergence: the reference biases the slope by about -0.003). The
+    fit: log W2 - (1/2) log log n against log n; its slope within 0.05 of -1/2 and its 95 %
+    interval inside [-0.6, -0.4]. Not "the interval holds -1/2": measured (first run) the
+    t = 0 fit was -0.526 [-0.540, -0.511], the 40 points pin it closer than the law's
+    second-order term, n W2^2 = log n + c with c ~ 2.6 here (n W2^2 = 9.5 at n = 1e3),
+    which steepens the log-corrected slope by ~0.02 over n = 1e2..1e4. The raw slope of
+    log W2 against log n must lie in [-0.5, -0.35] (the law's local slope is -1/2 +
+    1/(2 log n): -0.39 to -0.45 here)."""
     cfg = {"model": {"beta": 1.0, "normalized": True},
            "initial": {"kind": "von_mises", "concentration": 1.0},
            "domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
@@ -207,13 +210,15 @@ def test_acceptance_sphere_rates():
                            "reference": 2}}
     ds = conv.convergence(cfg)
     n = np.broadcast_to(ds.n.values[:, None], (ds.sizes["n"], ds.sizes["replica"])).ravel()
+    fits = []
     for k in range(ds.sizes["time"]):
         for name in ("distance", "sampling_floor"):
             w = ds[name].isel(time=k).values.ravel()
-            slope, low, high = conv.fit_slope(n, w / np.sqrt(np.log(n)))
-            raw = conv.fit_slope(n, w)
-            print(f"t = {float(ds.time[k]):g} {name}: log-corrected slope {slope:.3f} "
-                  f"[{low:.3f}, {high:.3f}], raw slope {raw[0]:.3f} [{raw[1]:.3f}, "
+            fit, raw = conv.fit_slope(n, w / np.sqrt(np.log(n))), conv.fit_slope(n, w)
+            print(f"t = {float(ds.time[k]):g} {name}: log-corrected slope {fit[0]:.3f} "
+                  f"[{fit[1]:.3f}, {fit[2]:.3f}], raw slope {raw[0]:.3f} [{raw[1]:.3f}, "
                   f"{raw[2]:.3f}]")
-            assert low <= -0.5 <= high and -0.6 <= slope <= -0.4, (name, k, slope, low, high)
-            assert -0.5 <= raw[0] <= -0.3, (name, k, raw)
+            fits.append((name, k, fit, raw))
+    for name, k, (slope, low, high), raw in fits:
+        assert abs(slope + 0.5) <= 0.05 and -0.6 <= low and high <= -0.4, (name, k, slope)
+        assert -0.5 <= raw[0] <= -0.35, (name, k, raw)
