@@ -189,19 +189,57 @@ def test_sphere_reference_is_the_exact_assignment():
     assert conv.reference_w2(cfg, solver, state, [x])[0] == fast
 
 
+def n_w2sq_fit(n: np.ndarray, w: np.ndarray, level: float = 0.95):
+    """Least-squares fit of n W2^2 against log n over all (n, replica): slope, its
+    ``level`` interval (Student t, len - 2 degrees of freedom), intercept."""
+    from scipy import stats
+
+    fit = stats.linregress(np.log(n), n * w**2)
+    half = stats.t.ppf(0.5 + level / 2, n.size - 2) * fit.stderr
+    return fit.slope, fit.slope - half, fit.slope + half, fit.intercept
+
+
 @pytest.mark.slow
 def test_acceptance_sphere_rates():
     """Issue 10, acceptance 4: S^2, beta = 1 (SA), no noise, t in {0, 1}, n = 1e2..1e4
     (5 values x 8 replicas): W2(mu^n_t, mu_t) follows n^{-1/2} (log n)^{1/2}. W2 is the
     exact assignment against 2n equal-mass atoms of the PDE density (module docstring of
-    meanfield.studies.convergence: the reference biases the slope by about -0.003). The
-    fit: log W2 - (1/2) log log n against log n; its slope within 0.05 of -1/2 and its 95 %
-    interval inside [-0.6, -0.4]. Not "the interval holds -1/2": measured (first run) the
-    t = 0 fit was -0.526 [-0.540, -0.511], the 40 points pin it closer than the law's
-    second-order term, n W2^2 = log n + c with c ~ 2.6 here (n W2^2 = 9.5 at n = 1e3),
-    which steepens the log-corrected slope by ~0.02 over n = 1e2..1e4. The raw slope of
-    log W2 against log n must lie in [-0.5, -0.35] (the law's local slope is -1/2 +
-    1/(2 log n): -0.39 to -0.45 here)."""
+    meanfield.studies.convergence).
+
+    The law, with its constant: for n i.i.d. samples of a probability density bounded
+    away from zero and Hoelder continuous on a compact 2-dimensional Riemannian manifold
+    M, lim n E W2^2(mu^n, mu) / log n = |M| / (4 pi), whatever the density. Ambrosio,
+    Stra & Trevisan, "A PDE approach to a 2-dimensional matching problem", Probab. Theory
+    Relat. Fields 173 (2019), arXiv:1611.04960 (uniform, unit square: 1/(4 pi));
+    Ambrosio & Glaudo, "Finer estimates on the 2-dimensional matching problem", J. Ec.
+    polytech. Math. 6 (2019) 737-765 (uniform, compact 2-D manifolds: |M|/(4 pi));
+    Ambrosio, Goldman & Trevisan, "On the quadratic random matching problem in two-
+    dimensional domains", Electron. J. Probab. (2022) (Hoelder densities bounded away from
+    zero, domains and manifolds: the same |M|-only constant, conjectured by Benedetto &
+    Caglioti, arXiv:1911.10523). On the unit sphere |M| = 4 pi: n E W2^2 ~ log n, a
+    slope of exactly 1 of n W2^2 against log n (the corrections are lower order: a
+    constant c in n W2^2 = log n + c, as the linearised theory of Benedetto, Caglioti,
+    Caracciolo, D'Achille, Sicuro & Sportiello, arXiv:2008.01462, predicts). The
+    reference atoms add about 0.6/(2n) rad^2 to W2^2 (module docstring): 0.3 to n W2^2,
+    a constant, no change to the slope.
+
+    Asserted at each saved time, for the sampling floor (the n nonlinear partners, i.i.d.
+    samples of mu_t: the law itself) and the distance (the interacting tokens: the floor
+    plus a coupling error of order n^{-1/2} without log, printed: n W2^2 moves from the
+    floor's by at most 2 (n coupling^2 n floor^2)^{1/2} + n coupling^2 = O((log n)^{1/2}),
+    o(log n), so the same asymptotic slope 1):
+    - the least-squares slope of n W2^2 against log n over the 40 (n, replica) has a
+      95 % interval that holds 1, the law's constant, and excludes 0, a plain n^{-1/2}
+      rate (n W2^2 constant): the log is there and its coefficient is the theorem's.
+      Measured (first run; the same by the fixed seeds): t = 0 0.86 [0.61, 1.12],
+      t = 1 floor 0.87 [0.64, 1.10], distance 0.88 [0.29, 1.47]; the 40 points pin the
+      coefficient to +-0.25 only (n W2^2 varies 15 % between replicas, log n spans 4.6).
+    - the issue's log-log fit, printed: log W2 - (1/2) log log n against log n, slope
+      within 0.05 of -1/2 (the constant c steepens it by about c / (2 L (L + c)),
+      L = log n ~ 7: 0.02-0.04 for the measured intercepts c ~ 2-5, so the 95 %
+      interval, +-0.015, misses -1/2: t = 0 -0.526 [-0.540, -0.511]); the raw slope of
+      log W2 against log n in [-0.5, -0.35] (the law's local slope -1/2 + 1/(2 log n):
+      -0.39 to -0.45 here)."""
     cfg = {"model": {"beta": 1.0, "normalized": True},
            "initial": {"kind": "von_mises", "concentration": 1.0},
            "domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
@@ -212,13 +250,23 @@ def test_acceptance_sphere_rates():
     n = np.broadcast_to(ds.n.values[:, None], (ds.sizes["n"], ds.sizes["replica"])).ravel()
     fits = []
     for k in range(ds.sizes["time"]):
-        for name in ("distance", "sampling_floor"):
+        t = float(ds.time[k])
+        for name in ("sampling_floor", "distance"):
             w = ds[name].isel(time=k).values.ravel()
+            law = n_w2sq_fit(n, w)
             fit, raw = conv.fit_slope(n, w / np.sqrt(np.log(n))), conv.fit_slope(n, w)
-            print(f"t = {float(ds.time[k]):g} {name}: log-corrected slope {fit[0]:.3f} "
-                  f"[{fit[1]:.3f}, {fit[2]:.3f}], raw slope {raw[0]:.3f} [{raw[1]:.3f}, "
-                  f"{raw[2]:.3f}]")
-            fits.append((name, k, fit, raw))
-    for name, k, (slope, low, high), raw in fits:
-        assert abs(slope + 0.5) <= 0.05 and -0.6 <= low and high <= -0.4, (name, k, slope)
-        assert -0.5 <= raw[0] <= -0.35, (name, k, raw)
+            means = (n * w**2).reshape(ds.sizes["n"], -1).mean(axis=1)
+            print(f"t = {t:g} {name}: n W2^2 against log n: slope {law[0]:.3f} "
+                  f"[{law[1]:.3f}, {law[2]:.3f}] (law: 1), intercept {law[3]:.2f}; "
+                  f"mean n W2^2 per n {np.round(means, 2).tolist()}")
+            print(f"t = {t:g} {name}: log W2 - (1/2) log log n: slope {fit[0]:.3f} "
+                  f"[{fit[1]:.3f}, {fit[2]:.3f}] (law: -1/2); raw log-log slope "
+                  f"{raw[0]:.3f} [{raw[1]:.3f}, {raw[2]:.3f}]")
+            fits.append((name, t, law, fit, raw))
+        c = ds.coupling.isel(time=k).values.ravel()
+        print(f"t = {t:g} coupling: mean n coupling^2 per n "
+              f"{np.round((n * c**2).reshape(ds.sizes['n'], -1).mean(axis=1), 2).tolist()}")
+    for name, t, law, fit, raw in fits:
+        assert law[1] <= 1.0 <= law[2] and law[1] > 0, (name, t, law)
+        assert abs(fit[0] + 0.5) <= 0.05, (name, t, fit)
+        assert -0.5 <= raw[0] <= -0.35, (name, t, raw)
