@@ -397,12 +397,13 @@ def wasserstein_to_dirac(x, x0, a=None, p: float = 2.0) -> float:
 
 
 def grid_atoms(points: np.ndarray, weights: np.ndarray, density: np.ndarray,
-               neg_tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+               neg_tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """A density on grid nodes as atoms: ``(points (N, d), masses (N,))``, masses
     ``weights * density`` flattened (not normalised).
 
     Small negative values (a spectral solution's round-off or Gibbs ripples, down to
-    ``-neg_tol`` times the maximum) are set to zero; larger ones raise a ``ValueError``
+    ``-neg_tol`` times the maximum: by default the solvers' own negativity tolerance,
+    ``discretization.negativity_tolerance``, which a run already enforces) are set to zero; larger ones raise a ``ValueError``
     (not a measure). Error of the atoms as a stand-in for the density: see the module
     docstring (W_p <= the cell radius h).
     """
