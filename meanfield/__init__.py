@@ -28,8 +28,8 @@ from meanfield.runs.evolve import evolve
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigError", "SolverError", "__version__", "compare", "convergence", "evolve",
-           "load_config", "particles"]
+__all__ = ["ConfigError", "SolverError", "__version__", "compare", "contraction",
+           "convergence", "evolve", "load_config", "particles"]
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -69,4 +69,7 @@ def __getattr__(name: str):
     if name == "convergence":
         from meanfield.studies.convergence import convergence
         return convergence
+    if name == "contraction":
+        from meanfield.studies.contraction import contraction
+        return contraction
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

@@ -23,9 +23,9 @@ from meanfield.errors import ConfigError, OutputError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
 # typed anyway, they get one line saying so instead of argparse's list of choices.
-PLANNED = ("contraction", "bifurcation", "phase-diagram", "metastability")
-AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "plot")
-RUNS = ("evolve", "particles", "compare", "convergence")  # a config in, a result out
+PLANNED = ("bifurcation", "phase-diagram", "metastability")
+AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contraction", "plot")
+RUNS = ("evolve", "particles", "compare", "convergence", "contraction")  # a config in, a result out
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     for name, what in (("evolve", "solve the PDE for a TOML config"),
                        ("particles", "run the token system of a TOML config"),
                        ("compare", "the PDE and a particle ensemble of one config"),
-                       ("convergence", "tokens against the PDE as n grows")):
+                       ("convergence", "tokens against the PDE as n grows"),
+                       ("contraction", "W_2 decay rates over beta, PDE and tokens")):
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -63,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args) -> int:
-    """evolve, particles, compare, convergence: a config in, a netCDF result out."""
+    """evolve, particles, compare, convergence, contraction: a config in, a netCDF result
+    out."""
     from meanfield import config as cfgmod
 
     cfg = cfgmod.load(args.config, args.set)
@@ -73,6 +75,8 @@ def _run(args) -> int:
         from meanfield.studies.compare import compare as task
     elif args.command == "convergence":
         from meanfield.studies.convergence import convergence as task
+    elif args.command == "contraction":
+        from meanfield.studies.contraction import contraction as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -85,6 +89,13 @@ def _run(args) -> int:
         print(f"wrote {out}  (slope of W_{ds.attrs['p']:g} against n at t = "
               f"{float(ds.time[-1]):g}: {float(ds.slope[-1]):.3f} "
               f"[{float(ds.slope_low[-1]):.3f}, {float(ds.slope_high[-1]):.3f}])")
+    elif args.command == "contraction":
+        import numpy as np
+
+        ratio = (ds.fitted_rate / ds.predicted_rate).values
+        ok = ratio[np.isfinite(ratio)]
+        print(f"wrote {out}  (fitted / predicted rate: "
+              + (f"{ok.min():.3f} .. {ok.max():.3f})" if ok.size else "none fitted)"))
     elif args.command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "

@@ -144,6 +144,28 @@ def coupled_paths(solver, table: PdeTable, model, x0: np.ndarray, save_times: np
                         np.stack(xs), np.stack(ys))
 
 
+def token_path(model, x0: np.ndarray, save_times: np.ndarray, dt: float,
+               kappa: float = math.inf, seed: int = 0) -> np.ndarray:
+    """The tokens alone at ``0`` and ``save_times``, (times, n, d): the ``X`` path of
+    ``coupled_paths`` (the same steps and the same Brownian increments for a seed)."""
+    x = normalize_rows(np.asarray(x0, dtype=float))
+    xs = [x.copy()]
+    noisy = not math.isinf(kappa)
+    rng = noise_rng(seed) if noisy else None
+    step = (GeodesicEulerMaruyama(model.velocity, kappa) if noisy
+            else RetractedRK4(model.velocity))
+    for _, h, m in step_grid(save_times, dt):
+        for _ in range(m):
+            if noisy:
+                dw = rng.standard_normal(x.shape)
+                dw *= math.sqrt(h)
+                x = step.step(x, h, dw)
+            else:
+                x = step.step(x, h)
+        xs.append(x.copy())
+    return np.stack(xs)
+
+
 def _rk4_in_time(f0, f_half, f1, y: np.ndarray, h: float) -> np.ndarray:
     """One RK4 step of ``y' = f(t, y)`` with the fields at ``t, t + h/2, t + h``, then the
     retraction (stage points off the sphere: the fields take their directions)."""

@@ -1,5 +1,6 @@
-"""What the studies made of members share (compare, convergence): the members run through
-the executor, are stopped on Ctrl-C, and a failed one is named while the others are kept."""
+"""What the studies made of members share (compare, convergence, contraction): the members
+run through the executor, are stopped on Ctrl-C, a failed one is named while the others
+are kept, and a bar counts the members done."""
 from __future__ import annotations
 
 from meanfield.runs.engine import RunTask, TaskFailed
@@ -7,19 +8,40 @@ from meanfield.runs.executor import Executor, TaskResult
 
 
 class MemberStudy(RunTask):
-    """A study whose points are the start, one shared run, then members (``frames[2:]``)
-    that the executor runs; a member that failed is its ``TaskResult``.
+    """A study whose points are the start, ``first_member - 1`` shared runs, then members
+    (``frames[first_member:]``) that the executor runs; a member that failed is its
+    ``TaskResult``.
 
-    Subclasses give ``describe(params)``, the words naming one member in errors.
+    Subclasses give ``describe(params)``, the words naming one member in errors, and call
+    ``member_done()`` after each member (the progress bar).
     """
+
+    first_member = 2  # the start and one shared run (the PDE) come first
+    members_bar = False  # a bar over the members (studies whose members show none)
 
     def __init__(self, cfg: dict, executor: Executor, progress: bool):
         super().__init__(cfg)
         self.executor, self.progress = executor, progress
         self._results = None  # the executor's iterator over the members not done yet
+        self._bar = None
 
     def describe(self, params: dict) -> str:
         raise NotImplementedError
+
+    def progress_bar(self, enabled: bool, done: int):
+        """A bar over the members (``members_bar``), starting at those already done."""
+        if not (enabled and self.members_bar):
+            return None
+        from tqdm.auto import tqdm
+
+        total = len(self.points()) - self.first_member
+        self._bar = tqdm(total=total, initial=max(0, done - self.first_member),
+                         unit="member", desc=self.kind)
+        return self._bar
+
+    def member_done(self) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
 
     def close(self) -> None:
         """Stop the members still running (Ctrl-C) while the executor is open."""
@@ -27,7 +49,7 @@ class MemberStudy(RunTask):
             self._results.close()
 
     def finish(self, frames: list) -> None:
-        failed = [f for f in frames[2:] if isinstance(f, TaskResult)]
+        failed = [f for f in frames[self.first_member:] if isinstance(f, TaskResult)]
         if failed:
             raise TaskFailed("; ".join(f"{self.describe(f.params)} failed: {f.error}"
                                        for f in failed))

@@ -1,0 +1,473 @@
+"""``contraction(config)``: how fast the dynamics contract, from the PDE and from tokens.
+
+For each beta of ``[contraction] beta`` and each source of ``[contraction] sources``
+(``"pde"``: the density of ``[initial]`` evolved by the discretization; ``"particles"``:
+``particles.n`` i.i.d. samples of it, seed ``particles.seed``), at each save time of
+``[time]``:
+
+- ``distance``: ``W_2(mu_t, target)`` (geodesic, radians; ``meanfield.metrics.wasserstein``).
+  Without noise the target is the Dirac at the limit point ``x_inf``, the mean direction
+  of the last state computed (the cluster the run collapses to; DESIGN.md section 1:
+  ``W_2(mu_t, delta_{x_inf})`` decays like ``e^{-t}`` for SA, ``e^{-e^beta t}`` for USA).
+  With noise it is the stationary state ``mu_inf``: the uniform density when every mode
+  of the uniform state decays (``kappa`` below the threshold), else the PDE continued to
+  ``2 t_final`` (then ``predicted_rate`` is NaN: the leading eigenvalue of a non-uniform
+  state is the bifurcation study's).
+- ``fitted_rate``: minus the least-squares slope of ``log distance`` against ``t`` over the
+  tail window (``fit_start``..``fit_stop``), with its 95 % interval (Student t). The window
+  is the first run of save times whose distance lies in ``[floor, fit_below]``:
+  ``fit_below`` (0.1 rad by default) keeps the fit where the linearisation holds (the
+  local rate differs from the predicted one by ``O(beta W^2)``: measured 7 % at W = 0.1,
+  2 % at 0.05 for USA at beta = 2, less elsewhere); the floor is ``fit_above`` raised to
+  what the source can resolve: the PDE without noise ``RESOLVED_SPACINGS`` grid spacings
+  (a narrower cluster is no longer carried by the grid; the PDE stops there and the later
+  distances are NaN), tokens with noise ``PLATEAU_FACTOR`` times the median of their last
+  quarter (the sampling floor ``~ n^{-1/2}``). Tokens without noise need no more floor:
+  for a small cluster ``W_2(mu_t, delta_x)^2 = var_t + |m_t - x|^2`` (tangent plane, m the
+  mean), the variance decays at twice the rate and the mean moves only at third order in
+  the cluster's size, so taking ``x = m`` at the last save biases nothing at first order.
+- ``predicted_rate``: 1 (SA) or ``e^beta`` (USA) without noise; with noise ``|sigma|`` of
+  the slowest mode of the uniform state (``meanfield.model.kernels.growth_rate``,
+  ``sphere_growth_rate``) when the target is uniform.
+- With ``[contraction] other`` (a second initial density): ``pair_distance``, ``W_2``
+  between the solutions from the two starts (modulo rotation without noise, where the two
+  clusters need not meet; the second tokens use seed ``particles.seed + 1``), and its
+  ``pair_fitted_rate`` (without noise fitted only where ``distance`` is within the window
+  too: the difference of two clusters decays at the linear rate once both are small).
+
+Each (beta, source) is a member run through the executor (``[parallel]``: serial or dask,
+the same numbers); a checkpoint keeps the members done and ``resume`` goes on from them.
+Tokens step with fixed steps ``time.dt`` (``"auto"``: ``min(0.05, 0.25/rate)`` without
+noise, RK4 with the retraction; with noise geodesic Euler-Maruyama, ``dt`` must be given);
+the PDE with its own adaptive stepper.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from meanfield import config as cfgmod
+from meanfield.discretizations.base import Discretization
+from meanfield.errors import ConfigError
+from meanfield.initial.samplers import sample_tokens
+from meanfield.initial.tokens import initial_rng
+from meanfield.model.kernels import growth_rate, sphere_growth_rate
+from meanfield.runs import budget
+from meanfield.runs.engine import Engine
+from meanfield.runs.executor import Executor
+from meanfield.runs.particles import build_model, check_config
+from meanfield.runs.schedule import save_times
+from meanfield.studies import coupling as cp
+from meanfield.studies.convergence import frame_dataset
+from meanfield.studies.members import MemberStudy
+from solvers.steppers import integrate
+
+AUTO_DT = 0.05
+AUTO_DT_RATE = 0.25  # auto token step: rate * dt at most this (RK4 error ~ (rate dt)^4/120)
+RESOLVED_SPACINGS = 4.0
+PLATEAU_FACTOR = 3.0
+SLOWEST_MODES = 64  # the modes searched for the slowest one of the uniform state
+MEASURES = ("distance", "pair_distance")
+
+
+def predicted_rate(cfg: dict, beta: float) -> float:
+    """The predicted decay rate of ``distance`` (module docstring); NaN when unknown."""
+    m = cfg["model"]
+    if math.isinf(m["kappa"]):
+        return 1.0 if m["normalized"] else math.exp(beta)
+    modes = np.arange(1, SLOWEST_MODES + 1)
+    rate = growth_rate if cfg["domain"]["geometry"] == "circle" else sphere_growth_rate
+    top = float(np.max(rate(modes, beta, m["kappa"], m["normalized"])))
+    return -top if top < 0 else math.nan
+
+
+def with_beta(cfg: dict, beta: float) -> dict:
+    return {**cfg, "model": {**cfg["model"], "beta": float(beta)}}
+
+
+def check_contraction_config(cfg: dict) -> dict:
+    """Checks before any work; the plan (members, token step, save times)."""
+    c, m = cfg["contraction"], cfg["model"]
+    cfgmod.check_pde_dim(cfg)
+    noisy = not math.isinf(m["kappa"])
+    if not m["normalized"]:
+        high = [b for b in c["beta"] if b > cfgmod.MAX_USA_BETA]
+        if high:
+            raise ConfigError(f"contraction.beta = {high[0]:g}: the USA velocity grows like "
+                              f"e^beta and overflows beyond beta = {cfgmod.MAX_USA_BETA:g}",
+                              "contraction.beta")
+    plan: dict[str, Any] = {"noisy": noisy, "dim": cfg["domain"]["dim"] or
+                            (2 if cfg["domain"]["geometry"] == "circle" else 3)}
+    rates = [predicted_rate(cfg, b) for b in c["beta"]]
+    if "particles" in c["sources"]:
+        if cfg["particles"]["n"] is None:
+            raise ConfigError("contraction.sources has \"particles\": give their number, "
+                              "particles.n (e.g. 1000)", "particles.n")
+        if cfg["particles"]["architecture"] != "post-ln":
+            raise ConfigError("the PDE's contraction is the post-ln model's; give "
+                              "particles.architecture = \"post-ln\"",
+                              "particles.architecture")
+        plan.update(check_config({**cfg, "model": {**m, "beta": max(c["beta"])}}))
+        budget.check(cfg, "particles")
+    if "pde" in c["sources"]:
+        budget.check(cfg, "evolve")
+    dt = cfg["time"]["dt"]
+    if dt == "auto":
+        if noisy:
+            raise ConfigError("time.dt = \"auto\": tokens with noise need a fixed step "
+                              "(Euler-Maruyama); give e.g. time.dt = 0.01", "time.dt")
+        finite = [r for r in rates if math.isfinite(r)]
+        dt = min(AUTO_DT, AUTO_DT_RATE / max(finite)) if finite else AUTO_DT
+    plan.update(dt=float(dt), rates=rates,
+                members=[(b, s) for b in c["beta"] for s in c["sources"]],
+                times=save_times(cfg["time"]["t_final"], cfg["time"]["save_every"]))
+    return plan
+
+
+# ---------------------------------------------------------------------------------------
+# Targets and floors.
+
+def _spacing(solver) -> float:
+    """The length the grid resolves: half the shortest wavelength of a spectral grid
+    (``pi/L``, ``2 pi/N``), the cell size of a finite-volume mesh."""
+    grid = solver.grid
+    if grid.geometry == "sphere" and solver.method == "spectral":
+        return math.pi / (grid.shape[0] - 1)
+    total = 2 * math.pi if grid.geometry == "circle" else 4 * math.pi
+    return (total / np.prod(grid.shape)) ** (1.0 / (1 if grid.geometry == "circle" else 2))
+
+
+def _mean_direction(solver, state: np.ndarray) -> np.ndarray:
+    """``int x dmu / |int x dmu|`` of a PDE state."""
+    grid = solver.grid
+    mass = np.broadcast_to(grid.weights, grid.shape) * solver.to_density(state)
+    m = np.tensordot(mass, grid.points, axes=mass.ndim)
+    return m / np.linalg.norm(m)
+
+
+def _dirac(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=float).reshape(1, -1)  # one unit vector: a Dirac
+
+
+def _uniform_frame(solver) -> xr.Dataset:
+    grid = solver.grid
+    total = float(np.sum(np.broadcast_to(grid.weights, grid.shape)))
+    return frame_dataset(solver, solver.to_state(np.full(grid.shape, 1.0 / total)))
+
+
+def _stationary(cfg: dict, plan: dict, beta: float) -> tuple[xr.Dataset, bool]:
+    """The stationary target with noise and whether it is uniform (module docstring)."""
+    solver = Discretization.from_config(with_beta(cfg, beta), threads=1)
+    if math.isfinite(predicted_rate(cfg, beta)):
+        return _uniform_frame(solver), True
+    t_final = float(plan["times"][-1])
+    state0 = solver.to_state(solver.initial_density(cfg["initial"]))
+    states = _pde_states(solver, state0, np.array([0.0, 2 * t_final]), stop=None)
+    return frame_dataset(solver, states[-1]), False
+
+
+# ---------------------------------------------------------------------------------------
+# One member: the runs of (beta, source) and their distances.
+
+class _Unresolved(Exception):
+    """The PDE's cluster became narrower than its grid resolves: stop there."""
+
+
+def _pde_states(solver, state0: np.ndarray, times: np.ndarray, stop) -> list[np.ndarray]:
+    """PDE states at ``times`` (``times[0] = 0``), fewer when ``stop(state)`` is true."""
+    states = [np.array(state0)]
+
+    def on_save(t: float, u: np.ndarray, h: float) -> None:
+        states.append(np.array(u))
+        if stop is not None and stop(u):
+            raise _Unresolved
+
+    if times.size > 1:
+        t_final = float(times[-1])
+        try:
+            res = integrate(solver.stepper(), state0, 0.0, times[1:], solver.first_step(t_final),
+                            on_save=on_save, check=solver.check, h_min=1e-14 * t_final)
+        except _Unresolved:
+            return states
+        if res.status == -1:
+            raise KeyboardInterrupt
+    return states
+
+
+def _collapsed(solver, floor: float):
+    """Whether a state's distance to the Dirac at its own mean direction is below floor."""
+    from meanfield.metrics.wasserstein import wasserstein
+
+    def stop(u: np.ndarray) -> bool:
+        return wasserstein(frame_dataset(solver, u), _dirac(_mean_direction(solver, u))) < floor
+    return stop
+
+
+def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
+    from meanfield.metrics.wasserstein import wasserstein
+
+    times, noisy = plan["times"], plan["noisy"]
+    other = cfg["contraction"]["other"]
+    solver = Discretization.from_config(with_beta(cfg, beta), threads=1)
+    floor = RESOLVED_SPACINGS * _spacing(solver)
+    starts = [cfg["initial"]] + ([other] if other is not None else [])
+    runs = []
+    for initial in starts:
+        state0 = solver.to_state(solver.initial_density(initial))
+        runs.append(_pde_states(solver, state0, times,
+                                None if noisy else _collapsed(solver, floor)))
+    done = min(len(r) for r in runs)  # saves both runs reached
+    out = {name: np.full(times.size, np.nan) for name in MEASURES}
+    frames = [[frame_dataset(solver, s) for s in r[:done]] for r in runs]
+    if noisy:
+        target, uniform = _stationary(cfg, plan, beta)
+        rotate = cfg["domain"]["geometry"] == "circle" and not uniform
+        out["distance"][:done] = [wasserstein(f, target, modulo_rotation=rotate)
+                                  for f in frames[0]]
+        out["floor"] = cfg["contraction"]["fit_above"]
+    else:
+        x_inf = _dirac(_mean_direction(solver, runs[0][done - 1]))
+        out["distance"][:done] = [wasserstein(f, x_inf) for f in frames[0]]
+        out["floor"] = floor
+    # the pair's difference stays accurate while both clusters are resolved (the stop)
+    out["pair_floor"] = cfg["contraction"]["fit_above"]
+    if other is not None:
+        rotate = not noisy and cfg["domain"]["geometry"] == "circle"
+        out["pair_distance"][:done] = [wasserstein(a, b, modulo_rotation=rotate)
+                                       for a, b in zip(*frames)]
+    return out
+
+
+def _token_paths(cfg: dict, plan: dict, beta: float, initial: dict, seed: int) -> np.ndarray:
+    """The tokens at the save times, (times, n, d), from i.i.d. samples of ``initial``."""
+    mcfg = with_beta(cfg, beta)
+    n = cfg["particles"]["n"]
+    model = build_model(mcfg, {**plan, "n": n}, threads=1)
+    x0 = sample_tokens(initial, n, plan["dim"], initial_rng(seed))
+    return cp.token_path(model, x0, plan["times"][1:], plan["dt"], cfg["model"]["kappa"],
+                         seed)
+
+
+def _particle_member(cfg: dict, plan: dict, beta: float) -> dict:
+    from meanfield.metrics.wasserstein import wasserstein
+
+    seed, other = cfg["particles"]["seed"], cfg["contraction"]["other"]
+    paths = _token_paths(cfg, plan, beta, cfg["initial"], seed)
+    out: dict[str, Any] = {"pair_distance": np.full(paths.shape[0], np.nan)}
+    if plan["noisy"]:
+        target, uniform = _stationary(cfg, plan, beta)
+        rotate = cfg["domain"]["geometry"] == "circle" and not uniform
+        d = np.array([wasserstein(x, target, modulo_rotation=rotate) for x in paths])
+        tail = d[-max(1, d.size // 4):]
+        out["floor"] = PLATEAU_FACTOR * float(np.median(tail))
+    else:
+        x_inf = paths[-1].mean(axis=0)
+        x_inf /= np.linalg.norm(x_inf)
+        d = np.array([wasserstein(x, _dirac(x_inf)) for x in paths])
+        out["floor"] = cfg["contraction"]["fit_above"]
+    out["distance"], out["pair_floor"] = d, math.nan
+    if other is not None:
+        second = _token_paths(cfg, plan, beta, other, seed + 1)
+        rotate = not plan["noisy"]
+        pair = np.array([wasserstein(a, b, modulo_rotation=rotate)
+                         for a, b in zip(paths, second)])
+        out["pair_distance"] = pair
+        out["pair_floor"] = (PLATEAU_FACTOR * float(np.median(pair[-max(1, pair.size // 4):]))
+                             if plan["noisy"] else cfg["contraction"]["fit_above"])
+    return out
+
+
+def run_member(cfg: dict, plan: dict, params: dict) -> dict:
+    """The distances of member ``(beta, source)`` at the save times (module docstring)."""
+    if params["source"] == "pde":
+        return _pde_member(cfg, plan, params["beta"])
+    return _particle_member(cfg, plan, params["beta"])
+
+
+# ---------------------------------------------------------------------------------------
+# The study on the run engine.
+
+class ContractionTask(MemberStudy):
+    """Points: the start, then each (beta, source) member; a checkpoint keeps those done."""
+
+    kind = "contraction"
+    first_member = 1
+    members_bar = True
+
+    def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
+        super().__init__(cfg, executor, progress)
+        self.plan = plan
+        self.members = plan["members"]
+
+    def points(self) -> list:
+        return ["start", *range(len(self.members))]
+
+    def where(self, done: int) -> str:
+        return f"{max(done - 1, 0)} of {len(self.members)} members"
+
+    def start(self) -> None:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if self._results is None:
+            todo = list(range(point, len(self.members)))
+            fn = functools.partial(run_member, self.cfg, self.plan)
+            self._results = self.executor.imap(
+                fn, [{"beta": self.members[i][0], "source": self.members[i][1]}
+                     for i in todo])
+        result = next(self._results)
+        self.member_done()
+        return result.value if result.ok else result
+
+    def frame(self, state: Any) -> Any:
+        return state
+
+    def describe(self, params: dict) -> str:
+        return f"member beta = {params['beta']:g}, source {params['source']!r}"
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        return study_dataset(self.cfg, self.plan, frames[1:], info)
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        done = [f for f in frames[1:] if isinstance(f, dict)]
+        if not done:
+            return xr.Dataset()
+        ds = xr.Dataset({f"member_{name}": (("member", "time"), np.stack([f[name] for f in done]))
+                         for name in MEASURES})
+        for name in ("floor", "pair_floor"):
+            ds[f"member_{name}"] = ("member", np.array([f[name] for f in done]))
+        return ds
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        frames: list = [None]
+        if "member_distance" in ckpt:
+            for i in range(ckpt.sizes["member"]):
+                frames.append({name: ckpt[f"member_{name}"].values[i]
+                               for name in (*MEASURES, "floor", "pair_floor")})
+        return frames[-1], frames
+
+
+# ---------------------------------------------------------------------------------------
+# The fit and the dataset.
+
+def fit_rate(times: np.ndarray, distance: np.ndarray, floor: float, ceiling: float,
+             level: float = 0.95) -> tuple[float, float, float, float, float]:
+    """``(rate, low, high, t_start, t_stop)``: minus the least-squares slope of
+    ``log distance`` against ``t`` over the first run of times with the distance in
+    ``[floor, ceiling]``, its ``level`` interval (Student t); NaN with fewer than 3 points.
+    """
+    nan = (math.nan,) * 5
+    d = np.asarray(distance, dtype=float)
+    inside = np.isfinite(d) & (d > 0) & (d >= floor) & (d <= ceiling)
+    idx = np.flatnonzero(inside)
+    if idx.size < 3:
+        return nan
+    start = stop = int(idx[0])
+    while stop + 1 < d.size and inside[stop + 1]:
+        stop += 1
+    if stop - start + 1 < 3:
+        return nan
+    t, y = np.asarray(times[start:stop + 1], dtype=float), np.log(d[start:stop + 1])
+    fit = stats.linregress(t, y)
+    half = (stats.t.ppf(0.5 + level / 2, t.size - 2) * fit.stderr if t.size > 2 else math.nan)
+    return (float(-fit.slope), float(-fit.slope - half), float(-fit.slope + half),
+            float(t[0]), float(t[-1]))
+
+
+def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
+    """The contraction dataset (DESIGN.md section 3) of the members done (NaN for the
+    others)."""
+    c, m = cfg["contraction"], cfg["model"]
+    times = np.asarray(plan["times"], dtype=float)
+    betas, sources = list(c["beta"]), list(c["sources"])
+    names = ("distance",) + (("pair_distance",) if c["other"] is not None else ())
+    curves = {name: np.full((len(betas), times.size, len(sources)), np.nan) for name in names}
+    fits = {name: np.full((len(betas), len(sources), 5), np.nan) for name in names}
+    for i, value in enumerate(done):
+        if not isinstance(value, dict):
+            continue
+        beta, source = plan["members"][i]
+        b, s = betas.index(beta), sources.index(source)
+        for name in names:
+            curves[name][b, :, s] = value[name]
+            floor = value["floor" if name == "distance" else "pair_floor"]
+            curve = value[name]
+            if name == "pair_distance" and not plan["noisy"]:
+                # the pair's decay is the linear one only once the clusters are small
+                curve = np.where(value["distance"] <= c["fit_below"], curve, np.nan)
+            fits[name][b, s] = fit_rate(times, curve, max(floor, c["fit_above"]),
+                                        c["fit_below"])
+    target = "stationary" if plan["noisy"] else "dirac"
+    data: dict[str, Any] = {}
+    long = {"distance": ("W_2(mu_t, delta_{x_inf})" if target == "dirac"
+                         else "W_2(mu_t, mu_inf)"),
+            "pair_distance": "W_2 between the solutions from the two starts"
+                             + (" (modulo rotation)" if target == "dirac" else "")}
+    for name in names:
+        prefix = "" if name == "distance" else "pair_"
+        data[name] = (("beta", "time", "source"), curves[name],
+                      {"units": "rad", "long_name": long[name]})
+        what = f"decay rate of {name}: -slope of log {name} against t"
+        for k, (suffix, text) in enumerate((("fitted_rate", what),
+                                            ("fitted_rate_low", what + ", 95 % low"),
+                                            ("fitted_rate_high", what + ", 95 % high"),
+                                            ("fit_start", "first time of the fitted window"),
+                                            ("fit_stop", "last time of the fitted window"))):
+            units = "1" if suffix.startswith("fit_") and "rate" not in suffix else "1/time"
+            data[prefix + suffix] = (("beta", "source"), fits[name][:, :, k],
+                                     {"units": units, "long_name": text})
+    data["predicted_rate"] = ("beta", np.asarray(plan["rates"], dtype=float),
+                              {"units": "1/time", "long_name":
+                               ("1 (SA) or e^beta (USA)" if target == "dirac" else
+                                "|sigma| of the slowest mode of the uniform state")})
+    ds = xr.Dataset(data, coords={"beta": ("beta", np.asarray(betas, dtype=float)),
+                                  "time": ("time", times, {"units": "1"}),
+                                  "source": ("source", np.asarray(sources, dtype=str))})
+    ds.attrs.update({
+        "title": f"contraction of {'SA' if m['normalized'] else 'USA'} on the "
+                 f"{cfg['domain']['geometry']}, kappa = {m['kappa']:g}: W_2 to the "
+                 + ("limit point" if target == "dirac" else "stationary state"),
+        "geometry": cfg["domain"]["geometry"], "model": "SA" if m["normalized"] else "USA",
+        "kappa": m["kappa"], "target": target, "fit_below": c["fit_below"],
+        "fit_above": c["fit_above"], "dt": plan["dt"], **info})
+    if "particles" in sources:
+        ds.attrs["n"] = cfg["particles"]["n"]
+    return ds
+
+
+def contraction(config: dict | None = None, *, out: str | Path | None = None,
+                overwrite: bool = False, resume: bool = False,
+                progress: bool = False) -> xr.Dataset:
+    """The contraction study of one config (module docstring).
+
+    Args:
+        config: the config; ``[contraction]`` beta, sources, fit_below, fit_above, other.
+        out: where to write the netCDF result (default ``output.path``).
+        overwrite: replace an existing result.
+        resume: continue from ``<out>.checkpoint.nc`` (the members done are kept).
+        progress: a bar over the members.
+
+    Returns:
+        The study dataset; ``status`` -1 when interrupted (the members done so far).
+
+    Raises:
+        ConfigError: bad input, before any work.
+        TaskFailed: a member failed (named); the others are kept in the checkpoint.
+    """
+    cfg = cfgmod.validate(config)
+    plan = check_contraction_config(cfg)
+    out = out if out is not None else cfg["output"]["path"]
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    with Executor.from_config(cfg) as executor:
+        executor.connect()
+        task = ContractionTask(cfg, plan, executor, progress)
+        try:
+            return engine.run(task)
+        finally:
+            task.close()
