@@ -117,6 +117,8 @@ def check_contraction_config(cfg: dict) -> dict:
         budget.check(cfg, "particles")
     if "pde" in c["sources"]:
         budget.check(cfg, "evolve")
+    if cfg["domain"]["geometry"] == "sphere":
+        _check_sphere_transport(cfg, noisy)
     dt = cfg["time"]["dt"]
     if dt == "auto":
         if noisy:
@@ -128,6 +130,38 @@ def check_contraction_config(cfg: dict) -> dict:
                 members=[(b, s) for b in c["beta"] for s in c["sources"]],
                 times=save_times(cfg["time"]["t_final"], cfg["time"]["save_every"]))
     return plan
+
+
+def _check_sphere_transport(cfg: dict, noisy: bool) -> None:
+    """On S^2 the distances that are transport problems (tokens against a stationary
+    density, two non-zonal densities, two token sets) must fit in memory."""
+    from meanfield.metrics import sphere_transport as st
+    from meanfield.metrics.sphere_zonal import is_zonal
+
+    c = cfg["contraction"]
+    solver = Discretization.from_config(cfg, threads=1)
+    atoms = int(np.prod(solver.grid.shape))
+    n = cfg["particles"]["n"] or 0
+    problems = []
+    if "particles" in c["sources"]:
+        if noisy:
+            problems.append((n, atoms, "particles.n", ("the tokens against the stationary "
+                             f"density's {atoms} grid nodes")))
+        if c["other"] is not None:
+            problems.append((n, n, "particles.n", "the two token sets"))
+    if "pde" in c["sources"] and c["other"] is not None:
+        frames = [frame_dataset(solver, solver.to_state(solver.initial_density(i)))
+                  for i in (cfg["initial"], c["other"])]
+        if not (solver.method == "spectral" and all(is_zonal(f) for f in frames)):
+            problems.append((atoms, atoms, "contraction.other", ("two densities that are "
+                             f"not both zonal about the pole, as {atoms} atoms each")))
+    for a, b, key, what in problems:
+        need = st.dense_memory(a, b, st.EMD_COPIES)
+        if need > st.MEMORY_LIMIT_BYTES:
+            raise ConfigError(f"{key}: the exact transport of {what} needs about "
+                              f"{need / 2**30:.1f} GiB (limit "
+                              f"{st.MEMORY_LIMIT_BYTES / 2**30:.0f}); use fewer tokens, a "
+                              "smaller discretization.resolution, or zonal densities", key)
 
 
 # ---------------------------------------------------------------------------------------

@@ -187,6 +187,13 @@ def test_the_sphere_with_noise_is_exact_for_zonal_densities():
     ({"model": {"kappa": 2.0}, "time": {"dt": "auto"}}, "time.dt"),
     ({"model": {"normalized": False}, "contraction": {"beta": [800.0]}}, "contraction.beta"),
     ({"particles": {"n": 10**11}}, "particles.n"),
+    ({"domain": {"geometry": "sphere"}, "discretization": {"resolution": 64},
+      "contraction": {"sources": ["pde"],
+                      "other": {"kind": "von_mises", "center": [1.0, 0.0, 0.0]}}},
+     "contraction.other"),
+    ({"domain": {"geometry": "sphere"}, "discretization": {"resolution": 64},
+      "model": {"kappa": 2.0}, "time": {"dt": 0.01}, "particles": {"n": 10**5}},
+     "particles.n"),
 ])
 def test_bad_input_before_any_work(change, key, monkeypatch):
     monkeypatch.setattr(ct, "run_member", lambda *a: pytest.fail("work started"))
