@@ -212,6 +212,7 @@ class ConvergenceTask(MemberStudy):
     keeps the PDE and the members done."""
 
     kind = "convergence"
+    members_bar = True
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
         super().__init__(cfg, executor, progress)
@@ -238,6 +239,7 @@ class ConvergenceTask(MemberStudy):
             self._results = self.executor.imap(
                 fn, [{"n": self.members[i][0], "replica": self.members[i][1]} for i in todo])
         result = next(self._results)
+        self.member_done()
         return result.value if result.ok else result
 
     def _pde(self) -> cp.PdeTable:

@@ -278,3 +278,11 @@ def test_acceptance_rates_with_noise(geometry, kappa, rate):
           f"|sigma| {ds.predicted_rate.item():.6f}")
     assert ds.predicted_rate.item() == pytest.approx(rate, rel=1e-12)
     assert ds.fitted_rate.item() == pytest.approx(rate, rel=0.01)
+
+
+def test_progress_counts_the_members(capsys):
+    cfg = _config(time={"t_final": 1.0, "save_every": 0.1},
+                  discretization={"resolution": 256}, contraction={"beta": [0.5, 1.0]})
+    ct.contraction(cfg, progress=True)
+    err = capsys.readouterr().err
+    assert "contraction" in err and "4/4" in err
