@@ -11,8 +11,8 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   ``W_2(mu_t, delta_{x_inf})`` decays like ``e^{-t}`` for SA, ``e^{-e^beta t}`` for USA).
   With noise it is the stationary state ``mu_inf``: the uniform density when every mode
   of the uniform state decays (``kappa`` below the threshold), else the PDE continued to
-  ``2 t_final`` (then ``predicted_rate`` is NaN: the leading eigenvalue of a non-uniform
-  state is the bifurcation study's).
+  ``2 t_final`` (on the circle the distance to it is taken modulo rotation: its phase is
+  free).
 - ``fitted_rate``: minus the least-squares slope of ``log distance`` against ``t`` over the
   tail window (``fit_start``..``fit_stop``), with its 95 % interval (Student t). The window
   is the first run of save times whose distance lies in ``[floor, fit_below]``:
@@ -28,7 +28,10 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   the cluster's size, so taking ``x = m`` at the last save biases nothing at first order.
 - ``predicted_rate``: 1 (SA) or ``e^beta`` (USA) without noise; with noise ``|sigma|`` of
   the slowest mode of the uniform state (``meanfield.model.kernels.growth_rate``,
-  ``sphere_growth_rate``) when the target is uniform.
+  ``sphere_growth_rate``) when the target is uniform, else minus the real part of the
+  leading eigenvalue of the linearised PDE at ``mu_inf``
+  (``meanfield.discretizations.spectrum``, spectral discretizations; the rotations' zero
+  modes dropped).
 - With ``[contraction] other`` (a second initial density): ``pair_distance``, ``W_2``
   between the solutions from the two starts (modulo rotation without noise, where the two
   clusters need not meet; the second tokens use seed ``particles.seed + 1``), and its
@@ -195,15 +198,23 @@ def _uniform_frame(solver) -> xr.Dataset:
     return frame_dataset(solver, solver.to_state(np.full(grid.shape, 1.0 / total)))
 
 
-def _stationary(cfg: dict, plan: dict, beta: float) -> tuple[xr.Dataset, bool]:
-    """The stationary target with noise and whether it is uniform (module docstring)."""
+def _stationary(cfg: dict, plan: dict, beta: float) -> tuple[xr.Dataset, bool, float]:
+    """The stationary target with noise, whether it is uniform, and (when it is not) the
+    decay rate of its slowest mode measured from ``F'`` (module docstring)."""
+    from meanfield.discretizations.spectrum import leading_eigenvalues
+
     solver = Discretization.from_config(with_beta(cfg, beta), threads=1)
     if math.isfinite(predicted_rate(cfg, beta)):
-        return _uniform_frame(solver), True
+        return _uniform_frame(solver), True, math.nan
     t_final = float(plan["times"][-1])
     state0 = solver.to_state(solver.initial_density(cfg["initial"]))
-    states = _pde_states(solver, state0, np.array([0.0, 2 * t_final]), stop=None)
-    return frame_dataset(solver, states[-1]), False
+    u_inf = _pde_states(solver, state0, np.array([0.0, 2 * t_final]), stop=None)[-1]
+    rate = math.nan
+    if solver.method == "spectral":
+        lam = leading_eigenvalues(solver, u_inf, 1)
+        if lam.size and lam[0].real < 0:
+            rate = -float(lam[0].real)
+    return frame_dataset(solver, u_inf), False, rate
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,6 +259,8 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
 
     times, noisy = plan["times"], plan["noisy"]
     other = cfg["contraction"]["other"]
+    out = {name: np.full(times.size, np.nan) for name in MEASURES}
+    out["predicted"] = math.nan
     solver = Discretization.from_config(with_beta(cfg, beta), threads=1)
     floor = RESOLVED_SPACINGS * _spacing(solver)
     starts = [cfg["initial"]] + ([other] if other is not None else [])
@@ -257,10 +270,9 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
         runs.append(_pde_states(solver, state0, times,
                                 None if noisy else _collapsed(solver, floor)))
     done = min(len(r) for r in runs)  # saves both runs reached
-    out = {name: np.full(times.size, np.nan) for name in MEASURES}
     frames = [[frame_dataset(solver, s) for s in r[:done]] for r in runs]
     if noisy:
-        target, uniform = _stationary(cfg, plan, beta)
+        target, uniform, out["predicted"] = _stationary(cfg, plan, beta)
         rotate = cfg["domain"]["geometry"] == "circle" and not uniform
         out["distance"][:done] = [wasserstein(f, target, modulo_rotation=rotate)
                                   for f in frames[0]]
@@ -293,9 +305,10 @@ def _particle_member(cfg: dict, plan: dict, beta: float) -> dict:
 
     seed, other = cfg["particles"]["seed"], cfg["contraction"]["other"]
     paths = _token_paths(cfg, plan, beta, cfg["initial"], seed)
-    out: dict[str, Any] = {"pair_distance": np.full(paths.shape[0], np.nan)}
+    out: dict[str, Any] = {"pair_distance": np.full(paths.shape[0], np.nan),
+                           "predicted": math.nan}
     if plan["noisy"]:
-        target, uniform = _stationary(cfg, plan, beta)
+        target, uniform, out["predicted"] = _stationary(cfg, plan, beta)
         rotate = cfg["domain"]["geometry"] == "circle" and not uniform
         d = np.array([wasserstein(x, target, modulo_rotation=rotate) for x in paths])
         tail = d[-max(1, d.size // 4):]
@@ -374,7 +387,7 @@ class ContractionTask(MemberStudy):
             return xr.Dataset()
         ds = xr.Dataset({f"member_{name}": (("member", "time"), np.stack([f[name] for f in done]))
                          for name in MEASURES})
-        for name in ("floor", "pair_floor"):
+        for name in ("floor", "pair_floor", "predicted"):
             ds[f"member_{name}"] = ("member", np.array([f[name] for f in done]))
         return ds
 
@@ -383,7 +396,8 @@ class ContractionTask(MemberStudy):
         if "member_distance" in ckpt:
             for i in range(ckpt.sizes["member"]):
                 frames.append({name: ckpt[f"member_{name}"].values[i]
-                               for name in (*MEASURES, "floor", "pair_floor")})
+                               for name in (*MEASURES, "floor", "pair_floor",
+                                            "predicted")})
         return frames[-1], frames
 
 
@@ -437,6 +451,11 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                 curve = np.where(value["distance"] <= c["fit_below"], curve, np.nan)
             fits[name][b, s] = fit_rate(times, curve, max(floor, c["fit_above"]),
                                         c["fit_below"])
+    rates = np.asarray(plan["rates"], dtype=float)
+    for i, value in enumerate(done):  # measured at a non-uniform stationary state
+        b = betas.index(plan["members"][i][0])
+        if isinstance(value, dict) and np.isnan(rates[b]):
+            rates[b] = value["predicted"]
     target = "stationary" if plan["noisy"] else "dirac"
     data: dict[str, Any] = {}
     long = {"distance": ("W_2(mu_t, delta_{x_inf})" if target == "dirac"
@@ -456,10 +475,12 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             units = "1" if suffix.startswith("fit_") and "rate" not in suffix else "1/time"
             data[prefix + suffix] = (("beta", "source"), fits[name][:, :, k],
                                      {"units": units, "long_name": text})
-    data["predicted_rate"] = ("beta", np.asarray(plan["rates"], dtype=float),
+    data["predicted_rate"] = ("beta", rates,
                               {"units": "1/time", "long_name":
                                ("1 (SA) or e^beta (USA)" if target == "dirac" else
-                                "|sigma| of the slowest mode of the uniform state")})
+                                "|sigma| of the slowest mode of the stationary state "
+                                "(closed form when uniform, else -Re of the leading "
+                                "eigenvalue of F' there)")})
     ds = xr.Dataset(data, coords={"beta": ("beta", np.asarray(betas, dtype=float)),
                                   "time": ("time", times, {"units": "1"}),
                                   "source": ("source", np.asarray(sources, dtype=str))})
