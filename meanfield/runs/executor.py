@@ -159,6 +159,13 @@ class Executor:
                     f"parallel.scheduler = {self.scheduler!r}: no dask scheduler answered "
                     f"within {self.timeout:g} s ({exc}); start one there (dask scheduler) "
                     "or leave parallel.scheduler out", "parallel.scheduler") from None
+            except (MemoryError, ValueError, EOFError) as exc:
+                # something answered that is not a dask scheduler (its first bytes read
+                # as a frame length of exabytes, or as a bad handshake)
+                raise ConfigError(
+                    f"parallel.scheduler = {self.scheduler!r}: what answered there is not a "
+                    f"dask scheduler ({type(exc).__name__}); give the address the "
+                    "scheduler prints (tcp://host:8786)", "parallel.scheduler") from None
         # tasks at once per machine: the dask threads of its workers
         hosts: dict[str, int] = {}
         for address, info in self._client.scheduler_info()["workers"].items():

@@ -123,6 +123,34 @@ def test_unreachable_scheduler_is_one_config_error_within_the_timeout(monkeypatc
     assert address in message and "within 2 s" in message and "\n" not in message
 
 
+def test_a_server_that_is_not_a_scheduler_is_one_config_error(monkeypatch):
+    """Something listens there and answers bytes that are no dask handshake (read as a
+    frame length of exabytes, a MemoryError inside distributed): one ConfigError."""
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def answer():
+        try:
+            conn, _ = srv.accept()
+            conn.sendall(b"\xff" * 64)
+            time.sleep(1.0)
+            conn.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=answer, daemon=True).start()
+    monkeypatch.setattr(executor_module, "CONNECT_TIMEOUT", 2.0)
+    try:
+        with pytest.raises(ConfigError) as err:
+            compare(with_parallel(scheduler=f"tcp://127.0.0.1:{srv.getsockname()[1]}"))
+    finally:
+        srv.close()
+    assert err.value.key == "parallel.scheduler" and "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("parallel, key", [({"workers": 0}, "parallel.workers"),
                                            ({"workers": 1.5}, "parallel.workers"),
                                            ({"scheduler": 8786}, "parallel.scheduler"),
