@@ -229,7 +229,7 @@ def rates_vs_beta(ds: xr.Dataset, ax) -> None:
     beta = ds["beta"].values.astype(float)
     sources = _sources(ds)
     spread = float(np.ptp(beta)) if beta.size > 1 else 1.0
-    shift = 0.012 * spread
+    shift = 0.012 * spread if beta.size > 1 else 0.04  # one beta: a unit-wide axis
     values: list[np.ndarray] = []
     handles: list[Any] = []
     for k, source in enumerate(sources):
@@ -264,6 +264,8 @@ def rates_vs_beta(ds: xr.Dataset, ax) -> None:
         handles += ax.plot(beta[ok], predicted[ok], "k-", lw=1.0, marker="x", ms=4, gid="predicted",
                 label=_predicted_label(ds))
         values.append(predicted[ok])
+    if beta.size == 1:
+        ax.set_xlim(beta[0] - 0.5, beta[0] + 0.5)
     ax.set_xlabel("β")
     ax.set_ylabel("rate (1/time)")
     ax.set_title("contraction rate against β", fontsize=8)
