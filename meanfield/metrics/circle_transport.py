@@ -22,11 +22,22 @@ How each pair is solved (cost and accuracy):
   the tangent lower bound below 8 eps C: exact to round-off (checked against
   ``ot.emd2``: <= 1e-12 absolute on W_p^p over 1200 random instances). W1 is also
   computed directly as min_a int |F - G - a| (a weighted median of F - G).
-- atoms / density, p = 2: y_i = G^{-1}(U_i + alpha) by Newton on the panel series; the
-  mass of nu between y_{i-1} and y_i is sent to x_i and its cost int (x_i - theta)^2
-  dG is exact from the panel moments int u^j dF_loc (j <= 2, Chebyshev antiderivatives,
-  panel-local so there is no cancellation); C' = sum_i (x_i - y_i)^2 - (x_i -
-  y_{i-1})^2. O(n + P) a shift (compiled), same minimiser.
+- atoms / density, p = 1, 2: y_i = G^{-1}(U_i + alpha) by Newton on the panel series; the
+  mass of nu between y_{i-1} and y_i is sent to x_i and its cost int |x_i - theta|^p dG
+  is exact from the panel moments int u^j dF_loc (j <= 2, Chebyshev antiderivatives,
+  panel-local so there is no cancellation); C' = sum_i c(x_i - y_i) - c(x_i - y_{i-1}),
+  C'' = sum_i (dy_i/dalpha) [c'(x_i - y_i) - c'(x_{i-1} - y_i)], dy_i/dalpha =
+  1 / rho(y_i). All three in one compiled pass (``make_sweep_kernel``), O(n + P): the
+  five panel series (F_loc, F_loc', F_loc'', both antiderivatives) on one Chebyshev
+  recurrence, each quantile's Newton started from its own solve at the last shift
+  (moved by dalpha / rho) or, the first time, by a second-order step from the previous
+  level, so about one series evaluation a point. Above ``COARSE_ABOVE`` atoms the shift
+  is located on a coarse copy (``COARSE_GROUPS`` group means), then Newton on C' (p = 2;
+  secant steps for p = 1, whose C'' is a sum of jumps) certified like the cutting
+  planes below (|C'(a)| |b - a| <= 8 eps C(a) for a bracket [a, b] of the minimiser):
+  2 passes at n = 1e6, p = 2. Below, cutting planes and secant steps on the same pass.
+  The reference evaluation (``_atoms_panels_cost``: quantiles and moments from scratch)
+  is kept for the tests.
 - everything else (density / density, any p; atoms / density, p != 2): C(alpha) by
   Gauss-Legendre (``GL_NODES`` nodes) on every piece of (0, 1] between the breakpoints of
   both measures (panel masses, cumulative weights), split again where F^{-1} - G^{-1}
@@ -58,14 +69,14 @@ Measured (benchmarks/bench_circle_transport.py, 2 shared cores, one run, POT 0.9
 ``wasserstein_circle`` on the same input; W2, p = 2; timings vary ~20% between runs):
     empirical vs empirical, n = m:  1e3: 0.002 s (POT 0.011 s), 1e4: 0.025 s (0.037),
         1e5: 0.31 s (0.46), 1e6: 1.97 s (4.33); |W2 - POT| <= 1.2e-11.
-    1e6 tokens vs a density on 256 nodes: finite volume 0.55 s, POT with the density as
-        1e4 / 1e5 weighted atoms 0.42 / 0.84 s (POT/ours 0.76 / 1.53; POT's 1e4-atom
-        stand-in is off by 6e-8 in W2, 1e5 by 6e-10); spectral 1.69 s (POT 0.42 / 0.80 s:
-        ours is 2-4x SLOWER; the degree-18 panel series cost ~0.35 s per full evaluation,
-        4 after the coarse pre-solve); uniform: ours 0.32 s vs POT's closed form 0.04 s.
-    Open: the spectral case misses the issue's "at least as fast as POT" (4 sub-panels
-    of degree 12 were tried: no gain; next: fewer full evaluations, e.g. Newton on the
-    slope with C'' = sum 2 (x_{i+1} - x_i) / rho(y_i)).
+    1e6 tokens vs a density on 256 nodes (the angles unsorted, as POT gets them; the
+        sort is in the time): spectral 0.36 s, finite volume 0.15 s; POT with the density
+        as 1e4 / 1e5 weighted atoms 0.69 / 1.16 s (POT/ours 1.9 / 3.3 spectral, 3.9 / 7.6
+        finite volume; POT's 1e4-atom stand-in is off by 6e-8 in W2, 1e5 by 6e-10);
+        uniform: ours 0.16 s vs POT's closed form 0.05 s. Before the one-pass sweep
+        (cutting planes on quantiles and moments recomputed from scratch, 4 full
+        evaluations of ~0.37 s, and a stable argsort) the spectral case took 2.06 s in the
+        same run (5.8x; W1 2.6 s -> 0.90 s), |diff W2| = 2e-15.
 """
 from __future__ import annotations
 
@@ -292,6 +303,292 @@ def _atoms_panels_cost(mu: CircleMeasure, nu: CircleMeasure, alpha: float, phi: 
                                 ic0, ic1, full, nu.centers, nu.radii)
 
 
+@functools.cache
+def make_sweep_kernel():
+    """Compile ``sweep(...)``: C(alpha), C'(alpha) and C''(alpha) for atoms x against
+    panels in one pass over the n + 1 quantile points y_j = G^{-1}(U_j + alpha), p = 1
+    or 2 (see ``_PanelSweep``)."""
+    import numba
+
+    # Module globals, not closure cells (numba's disk cache, as make_moment_kernel).
+    global _sweep_eval, _sweep_piece
+
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def _sweep_eval(A, k, u):
+        # F_loc, F_loc', F_loc'', int F_loc, int u F_loc at u: five series on one T_m
+        # recurrence (the derivatives' own Chebyshev coefficients), their coefficients
+        # interleaved (A[k, m, :]) so that the five sums run side by side.
+        t0, t1 = 1.0, u
+        f, fp, fpp, i0, i1 = A[k, 0, 0], A[k, 0, 1], A[k, 0, 2], A[k, 0, 3], A[k, 0, 4]
+        u2 = 2.0 * u
+        for m in range(1, A.shape[1]):
+            f += A[k, m, 0] * t1
+            fp += A[k, m, 1] * t1
+            fpp += A[k, m, 2] * t1
+            i0 += A[k, m, 3] * t1
+            i1 += A[k, m, 4] * t1
+            t0, t1 = t1, u2 * t1 - t0
+        return f, fp, fpp, i0, i1
+
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def _sweep_piece(p, d, r, A, k, ua, ub, pa, i0a, i1a, pb, i0b, i1b):
+        # int_{ua}^{ub} |d - r u|^p dF_loc(u) from the end values of F_loc and its two
+        # antiderivatives (panel-local moments: no cancellation).
+        m0 = pb - pa
+        m1 = ub * pb - ua * pa - (i0b - i0a)
+        m2 = ub * ub * pb - ua * ua * pa - 2 * (i1b - i1a)
+        if p == 2:
+            return d * d * m0 - 2 * d * r * m1 + r * r * m2
+        ux = d / r
+        if ux <= ua:
+            return r * (m1 - ux * m0)
+        if ux >= ub:
+            return r * (ux * m0 - m1)
+        px, _, _, i0x, _ = _sweep_eval(A, k, ux)
+        l0 = px - pa
+        l1 = ux * px - ua * pa - (i0x - i0a)
+        return r * ((ux * l0 - l1) + (m1 - l1) - ux * (m0 - l0))
+
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def sweep(p, x, levels, alpha, phi, masses, A, ends, full, centers, radii,
+              kq, uq, fq, warm, dalpha):
+        n = x.size
+        npan = A.shape[0]
+        two_pi = 2 * np.pi
+        total = 0.0
+        slope = 0.0
+        curv = 0.0
+        # the last evaluation: panel, point, F_loc and its two derivatives there
+        kprev, uprev, tprev, fprev, gprev = -1, 0.0, 0.0, 0.0, 0.0
+        # the previous point's panel, local coordinate, lap, angle and end values
+        ka, ua, lapa, ya, pa, i0a, i1a = 0, 0.0, 0, 0.0, 0.0, 0.0, 0.0
+        for j in range(n + 1):
+            s = alpha + (levels[j - 1] if j > 0 else 0.0)
+            lap = int(np.ceil(s)) - 1
+            t = min(max(s - lap, 0.0), 1.0)
+            # the panel: masses[k] < t <= masses[k + 1] (empty panels skipped)
+            k = kq[j] if warm else kprev
+            if not (k >= 0 and masses[k] < t <= masses[k + 1]):
+                k = min(max(np.searchsorted(masses, t) - 1, 0), npan - 1)
+            tau = t - masses[k]
+            width = masses[k + 1] - masses[k]
+            if warm and k == kq[j] and fq[j] > 0:
+                # the last solve of the same level, moved by the shift (Newton's step)
+                u = min(max(uq[j] + dalpha / fq[j], -1.0), 1.0)
+            elif k == kprev and fprev > 0:
+                # the inverse's second-order Taylor step from the last evaluation
+                du = (tau - tprev) / fprev
+                u = min(max(uprev + du - 0.5 * gprev * du * du / fprev, -1.0), 1.0)
+            else:
+                u = min(max(-1.0 + 2.0 * tau / width, -1.0), 1.0) if width > 0 else -1.0
+            lo, hi = -1.0, 1.0
+            f, fp, fpp, i0, i1 = 0.0, 0.0, 0.0, 0.0, 0.0
+            for _ in range(100):
+                f, fp, fpp, i0, i1 = _sweep_eval(A, k, u)
+                kprev, uprev, tprev, fprev, gprev = k, u, f, fp, fpp
+                g = f - tau
+                if g > 0:
+                    hi = u
+                elif g < 0:
+                    lo = u
+                else:
+                    break
+                un = u - g / fp if fp > 0 else 0.5 * (lo + hi)
+                newton = fp > 0 and lo < un < hi
+                if not newton:
+                    un = 0.5 * (lo + hi)
+                # Newton's error after the step: |F''| du^2 / (2 F'), small enough
+                # here below 1e-10 or below 1e-17
+                dn = un - u
+                if (newton and (abs(dn) <= 1e-10 or (abs(dn) <= 1e-6 and abs(fpp) * dn
+                                                     * dn <= 2e-17 * fp))) \
+                        or hi - lo <= 4e-16:
+                    # Newton is quadratic: the last step's end values by Taylor
+                    du = un - u
+                    i0 += f * du + 0.5 * fp * du * du
+                    i1 += u * f * du + 0.5 * (f + u * fp) * du * du
+                    f += fp * du
+                    u = un
+                    break
+                u = un
+            kq[j], uq[j], fq[j] = k, u, fp
+            r = radii[k]
+            y = centers[k] + r * u + lap * two_pi + phi
+            if j > 0:
+                xi = x[j - 1]
+                # C' = sum_i c(x_i - y_{i+1}) - c(x_i - y_i)
+                if p == 2:
+                    slope += (xi - y) ** 2 - (xi - ya) ** 2
+                else:
+                    slope += abs(xi - y) - abs(xi - ya)
+                # the cost of the mass of nu between y_{j-1} and y_j sent to x_{j-1}
+                kk, uu, ll = ka, ua, lapa
+                qa, q0, q1 = pa, i0a, i1a
+                while ll < lap or (ll == lap and kk < k):
+                    d = xi - (centers[kk] + ll * two_pi + phi)
+                    if uu == -1.0:
+                        m0, m1, m2 = full[kk, 0], full[kk, 1], full[kk, 2]
+                        if p == 2:
+                            total += d * d * m0 - 2 * d * radii[kk] * m1 + \
+                                radii[kk] ** 2 * m2
+                        else:
+                            total += _sweep_piece(p, d, radii[kk], A, kk, -1.0,
+                                                  1.0, 0.0, 0.0, 0.0, ends[kk, 0],
+                                                  ends[kk, 1], ends[kk, 2])
+                    else:
+                        total += _sweep_piece(p, d, radii[kk], A, kk, uu, 1.0,
+                                              qa, q0, q1, ends[kk, 0], ends[kk, 1],
+                                              ends[kk, 2])
+                    kk += 1
+                    uu, qa, q0, q1 = -1.0, 0.0, 0.0, 0.0
+                    if kk == npan:
+                        kk = 0
+                        ll += 1
+                if u > uu:
+                    d = xi - (centers[k] + lap * two_pi + phi)
+                    total += _sweep_piece(p, d, r, A, k, uu, u, qa, q0, q1,
+                                          f, i0, i1)
+            # C'' = sum_j (dy_j / dalpha) [c'(x_j - y_j) - c'(x_{j-1} - y_j)], the
+            # derivative of y_j being radius / F_loc' (x_{-1} = x_{n-1} - 2 pi)
+            if j < n:
+                xl = x[j - 1] if j > 0 else x[n - 1] - two_pi
+                dy = r / fp if fp > 0 else np.inf
+                if p == 2:
+                    curv += 2 * dy * (x[j] - xl)
+                else:
+                    sj = 1.0 if x[j] > y else (-1.0 if x[j] < y else 0.0)
+                    sl = 1.0 if xl > y else (-1.0 if xl < y else 0.0)
+                    if sj != sl:
+                        curv += dy * (sj - sl)
+            ka, ua, lapa, ya, pa, i0a, i1a = k, u, lap, y, f, i0, i1
+        return total, slope, curv
+
+    return sweep
+
+
+class _PanelSweep:
+    """C(alpha), C'(alpha), C''(alpha) of atoms ``mu`` against panels ``nu`` (rotated by
+    phi), p = 1 or 2, by ``make_sweep_kernel``: one pass over the n + 1 levels, each
+    quantile a safeguarded Newton solve on the panel series started from the solve of
+    the same level at the last shift (one series evaluation a point when the shift moved
+    little) or, the first time, from the previous level's. The per-panel data and the
+    n + 1 solves are kept between calls."""
+
+    def __init__(self, mu: CircleMeasure, nu: CircleMeasure, phi: float, p: int):
+        from numpy.polynomial import chebyshev as ch
+
+        ic0, ic1, full = _panel_moments(nu)
+        m = ic1.shape[1]
+
+        def pad(c):
+            out = np.zeros((c.shape[0], m))
+            out[:, :c.shape[1]] = c
+            return out
+
+        a, b, c = pad(nu.coef), pad(ic0), pad(ic1)
+        dda = pad(ch.chebder(nu.coef, 2, axis=1)) if nu.coef.shape[1] > 2 else \
+            np.zeros_like(a)
+        # interleaved: F_loc, F_loc', F_loc'', int F_loc, int u F_loc
+        self.A = np.ascontiguousarray(np.stack([a, pad(ch.chebder(nu.coef, axis=1)), dda,
+                                                b, c], axis=2))
+        self.ends = np.ascontiguousarray(np.stack([a.sum(1), b.sum(1), c.sum(1)], axis=1))
+        self.full = np.ascontiguousarray(full)
+        self.mu, self.nu, self.phi, self.p = mu, nu, float(phi), int(p)
+        size = mu.angles.size + 1
+        self.k = np.full(size, -1, dtype=np.int64)
+        self.u = np.zeros(size)
+        self.f = np.zeros(size)
+        self.last = None
+        self.calls = 0
+
+    def __call__(self, alpha: float):
+        """(C, C', C'') at alpha."""
+        alpha = float(alpha)
+        warm = self.last is not None and abs(alpha - self.last) < 1e-3
+        dalpha = alpha - self.last if warm else 0.0
+        self.calls += 1
+        out = make_sweep_kernel()(self.p, self.mu.angles, self.mu.levels, alpha, self.phi,
+                                  self.nu.masses, self.A,
+                                  self.ends, self.full, self.nu.centers, self.nu.radii,
+                                  self.k, self.u, self.f, warm, dalpha)
+        self.last = alpha
+        return out
+
+
+def _newton_shift(fun, alpha: float, estimate: float, maxiter: int = 40,
+                  secant: bool = False):
+    """Minimum of the convex C from a close start ``alpha``: Newton on C' (``fun(a)`` =
+    (C, C', C'')), safeguarded by the bracket of the slopes' signs (bisection when a step
+    leaves it). Certified as ``_minimise_with_slope``: C(a) - min C <= |C'(a)| |b - a|
+    for a bracket [a, b] of the minimiser, required below 8 eps C(a). Once Newton's step
+    is well inside delta = 2 eps C / |C'|, the point at delta on the other side is
+    evaluated (its slope must change sign), which closes the bracket.
+    ``secant``: the slope of C' from the last two points instead of C'' (p = 1, where
+    C'' is a sum of jumps and C' only piecewise smooth).
+    Returns (value, argmin), or None when not certified in ``maxiter`` passes (the bracket
+    is then in ``_newton_shift.bracket``)."""
+    lo = hi = None  # (a, C, C') with C' < 0, > 0
+    best = prev = None
+    a = alpha
+    for _ in range(maxiter):
+        c, s, d2 = fun(a)
+        if best is None or c < best[0]:
+            best = (c, a)
+        if s == 0:
+            return c, a
+        if s < 0 and (lo is None or a > lo[0]):
+            lo = (a, c, s)
+        elif s > 0 and (hi is None or a < hi[0]):
+            hi = (a, c, s)
+        if lo is not None and hi is not None:
+            width = hi[0] - lo[0]
+            for pt in (lo, hi):  # the certificate of each end of the bracket
+                if abs(pt[2]) * width <= 8 * EPS * abs(pt[1]):
+                    return pt[1], pt[0]
+            if width <= 4 * EPS * (1 + abs(lo[0])):
+                return best
+        if secant and prev is not None and s != prev[1]:
+            d2 = (s - prev[1]) / (a - prev[0])  # C' is only piecewise smooth (p = 1)
+        prev = (a, s)
+        step = -s / d2 if d2 > 0 and np.isfinite(d2) else np.nan
+        delta = 2 * EPS * max(estimate, c) / abs(s)
+        if np.isfinite(step) and 2 * abs(step) <= delta:
+            nxt = a + np.sign(step) * delta  # close the bracket on the other side
+        elif np.isfinite(step):
+            nxt = a + step
+        else:
+            nxt = a - np.sign(s) * 1e-6
+        if lo is not None and hi is not None and not lo[0] < nxt < hi[0]:
+            nxt = 0.5 * (lo[0] + hi[0])
+        elif lo is not None and nxt <= lo[0] or hi is not None and nxt >= hi[0]:
+            nxt = a - np.sign(s) * 2 * abs(nxt - a)
+        a = nxt
+    _newton_shift.bracket = (lo[0] if lo else -1.0, hi[0] if hi else 1.0)
+    return None
+
+
+def _atoms_panels_shift(mu: CircleMeasure, nu: CircleMeasure, phi: float, p: int):
+    """min over alpha of C(alpha) for atoms mu against panels nu rotated by phi (p = 1, 2),
+    and the argmin. Above ``COARSE_ABOVE`` atoms the shift is first located on a coarse
+    copy of mu (``COARSE_GROUPS`` atoms: consecutive groups at their means; measured
+    |alpha_coarse - alpha| ~ 1e-7 at n = 1e6), then Newton on the full problem from it
+    (``_newton_shift``: typically 3 passes, each O(n + P)); below, or when Newton is not
+    certified, the cutting-plane/secant minimiser on the same passes."""
+    fun = _PanelSweep(mu, nu, phi, p)
+    lo, hi = -1.0, 1.0
+    if mu.angles.size > COARSE_ABOVE:
+        idx = np.linspace(0, mu.angles.size, COARSE_GROUPS + 1).astype(int)[:-1]
+        w = np.add.reduceat(mu.weights, idx)
+        coarse = CircleMeasure.from_points(
+            np.add.reduceat(mu.weights * mu.angles, idx) / w, w)
+        estimate, guess = _atoms_panels_shift(coarse, nu, phi, p)
+        res = _newton_shift(fun, guess, estimate, secant=p == 1)
+        if res is not None:
+            return res
+        lo, hi = _newton_shift.bracket
+    return _minimise_with_slope(lambda a: fun(a)[:2], lo, hi, smooth=True)
+
+
 # ---- generic: Gauss-Legendre in the quantile variable -----------------------------
 def _breaks(mu: CircleMeasure) -> np.ndarray:
     return mu.levels[:-1] if mu.kind == "atoms" else mu.masses[1:-1]
@@ -418,21 +715,7 @@ def _shift_cost(mu: CircleMeasure, nu: CircleMeasure, p: float, phi: float = 0.0
     if nu.kind == "atoms":
         mu, nu, phi = nu, mu, -phi  # W(mu, R_phi nu) = W(nu, R_-phi mu): nu is a density
     if p in (1, 2) and mu.kind == "atoms":
-        lo, hi = -1.0, 1.0
-        if mu.angles.size > COARSE_ABOVE:
-            # Locate the shift on a coarse copy of mu (COARSE_GROUPS atoms: consecutive
-            # groups at their means; cheap), then solve the full problem from a small
-            # bracket around it: measured |alpha_coarse - alpha| ~ 1e-7 at n = 1e6; the
-            # bracket doubles until the slopes enclose 0, so a poor guess costs only
-            # evaluations, never accuracy. Saves ~2/3 of the full evaluations.
-            idx = np.linspace(0, mu.angles.size, COARSE_GROUPS + 1).astype(int)[:-1]
-            w = np.add.reduceat(mu.weights, idx)
-            coarse = CircleMeasure.from_points(
-                np.add.reduceat(mu.weights * mu.angles, idx) / w, w)
-            guess = _shift_cost(coarse, nu, p, phi)[1]
-            lo, hi = guess - 1e-5, guess + 1e-5
-        return _minimise_with_slope(lambda a: _atoms_panels_cost(mu, nu, a, phi, int(p)),
-                                    lo, hi, smooth=True)
+        return _atoms_panels_shift(mu, nu, phi, int(p))
     fun = functools.partial(_gl_cost, mu, nu, phi=phi, p=p)
     dens = _density(nu, nu.centers)
     if dens.min() >= SLOPE_DENSITY_RATIO * dens.max() and np.isfinite(fun(0.0)[1]):
