@@ -172,6 +172,12 @@ def main():
           + f" {rest:8.2f}")
     print("shares: " + ", ".join(f"{p} {100 * totals[p] / wall:.0f} %" for p in PARTS)
           + f", other {100 * rest / wall:.0f} %")
+    ns = cfg["convergence"]["n"]
+    if len(ns) >= 2:  # the members' cost per decade, extrapolated one decade on
+        a, b = clock.members[ns[-2]], clock.members[ns[-1]]
+        k = math.log(b / a) / math.log(ns[-1] / ns[-2])
+        print(f"members' time ~ n^{k:.2f} between n = {ns[-2]} and {ns[-1]}: n = "
+              f"{10 * ns[-1]} would take about {b * 10**k:.0f} s ({b * 10**k / 60:.1f} min)")
     slope = ds["slope"].values
     print(f"fitted slope of the distance per time: {np.round(slope, 3).tolist()}")
 
