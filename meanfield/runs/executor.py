@@ -81,6 +81,22 @@ def _install_share(workers_per_host: dict[str, int], dask_worker=None) -> int:
     return policy.threads
 
 
+def _forget_failed_client(previous_scheduler) -> None:
+    """Undo what a Client that failed to connect left behind: itself as the default
+    client and ``dask.config`` scheduler = "dask.distributed"."""
+    import dask
+    from distributed.client import _del_global_client, _get_global_client
+
+    client = _get_global_client()
+    while client is not None and client.status != "running":
+        _del_global_client(client)  # (setting None does nothing in distributed)
+        client = _get_global_client()
+    if previous_scheduler is None:
+        dask.config.config.pop("scheduler", None)
+    else:
+        dask.config.set(scheduler=previous_scheduler)
+
+
 def _host(address: str) -> str:
     return address.split("://", 1)[-1].rsplit(":", 1)[0]
 
@@ -152,20 +168,31 @@ class Executor:
                                          silence_logs=logging.ERROR)
             self._client = Client(self._cluster)
         else:
+            import dask
+
+            previous = dask.config.get("scheduler", None)
             try:
                 self._client = Client(self.scheduler, timeout=self.timeout)
-            except (OSError, TimeoutError) as exc:
-                raise ConfigError(
-                    f"parallel.scheduler = {self.scheduler!r}: no dask scheduler answered "
-                    f"within {self.timeout:g} s ({exc}); start one there (dask scheduler) "
-                    "or leave parallel.scheduler out", "parallel.scheduler") from None
-            except (MemoryError, ValueError, EOFError) as exc:
+            except (OSError, TimeoutError, MemoryError, ValueError, EOFError) as exc:
+                # a failed Client stays the process's default and leaves the dask
+                # scheduler set to it: anything dask does next (xarray's netCDF write
+                # locks) would try to reach it
+                _forget_failed_client(previous)
+                if isinstance(exc, (OSError, TimeoutError)):
+                    raise ConfigError(
+                        f"parallel.scheduler = {self.scheduler!r}: no dask scheduler "
+                        f"answered within {self.timeout:g} s ({exc}); start one there (dask "
+                        "scheduler) or leave parallel.scheduler out",
+                        "parallel.scheduler") from None
                 # something answered that is not a dask scheduler (its first bytes read
                 # as a frame length of exabytes, or as a bad handshake)
                 raise ConfigError(
                     f"parallel.scheduler = {self.scheduler!r}: what answered there is not a "
                     f"dask scheduler ({type(exc).__name__}); give the address the "
                     "scheduler prints (tcp://host:8786)", "parallel.scheduler") from None
+            except BaseException:
+                _forget_failed_client(previous)
+                raise
         # tasks at once per machine: the dask threads of its workers
         hosts: dict[str, int] = {}
         for address, info in self._client.scheduler_info()["workers"].items():

@@ -149,6 +149,12 @@ def test_a_server_that_is_not_a_scheduler_is_one_config_error(monkeypatch):
     finally:
         srv.close()
     assert err.value.key == "parallel.scheduler" and "\n" not in str(err.value)
+    # nothing of the failed client is left for dask to use (xarray's write locks did)
+    import dask
+    from distributed.client import _get_global_client
+
+    assert dask.config.get("scheduler", None) != "dask.distributed"
+    assert _get_global_client() is None
 
 
 @pytest.mark.parametrize("parallel, key", [({"workers": 0}, "parallel.workers"),
