@@ -44,11 +44,10 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.metrics.binning import histogram_bins
 from meanfield.runs import budget
-from meanfield.runs.engine import Engine
 from meanfield.runs.evolve import evolve
 from meanfield.runs.executor import Executor, TaskResult
 from meanfield.runs.particles import check_config, particles
-from meanfield.studies.members import MemberStudy
+from meanfield.studies.members import MemberStudy, run_study
 
 SAMPLES_PER_CELL = 20
 
@@ -241,15 +240,8 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
     cfg = cfgmod.validate(config)
     plan = check_compare_config(cfg)
     budget.check(cfg, "compare")  # too big for this machine: refused before any work
-    out = out if out is not None else cfg["output"]["path"]
-    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
-    with Executor.from_config(cfg) as executor:
-        executor.connect()  # an unreachable scheduler fails before any work
-        task = CompareTask(cfg, plan, executor, progress)
-        try:
-            return engine.run(task)
-        finally:
-            task.close()
+    return run_study(cfg, lambda executor: CompareTask(cfg, plan, executor, progress), out,
+                     overwrite=overwrite, resume=resume, progress=progress)
 
 
 # ---------------------------------------------------------------------------------------

@@ -62,13 +62,12 @@ from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs import budget
-from meanfield.runs.engine import Engine
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
 from meanfield.studies import coupling as cp
 from meanfield.studies.convergence import frame_dataset
-from meanfield.studies.members import MemberStudy
+from meanfield.studies.members import MemberStudy, run_study
 from solvers.steppers import integrate
 
 AUTO_DT = 0.05
@@ -517,12 +516,5 @@ def contraction(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_contraction_config(cfg)
-    out = out if out is not None else cfg["output"]["path"]
-    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
-    with Executor.from_config(cfg) as executor:
-        executor.connect()
-        task = ContractionTask(cfg, plan, executor, progress)
-        try:
-            return engine.run(task)
-        finally:
-            task.close()
+    return run_study(cfg, lambda executor: ContractionTask(cfg, plan, executor, progress), out,
+                     overwrite=overwrite, resume=resume, progress=progress)

@@ -71,12 +71,11 @@ from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.lipschitz import dobrushin_bound
 from meanfield.runs import budget
-from meanfield.runs.engine import Engine
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
 from meanfield.studies import coupling as cp
-from meanfield.studies.members import MemberStudy
+from meanfield.studies.members import MemberStudy, run_study
 
 AUTO_DT = 0.05
 MEASURES = ("distance", "coupling", "sampling_floor")
@@ -420,12 +419,5 @@ def convergence(config: dict | None = None, *, out: str | Path | None = None,
             raise
         raise ConfigError(str(exc).replace("particles.n", "the largest convergence.n"),
                           "convergence.n") from None
-    out = out if out is not None else cfg["output"]["path"]
-    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
-    with Executor.from_config(cfg) as executor:
-        executor.connect()
-        task = ConvergenceTask(cfg, plan, executor, progress)
-        try:
-            return engine.run(task)
-        finally:
-            task.close()
+    return run_study(cfg, lambda executor: ConvergenceTask(cfg, plan, executor, progress), out,
+                     overwrite=overwrite, resume=resume, progress=progress)

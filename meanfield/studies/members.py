@@ -3,7 +3,12 @@ run through the executor, are stopped on Ctrl-C, a failed one is named while the
 are kept, and a bar counts the members done."""
 from __future__ import annotations
 
-from meanfield.runs.engine import RunTask, TaskFailed
+from collections.abc import Callable
+from pathlib import Path
+
+import xarray as xr
+
+from meanfield.runs.engine import Engine, RunTask, TaskFailed
 from meanfield.runs.executor import Executor, TaskResult
 
 
@@ -53,3 +58,20 @@ class MemberStudy(RunTask):
         if failed:
             raise TaskFailed("; ".join(f"{self.describe(f.params)} failed: {f.error}"
                                        for f in failed))
+
+
+def run_study(cfg: dict, make_task: Callable[[Executor], MemberStudy],
+              out: str | Path | None, *, overwrite: bool, resume: bool,
+              progress: bool) -> xr.Dataset:
+    """A member study through the run engine (output checks, lock, checkpoints, resume,
+    Ctrl-C) with its executor (an unreachable scheduler fails before any work); the
+    members still running are stopped however the run ends."""
+    out = out if out is not None else cfg["output"]["path"]
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    with Executor.from_config(cfg) as executor:
+        executor.connect()
+        task = make_task(executor)
+        try:
+            return engine.run(task)
+        finally:
+            task.close()
