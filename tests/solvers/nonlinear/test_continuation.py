@@ -1,0 +1,189 @@
+"""Pseudo-arclength continuation against analytic branches, folds and bifurcations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq, minimize_scalar
+
+from solvers.nonlinear import continue_branch, switch_branch
+
+
+def pitchfork(x, lam):
+    """x' = lam x - x^3: trivial branch x = 0 (eigenvalue lam), x = +-sqrt(lam)."""
+    return lam * x - x ** 3
+
+
+def pitchfork_eigenvalues(x, lam):
+    return np.array([lam - 3 * x[0] ** 2])
+
+
+def test_simple_fold_with_finite_differences():
+    """x^2 + lam = 0: a fold at (x, lam) = (0, 0); followed through it from x = -1 to
+    x = +1 with finite-difference derivatives, landing on lam = -1 exactly."""
+    br = continue_branch(lambda x, lam: x ** 2 + lam, np.array([-1.0]), -1.0, ds=0.1,
+                         lam_bounds=(-1.0, 1.0), tol=1e-12)
+    assert br.status == "completed", br.message
+    assert br.lam[-1] == -1.0 and abs(br.x[-1, 0] - 1.0) < 1e-12
+    assert np.max(np.abs(br.x[:, 0] ** 2 + br.lam)) < 1e-12
+    folds = [p for p in br.special if p.kind == "fold"]
+    assert len(folds) == 1 and folds[0].located
+    assert abs(folds[0].lam) < 1e-12 and abs(folds[0].x[0]) < 1e-6
+    assert br.lam[folds[0].index] <= 0 and br.x[folds[0].index, 0] < 0 < br.x[
+        folds[0].index + 1, 0]
+    assert br.stable is None and br.eigenvalues == []
+
+
+N = 40
+H = 1.0 / (N + 1)
+
+
+def bratu(u, lam):
+    """u'' + lam e^u = 0 on (0, 1), u(0) = u(1) = 0, second-order differences."""
+    up = np.concatenate([[0.0], u, [0.0]])
+    return (up[2:] - 2 * up[1:-1] + up[:-2]) / H ** 2 + lam * np.exp(u)
+
+
+def bratu_jvp(u, lam, v):
+    vp = np.concatenate([[0.0], v, [0.0]])
+    return (vp[2:] - 2 * vp[1:-1] + vp[:-2]) / H ** 2 + lam * np.exp(u) * v
+
+
+def bratu_eigenvalues(u, lam):
+    jac = (np.diag(np.full(N, -2.0)) + np.diag(np.ones(N - 1), 1)
+           + np.diag(np.ones(N - 1), -1)) / H ** 2 + np.diag(lam * np.exp(u))
+    return np.linalg.eigvalsh(jac)[::-1][:4]
+
+
+def discrete_bratu_fold() -> float:
+    """The fold of the same discrete problem by an independent 1-variable reduction:
+    shooting u_0 = 0, u_1 = a through the difference equation gives u_{N+1}(a, lam);
+    lam(a) solves u_{N+1} = 0 and the fold is the maximum of lam(a)."""
+    def shoot(a, lam):
+        u0, u1 = 0.0, a
+        for _ in range(N):
+            u0, u1 = u1, 2 * u1 - u0 - H ** 2 * lam * np.exp(u1)
+        return u1
+
+    def lam_of(a):
+        return brentq(lambda lam: shoot(a, lam), 1e-12, 20.0, xtol=1e-15, rtol=1e-15)
+
+    res = minimize_scalar(lambda a: -lam_of(a), bounds=(0.01, 0.5), method="bounded",
+                          options={"xatol": 1e-10})
+    return -res.fun
+
+
+def test_bratu_fold_and_stability():
+    br = continue_branch(bratu, np.zeros(N), 0.5, jvp_x=bratu_jvp,
+                         dF_dlam=lambda u, lam: np.exp(u), ds=0.2, ds_max=1.0,
+                         lam_bounds=(0.5, 4.0), eigenvalues=bratu_eigenvalues, tol=1e-9)
+    assert br.status == "completed", br.message
+    assert br.lam[0] == 0.5 and br.lam[-1] == 0.5
+    assert np.max([np.linalg.norm(bratu(u, lam)) for u, lam in zip(br.x, br.lam)]) < 1e-9
+    assert len(br.special) == 1          # the eigenvalue crossing is the fold itself
+    fold = br.special[0]
+    assert fold.kind == "fold" and fold.multiplicity == 1
+    reference = discrete_bratu_fold()    # 3.51274301512...
+    assert abs(fold.lam - reference) < 1e-9, (fold.lam, reference)
+    # the continuous fold 3.513830719 is O(h^2) away
+    assert abs(fold.lam - 3.513830719) < 2e-3
+    assert abs(bratu_eigenvalues(fold.x, fold.lam)[0]) < 1e-4 * 4 / H ** 2
+    # lower branch stable, upper branch unstable with one positive eigenvalue
+    k = fold.index
+    assert br.stable[: k + 1].all() and not br.stable[k + 1:].any()
+    assert all(np.sum(e > 0) == 1 for e in br.eigenvalues[k + 1:])
+    assert br.x[-1].max() > 2.0 > br.x[0].max()
+
+
+def test_pitchfork_on_the_trivial_branch():
+    br = continue_branch(pitchfork, np.zeros(1), -1.0, ds=0.1, lam_bounds=(-1.0, 1.0),
+                         eigenvalues=pitchfork_eigenvalues)
+    assert br.status == "completed", br.message
+    assert br.lam[0] == -1.0 and br.lam[-1] == 1.0
+    assert np.all(br.x == 0)
+    assert len(br.special) == 1
+    bif = br.special[0]
+    assert bif.kind == "bifurcation" and bif.multiplicity == 1 and bif.located
+    assert abs(bif.lam) < 1e-10
+    assert br.lam[bif.index] < 0 < br.lam[bif.index + 1]
+    np.testing.assert_array_equal(br.stable, br.lam <= 0)
+
+
+def test_o2_symmetric_bifurcation_has_multiplicity_two():
+    """z' = lam z - |z|^2 z in R^2: at z = 0 the eigenvalue lam is double."""
+    def f(z, lam):
+        return lam * z - (z @ z) * z
+
+    def eigenvalues(z, lam):
+        return np.linalg.eigvals((lam - z @ z) * np.eye(2) - 2 * np.outer(z, z))
+
+    br = continue_branch(f, np.zeros(2), -0.7, ds=0.1, lam_bounds=(-1.0, 1.0),
+                         eigenvalues=eigenvalues)
+    assert br.status == "completed", br.message
+    assert len(br.special) == 1
+    bif = br.special[0]
+    assert bif.kind == "bifurcation" and bif.multiplicity == 2
+    assert abs(bif.lam) < 1e-10
+
+
+def test_switch_onto_the_square_root_branch():
+    jvp_x = lambda x, lam, v: (lam - 3 * x ** 2) * v
+    dF_dlam = lambda x, lam: x
+    br = switch_branch(pitchfork, np.zeros(1), 0.0, np.array([1.0]), h=1e-2, ds=0.05,
+                       lam_bounds=(-1.0, 1.0), eigenvalues=pitchfork_eigenvalues,
+                       jvp_x=jvp_x, dF_dlam=dF_dlam, tol=1e-12)
+    assert br.status == "completed", br.message
+    assert abs(br.lam[0] - 1e-4) < 1e-14 and abs(br.x[0, 0] - 1e-2) < 1e-14
+    assert br.lam[-1] == 1.0
+    assert np.all(np.diff(br.lam) > 0)
+    assert np.max(np.abs(br.x[:, 0] - np.sqrt(br.lam))) < 1e-10
+    assert br.stable.all() and br.special == []
+    # the other half, with finite-difference derivatives
+    br = switch_branch(pitchfork, np.zeros(1), 0.0, np.array([-1.0]), h=1e-2, ds=0.05,
+                       lam_bounds=(-1.0, 0.5), tol=1e-12)
+    assert br.status == "completed", br.message
+    assert br.lam[-1] == 0.5
+    assert np.max(np.abs(br.x[:, 0] + np.sqrt(br.lam))) < 1e-10
+
+
+def test_newton_failure_keeps_the_branch():
+    """A residual that turns NaN beyond lam = 0.5: the run fails there, keeps the points
+    before it and says where."""
+    def f(x, lam):
+        return x - lam if lam <= 0.5 else np.full(1, np.nan)
+
+    br = continue_branch(f, np.zeros(1), 0.0, ds=0.1, ds_min=1e-4,
+                         lam_bounds=(0.0, 2.0))
+    assert br.status == "failed"
+    assert len(br.lam) >= 3 and np.all(br.lam <= 0.5)
+    assert br.lam[-1] > 0.45
+    np.testing.assert_allclose(br.x[:, 0], br.lam, atol=1e-12)
+    assert "lam = 0.4" in br.message and "not finite" in br.message
+
+
+def test_first_point_failure_and_stopping():
+    def f(x, lam):
+        return x ** 2 + 1.0 + 0 * lam
+
+    br = continue_branch(f, np.ones(1), 0.0)
+    assert br.status == "failed" and br.lam.size == 0 and "first point" in br.message
+
+    seen = []
+    br = continue_branch(pitchfork, np.zeros(1), -1.0, ds=0.1,
+                         callback=lambda i, x, lam: seen.append(i) or i == 3)
+    assert br.status == "stopped" and len(br.lam) == 4 and seen == [0, 1, 2, 3]
+    br = continue_branch(pitchfork, np.zeros(1), -1.0, ds=0.1, max_points=5)
+    assert br.status == "stopped" and len(br.lam) == 5 and "max_points" in br.message
+    br = continue_branch(pitchfork, np.zeros(1), 1.0, ds=0.1, direction=-1,
+                         lam_bounds=(0.5, 1.0))
+    assert br.status == "completed" and br.lam[-1] == 0.5 and np.all(np.diff(br.lam) < 0)
+
+
+@pytest.mark.parametrize("kwargs", [{"x0": np.array([np.nan])}, {"lam0": 2.0},
+                                    {"ds": 0.0}, {"ds": 1.0, "ds_max": 0.5},
+                                    {"direction": 0}, {"max_points": 0}, {"tol": 0.0}])
+def test_bad_arguments_raise(kwargs):
+    args = {"x0": np.zeros(1), "lam0": 0.0, "lam_bounds": (-1.0, 1.0)}
+    args.update(kwargs)
+    x0, lam0 = args.pop("x0"), args.pop("lam0")
+    with pytest.raises(ValueError):
+        continue_branch(pitchfork, x0, lam0, **args)
