@@ -105,8 +105,9 @@ class Branch:
 class _System:
     """F and its derivatives in the joined unknown ``y = (x, lam)``."""
 
-    def __init__(self, residual: Residual, jvp_x, dF_dlam, m: int):
+    def __init__(self, residual: Residual, jvp_x, dF_dlam, m: int, precondition=None):
         self.residual, self.jvp_x, self.dF_dlam, self.m = residual, jvp_x, dF_dlam, m
+        self.precondition = precondition
         self._cache_y: np.ndarray | None = None
         self._cache_f: np.ndarray | None = None
         self._cache_flam: np.ndarray | None = None
@@ -171,11 +172,26 @@ class _System:
         def g_jvp(y, w):
             return np.append(self.jvp(y, w), row @ w)
 
-        return newton_krylov(g, y_pred, jvp=g_jvp, tol=tol, max_iter=max_iter)
+        return newton_krylov(g, y_pred, jvp=g_jvp, precondition=self.prec, tol=tol,
+                             max_iter=max_iter)
+
+    @property
+    def prec(self):
+        """The block preconditioner ``diag(M, 1)`` on ``(x, lam)``, or None."""
+        if self.precondition is None:
+            return None
+
+        def apply(w):
+            w = np.ravel(w)
+            return np.append(np.asarray(self.precondition(w[:-1]), dtype=float), w[-1])
+
+        return apply
 
     def tangent(self, y: np.ndarray, ref: np.ndarray) -> np.ndarray | None:
         """Unit null vector of ``[F_x F_lam]`` at ``y`` with ``<t, ref> > 0``, or None."""
         n = self.m + 1
+
+        prec = self.prec or (lambda w: np.ravel(w))
 
         def matvec(w):
             w = np.ravel(w)
@@ -184,8 +200,9 @@ class _System:
         rhs = np.zeros(n)
         rhs[-1] = 1.0
         try:
-            z, info, _ = _gmres(LinearOperator((n, n), matvec=matvec, dtype=float), rhs,
-                                1e-12, 0.0, max(300, 2 * n))
+            z, info, _ = _gmres(LinearOperator((n, n), matvec=lambda w: matvec(prec(w)),
+                                               dtype=float), rhs, 1e-12, 0.0, max(300, 2 * n))
+            z = prec(z)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
             return None
         norm = float(np.linalg.norm(z))
@@ -216,6 +233,7 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
                     eigenvalues: Callable[[np.ndarray, float], np.ndarray] | None = None,
                     eig_tol: float = 0.0, locate_tol: float = 1e-12,
                     newton_max_iter: int = 10, tangent: np.ndarray | None = None,
+                    precondition: Callable[[np.ndarray], np.ndarray] | None = None,
                     callback: Callable[[int, np.ndarray, float], bool | None] | None = None
                     ) -> Branch:
     """Follow the branch of ``F(x, lam) = 0`` through ``(x0, lam0)``.
@@ -231,7 +249,8 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
         ds, ds_min, ds_max: first, smallest and largest arclength step.
         direction: +1 to start toward increasing ``lam``, -1 toward decreasing.
         lam_bounds: the run ends (status "completed") when ``lam`` leaves these; the
-            last point is then solved at the bound exactly (at fixed ``lam``).
+            last point is then solved at the bound exactly (at fixed ``lam``; if that
+            fails the last point is the one beyond the bound and the message says so).
         max_points: the most points on the branch, the first one included.
         tol: absolute Newton tolerance on ``||F||`` (with the arclength row).
         eigenvalues: ``eigenvalues(x, lam) -> array`` of the leading (complex)
@@ -241,6 +260,10 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
         locate_tol: tolerance in chord arclength of the location of special points
             (the error in ``lam`` is at most this, much less at a fold).
         newton_max_iter: Newton iterations per correction.
+        precondition: ``precondition(r) -> M r ~ F_x^{-1} r`` for ``r`` of shape
+            ``(m,)``; applied on the right as ``diag(M, 1)`` to the bordered systems
+            (corrector and tangent), see ``newton_krylov``. A fixed ``M`` (the inverse
+            of the stiff linear part) is the usual choice.
         tangent: an initial direction in ``(x, lam)``, shape ``(m + 1,)``, that orients
             the first tangent instead of ``direction`` (``switch_branch`` uses it).
         callback: ``callback(index, x, lam)`` after each accepted point; a true return
@@ -271,7 +294,7 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
     m = x0.size
     if tangent is not None and np.shape(tangent) != (m + 1,):
         raise ValueError(f"continue_branch: tangent must have shape ({m + 1},)")
-    sys = _System(residual, jvp_x, dF_dlam, m)
+    sys = _System(residual, jvp_x, dF_dlam, m, precondition)
     e_last = np.zeros(m + 1)
     e_last[-1] = 1.0
 
@@ -386,6 +409,10 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
                 y_new = land.x
                 t_new = sys.tangent(y_new, t)
                 t_new = t if t_new is None else t_new
+                end = f"reached lam = {bound:.10g} (the bound) after"
+            else:
+                end = (f"left lam_bounds at lam = {y_new[-1]:.10g} (solving at the bound "
+                       f"failed: {land.message}) after")
         index = len(ys) - 1
         fold = t[-1] * t_new[-1] < 0
         if fold:
@@ -400,8 +427,7 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
                     eigenvalues(p[:-1], float(p[-1])), idx, eig_tol),
                     "bifurcation", abs(nb - na), index)
         if bound is not None:
-            return branch("completed", f"reached lam = {y[-1]:.10g} (the bound) after "
-                                       f"{len(ys)} points")
+            return branch("completed", f"{end} {len(ys)} points")
         if stop:
             return branch("stopped", f"the callback stopped the run at lam = {y[-1]:.10g}")
     return branch("stopped", f"max_points = {max_points} reached at lam = {y[-1]:.10g}")
@@ -431,7 +457,8 @@ def switch_branch(residual: Residual, x_bif: np.ndarray, lam_bif: float,
         direction_vector: ``v``, shape ``(m,)``, not zero.
         h: the offset along ``v``; small (the first point is ``O(h)`` from the
             bifurcation) but large enough for Newton to leave the trivial branch.
-        jvp_x, dF_dlam, tol: as in ``continue_branch``.
+        jvp_x, dF_dlam, tol: as in ``continue_branch`` (``precondition`` too, in
+            ``kwargs``).
         newton_max_iter: Newton iterations for the first point.
         **kwargs: passed to ``continue_branch`` (``ds``, ``lam_bounds``,
             ``max_points``, ``eigenvalues``, ...; not ``direction`` nor ``tangent``).
@@ -450,7 +477,7 @@ def switch_branch(residual: Residual, x_bif: np.ndarray, lam_bif: float,
         raise ValueError(f"switch_branch: h must be > 0, got {h}")
     v = v / np.linalg.norm(v)
     m = x_bif.size
-    sys = _System(residual, jvp_x, dF_dlam, m)
+    sys = _System(residual, jvp_x, dF_dlam, m, kwargs.get("precondition"))
     row = np.append(v, 0.0)
     y_bif = np.append(x_bif, float(lam_bif))
     res = sys.correct(np.append(x_bif + h * v, lam_bif), row, v @ x_bif + h, tol,

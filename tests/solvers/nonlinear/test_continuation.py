@@ -187,3 +187,34 @@ def test_bad_arguments_raise(kwargs):
     x0, lam0 = args.pop("x0"), args.pop("lam0")
     with pytest.raises(ValueError):
         continue_branch(pitchfork, x0, lam0, **args)
+
+
+def test_preconditioner_gives_the_same_fold_with_fewer_products():
+    """Right preconditioning by the inverse difference Laplacian (the stiff part):
+    the same Bratu fold, far fewer Jacobian-vector products."""
+    from scipy.linalg import solve_banded
+
+    bands = np.zeros((3, N))
+    bands[0, 1:], bands[1], bands[2, :-1] = 1 / H ** 2, -2 / H ** 2, 1 / H ** 2
+    counts = []
+
+    def run(precondition):
+        calls = [0]
+
+        def jvp(u, lam, v):
+            calls[0] += 1
+            return bratu_jvp(u, lam, v)
+
+        br = continue_branch(bratu, np.zeros(N), 0.5, jvp_x=jvp,
+                             dF_dlam=lambda u, lam: np.exp(u), ds=0.2, ds_max=1.0,
+                             lam_bounds=(0.5, 4.0), tol=1e-9, precondition=precondition)
+        counts.append(calls[0])
+        return br
+
+    plain = run(None)
+    pre = run(lambda r: solve_banded((1, 1), bands, r))
+    assert plain.status == pre.status == "completed"
+    folds = [[p.lam for p in br.special if p.kind == "fold"] for br in (plain, pre)]
+    assert len(folds[0]) == len(folds[1]) == 1
+    assert abs(folds[0][0] - folds[1][0]) < 1e-10
+    assert 3 * counts[1] < counts[0], counts
