@@ -218,3 +218,23 @@ def test_preconditioner_gives_the_same_fold_with_fewer_products():
     assert len(folds[0]) == len(folds[1]) == 1
     assert abs(folds[0][0] - folds[1][0]) < 1e-10
     assert 3 * counts[1] < counts[0], counts
+
+
+def test_hopf_pair_counts_two():
+    """x' = lam x - y - x r^2, y' = x + lam y - y r^2: at the origin the eigenvalues
+    are lam +- i, a complex pair crossing at lam = 0 (multiplicity 2)."""
+    def f(z, lam):
+        r2 = z @ z
+        return np.array([lam * z[0] - z[1] - z[0] * r2, z[0] + lam * z[1] - z[1] * r2])
+
+    def eigenvalues(z, lam):
+        return np.linalg.eigvals(np.array([[lam, -1.0], [1.0, lam]]) - (z @ z) * np.eye(2)
+                                 - 2 * np.outer(z, z))
+
+    br = continue_branch(f, np.zeros(2), 0.35, ds=0.1, direction=-1,
+                         lam_bounds=(-0.5, 0.5), eigenvalues=eigenvalues)
+    assert br.status == "completed", br.message
+    assert [(p.kind, p.multiplicity) for p in br.special] == [("bifurcation", 2)]
+    assert abs(br.special[0].lam) < 1e-10
+    assert np.allclose(np.sort(br.special[0].eigenvalues.imag), [-1.0, 1.0])
+    np.testing.assert_array_equal(br.stable, br.lam <= 0)
