@@ -1,0 +1,512 @@
+"""Stationary states of the noisy Fokker-Planck equation and their linear stability
+(spectral discretizations of S^1 and S^2).
+
+A stationary state solves ``F(u) = 0`` for the parameterised residual of the
+discretization (``disc.residual``, DESIGN.md section 2) at its ``(beta, kappa)``. ``F``
+conserves mass and commutes with rotations, so its zeros come in families (any mass, any
+orientation) and ``F'`` is singular there. ``stationary_state`` therefore solves the
+bordered system, matrix-free by Newton-Krylov (``solvers.nonlinear.newton``):
+
+    F(u) + sum_i mu_i b_i = 0,      g(u) = 0,
+
+with ``g = (mass(u) - 1, phase conditions)`` and one border direction ``b_i`` per
+condition: the constant mode for the mass (``F`` has no constant component, so its row is
+``mu_0 = 0``), the rotation generators of the guess for the phase conditions. The
+bordered Jacobian is regular when the borders are not in the range of ``F'`` and the
+conditions cut the symmetry orbits transversally; at a true stationary state the
+``mu_i`` vanish, which is checked (a solution with ``mu != 0`` is not stationary).
+
+Phase conditions (only for a state that is not uniform):
+
+- S^1: with ``k*`` the lowest mode ``k >= 1`` that the guess carries, ``Im c_{k*} = 0``
+  (the guess is first rotated so that ``c_{k*}`` is real and positive), bordered with
+  the rotation generator ``d/dtheta`` of the guess, ``i k c_k``. For the usual states
+  (one cluster) ``k* = 1``: the first Fourier coefficient is real and positive, the mean
+  direction is ``theta = 0``. States with the symmetry of mode ``k`` (``c_j = 0`` unless
+  ``k | j``, the branches shed at mode ``k``) have ``c_1 = 0`` on their whole orbit, so
+  ``Im c_1 = 0`` would fix nothing: ``k*`` takes their lowest mode instead.
+- S^2: states axisymmetric about the z axis. With ``l*`` the lowest degree ``l >= 1``
+  that the guess carries, ``a_{l*,1} = 0`` (its real and imaginary parts: two
+  conditions), bordered with the generators of the rotations about the x and y axes
+  (applied to the guess). A rotation about x or y moves ``a_{l,0}`` into ``a_{l,+-1}``
+  (``L_+- Y_l0 = sqrt(l(l+1)) Y_{l,+-1}``), so the conditions cut the orbit; rotations
+  about z leave an axisymmetric state alone. A guess with a dipole (``l* = 1``) is first
+  rotated so that its mean direction is +z; a guess without one must be axisymmetric
+  about z already (as ``branch_seed``'s zonal seeds are). A state that is not
+  axisymmetric keeps a zero mode of the z rotation: ``stability`` reports one more zero
+  mode than the two expected.
+
+Uniform states (no mode ``k >= 1`` / degree ``l >= 1`` above ``UNIFORM_RTOL`` of the
+mean) take the mass condition only.
+
+Preconditioner: the diagonal diffusion ``disc.linear`` (``Delta / kappa``) inverted on
+the modes where it is not zero (identity on the constant mode and on the ``mu``): at
+moderate ``kappa`` the diffusion dominates the high modes of ``F'``, so GMRES sees a
+low-rank perturbation of the identity.
+
+Linear stability (``stability``): the eigenvalues of ``F'(u)`` on the mass-preserving
+real components (the constant component left out: ``F`` maps into mean-zero densities,
+so this removes the mass's zero eigenvalue exactly); the rotations' zero eigenvalues are
+dropped as in ``meanfield.discretizations.spectrum`` (``|lambda| <= ZERO_RTOL`` times the
+spectral radius) and counted against what the symmetry predicts.
+
+The closed-form seeds (critical kappa, critical modes, ``branch_seed``) are in
+``meanfield.studies.stationary_seeds``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
+from meanfield.errors import ConfigError
+
+# A mode (degree) whose coefficients stay below this fraction of the mean coefficient is
+# absent: a state with none above it is uniform (no phase condition).
+UNIFORM_RTOL = 1e-8
+# |mu_i| ||b_i|| above this multiple of the tolerance: the bordered system was solved by
+# a state that is not stationary (the borders took up a residual).
+MU_FACTOR = 100.0
+
+
+# --- the real components of a spectral state ---------------------------------------------
+class RealView:
+    """A spectral state as a vector of the real components that change the density.
+
+    Spectral states are complex coefficients of a real density; some real components do
+    not reach the density (the imaginary part of the mean, the sphere's ``Im a_l0``, the
+    circle's Nyquist mode, which ``to_state`` keeps at zero). They are found once by a
+    round trip ``to_state(to_density(.))`` of a random vector: a component is kept when
+    it comes back unchanged (``meanfield.discretizations.spectrum._real_operator`` finds
+    the same set with one transform per component; it could use this).
+
+    Args:
+        disc: a spectral discretization (``to_state``/``to_density``).
+        template: a state of the right shape and dtype.
+
+    Attributes:
+        size: number of kept real components.
+        constant: index (in the kept vector) of the mean (mass) component.
+        unit_mass: mass of the density of a unit value of that component.
+    """
+
+    def __init__(self, disc, template: np.ndarray):
+        u = np.asarray(template)
+        self.shape, self.complex = u.shape, np.iscomplexobj(u)
+        n = u.size
+        full = 2 * n if self.complex else n
+        probe = np.random.default_rng(12345).standard_normal(full)
+        back = self._full_real(disc.to_state(disc.to_density(self._full_state(probe))))
+        self.used = np.abs(back - probe) <= 1e-8 * np.abs(probe).max()
+        self.size = int(self.used.sum())
+        # The constant density maps to one component: the mean.
+        ones = self._full_real(disc.to_state(np.ones(disc.grid.shape)))[self.used]
+        big = np.flatnonzero(np.abs(ones) > 1e-8 * np.abs(ones).max())
+        if big.size != 1:
+            raise ValueError("the constant density does not map to one state component")
+        self.constant = int(big[0])
+        unit = np.zeros(self.size)
+        unit[self.constant] = 1.0
+        self.unit_mass = float(disc.grid.integrate(disc.to_density(self.to_state(unit))))
+
+    def _full_state(self, x: np.ndarray) -> np.ndarray:
+        n = int(np.prod(self.shape))
+        u = x[:n] + 1j * x[n:] if self.complex else x.copy()
+        return u.reshape(self.shape)
+
+    def _full_real(self, u: np.ndarray) -> np.ndarray:
+        w = np.asarray(u).ravel()
+        return np.concatenate([w.real, w.imag]) if self.complex else w.real.copy()
+
+    def to_real(self, u: np.ndarray) -> np.ndarray:
+        """The kept real components of the state ``u``."""
+        return self._full_real(u)[self.used]
+
+    def to_state(self, x: np.ndarray) -> np.ndarray:
+        """The state whose kept components are ``x`` (the others zero)."""
+        full = np.zeros(self.used.size)
+        full[self.used] = x
+        return self._full_state(full)
+
+    def index(self, position: int, imaginary: bool = False) -> int:
+        """Index in the kept vector of the real (imaginary) part of ``u.flat[position]``."""
+        full = position + (int(np.prod(self.shape)) if imaginary else 0)
+        if not self.used[full]:
+            raise ValueError(f"component {position} ({'imag' if imaginary else 'real'}) "
+                             "does not change the density")
+        return int(np.count_nonzero(self.used[:full]))
+
+    def mass(self, x: np.ndarray) -> float:
+        return self.unit_mass * float(x[self.constant])
+
+
+# --- geometry: modes, phase conditions, rotation generators -----------------------------
+def _check_spectral(disc) -> None:
+    if getattr(disc, "method", None) != "spectral" or disc.geometry not in ("circle",
+                                                                             "sphere"):
+        raise ConfigError(
+            "stationary states need discretization.method = 'spectral' on the circle or "
+            f"the sphere, not {getattr(disc, 'method', None)!r} on "
+            f"{getattr(disc, 'geometry', None)!r}", "discretization.method")
+
+
+def _degrees(disc) -> np.ndarray:
+    """The Fourier mode (circle) or degree (sphere) of each state coefficient."""
+    return disc.grid.k if disc.geometry == "circle" else disc.grid.l
+
+
+def lowest_mode(disc, u: np.ndarray) -> int:
+    """The lowest mode ``k >= 1`` (degree ``l >= 1``) whose coefficients exceed
+    ``UNIFORM_RTOL`` of the mean coefficient; 0 when there is none (a uniform state)."""
+    degree = _degrees(disc)
+    mag = np.abs(u)
+    if disc.geometry == "circle" and disc.grid.n % 2 == 0:
+        mag = mag.copy()
+        mag[-1] = 0.0  # (the Nyquist mode is not part of the state)
+    present = (degree >= 1) & (mag > UNIFORM_RTOL * abs(u.flat[0]))
+    return int(degree[present].min()) if present.any() else 0
+
+
+def rotation_generators(disc, u: np.ndarray) -> list[np.ndarray]:
+    """The infinitesimal rotations of the state ``u`` (states of the same shape).
+
+    S^1: ``d/dtheta``, ``c_k -> i k c_k``. S^2: the rotations about the x and y axes,
+    ``i L_x`` and ``i L_y`` with ``L_+- = L_x +- i L_y``, ``L_+- Y_lm = sqrt((l -+ m)(l +- m
+    + 1)) Y_{l,m+-1}`` (Condon-Shortley phase, as ``solvers.transforms.sht``), on the
+    packed ``m >= 0`` coefficients of a real field (``a_{l,-1} = -conj(a_l1)``). Both are
+    real fields: ``i L_x = i (L_+ + L_-)/2``, ``i L_y = (L_+ - L_-)/2``.
+    """
+    if disc.geometry == "circle":
+        return [1j * disc.grid.k * u]
+    grid = disc.grid
+    l, m = grid.l, grid.m
+    idx = grid.index
+    lower = np.zeros_like(u)  # a_{l,m-1}
+    upper = np.zeros_like(u)  # a_{l,m+1}
+    has_lower = m >= 1
+    lower[has_lower] = u[idx(l[has_lower], m[has_lower] - 1)]
+    zonal = (m == 0) & (l >= 1)
+    lower[zonal] = -np.conj(u[idx(l[zonal], 1)])
+    has_upper = m < l
+    upper[has_upper] = u[idx(l[has_upper], m[has_upper] + 1)]
+    plus = np.sqrt((l - m + 1.0) * (l + m)) * lower
+    minus = np.sqrt((l + m + 1.0) * (l - m)) * upper
+    return [0.5j * (plus + minus), 0.5 * (plus - minus)]
+
+
+def _phase_positions(disc, mode: int) -> list[tuple[int, bool]]:
+    """The components (position, imaginary?) that the phase conditions set to zero."""
+    if disc.geometry == "circle":
+        return [(mode, True)]
+    position = int(disc.grid.index(mode, 1))
+    return [(position, False), (position, True)]
+
+
+def align(disc, u: np.ndarray) -> np.ndarray:
+    """The state rotated into the phase conditions' orientation (a new array).
+
+    S^1: ``c_{k*}`` real and positive. S^2 with a dipole: the mean direction to +z
+    (``ducc0.sht.rotate_alm``, exact for band-limited fields); without one, unchanged.
+    """
+    u = np.array(u, dtype=complex)
+    mode = lowest_mode(disc, u)
+    if mode == 0:
+        return u
+    if disc.geometry == "circle":
+        phase = np.angle(u[mode]) / mode
+        out = u * np.exp(-1j * disc.grid.k * phase)
+        out[mode] = abs(u[mode])  # (exactly real: the rounding of the product left ~1e-30)
+        return out
+    if mode != 1:
+        return u
+    grid = disc.grid
+    a10, a11 = u[grid.index(1, 0)].real, u[grid.index(1, 1)]
+    # mean direction ~ (-sqrt2 Re a11, sqrt2 Im a11, a10) (Y_11 = -sqrt(3/8pi)(x + i y))
+    d = np.array([-math.sqrt(2) * a11.real, math.sqrt(2) * a11.imag, a10])
+    colat, lon = math.acos(np.clip(d[2] / np.linalg.norm(d), -1, 1)), math.atan2(d[1], d[0])
+    import ducc0
+
+    # active rotations: first about z by -lon (the direction into the xz plane), then
+    # about y by -colat (onto +z).
+    return ducc0.sht.rotate_alm(u, grid.lmax, -lon, -colat, 0.0)
+
+
+# --- diagnostics ----------------------------------------------------------------------
+def order_parameter(disc, u: np.ndarray) -> float:
+    """``r = |int x dmu|`` of the probability measure of the state (mass normalised),
+    from the degree-1 coefficients: S^1 ``2 pi |c_1| / mass``; S^2 ``sqrt(4 pi / 3)
+    |a_1|`` over the mass, ``|a_1|^2 = a_10^2 + 2 |a_11|^2`` (orthonormal harmonics)."""
+    u = np.asarray(u)
+    if disc.geometry == "circle":
+        return float(2 * np.pi * abs(u[1]) / (2 * np.pi * u[0].real))
+    grid = disc.grid
+    a10, a11 = u[grid.index(1, 0)].real, u[grid.index(1, 1)]
+    mass = math.sqrt(4 * math.pi) * u[0].real
+    return float(math.sqrt(4 * math.pi / 3) * math.sqrt(a10**2 + 2 * abs(a11) ** 2) / mass)
+
+
+def free_energy(disc, u: np.ndarray) -> float:
+    """``kappa^-1 int rho log rho - (E_beta(rho) - E_beta(uniform))``: the run
+    diagnostics' free energy (``model.diagnostics``, the same numbers an evolve dataset
+    holds); NaN without noise."""
+    d = disc.model.diagnostics(disc.to_density(np.asarray(u)))
+    return float(d.get("free_energy", math.nan))
+
+
+# --- Newton on the bordered system -----------------------------------------------------
+@dataclass
+class StationaryResult:
+    """What ``stationary_state`` found.
+
+    Attributes:
+        state: the state (coefficients; ``disc.to_density`` gives the density), aligned
+            as the phase conditions say.
+        converged: Newton met the tolerance and the border multipliers vanish.
+        residual_norm: ``||F(state)||`` (2-norm over the real components).
+        iterations: Newton iterations.
+        message: what happened (on failure, how far the guess was: ``||F(guess)||``).
+        order_parameter: ``r = |int x dmu|``.
+        free_energy: ``kappa^-1 int rho log rho - E`` (NaN without noise).
+        multipliers: the border multipliers ``mu`` (mass first, then the phases).
+        mode: the lowest mode (degree) of the phase conditions; 0 for a uniform state.
+        history: the Newton residual norms.
+    """
+
+    state: np.ndarray
+    converged: bool
+    residual_norm: float
+    iterations: int
+    message: str
+    order_parameter: float
+    free_energy: float
+    multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    mode: int = 0
+    history: list = field(default_factory=list)
+
+
+def _as_state(disc, guess) -> np.ndarray:
+    """The guess as a state: coefficients, or grid values (converted)."""
+    g = np.asarray(guess)
+    template = disc.to_state(np.ones(disc.grid.shape))
+    if g.shape == tuple(disc.grid.shape) and g.shape != template.shape:
+        if not np.all(np.isfinite(g)) or np.iscomplexobj(g):
+            raise ValueError("the guess (grid values) must be finite and real")
+        return np.asarray(disc.to_state(np.asarray(g, dtype=float)), dtype=template.dtype)
+    if g.shape != template.shape:
+        raise ValueError(f"the guess has shape {g.shape}: a state of shape "
+                         f"{template.shape} or grid values of shape "
+                         f"{tuple(disc.grid.shape)} are needed")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("the guess is not finite")
+    return np.array(g, dtype=template.dtype)
+
+
+def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
+                     max_iter: int = 30) -> StationaryResult:
+    """A stationary state near ``guess`` by Newton-Krylov on the bordered system.
+
+    Args:
+        disc: a spectral circle or sphere discretization at the wanted ``(beta, kappa)``
+            (``disc.set_parameters``).
+        guess: a state (coefficients) or grid values; its mass is not used (the result
+            has mass 1).
+        tol: tolerance on the 2-norm of the bordered residual (> 0).
+        phase: add the phase conditions to a non-uniform guess (module docstring);
+            without them Newton works on the singular system (for experiments).
+        max_iter: Newton iterations at most.
+
+    Returns:
+        A ``StationaryResult``; ``converged`` is False (and the message says why, with
+        ``||F(guess)||``) when Newton fails or lands on a bordered solution whose
+        multipliers do not vanish.
+
+    Raises:
+        ValueError: ``tol <= 0`` or a guess of the wrong shape (before any work).
+        ConfigError: not a spectral circle or sphere discretization.
+    """
+    from solvers.nonlinear.newton import newton_krylov
+
+    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    _check_spectral(disc)
+    u0 = _as_state(disc, guess)
+    view = RealView(disc, u0)
+    mode = lowest_mode(disc, u0) if phase else 0
+    if mode:
+        u0 = align(disc, u0)
+    x0 = view.to_real(u0)
+    x0[view.constant] /= view.mass(x0)  # (any positive mass: rescaled to 1)
+    if view.mass(x0) <= 0 or not np.isfinite(x0).all():
+        raise ValueError("the guess has no positive mass")
+
+    # borders and conditions: mass first, then the phases
+    borders = [np.eye(view.size)[view.constant]]
+    fixed: list[int] = []
+    if mode:
+        borders += [view.to_real(b) for b in rotation_generators(disc, view.to_state(x0))]
+        fixed = [view.index(p, imag) for p, imag in _phase_positions(disc, mode)]
+    border = np.column_stack(borders)  # (size, p)
+    p = border.shape[1]
+
+    def state(z: np.ndarray) -> np.ndarray:
+        return view.to_state(z[: view.size])
+
+    def conditions(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([[view.mass(x) - 1.0], x[fixed]])
+
+    def residual(z: np.ndarray) -> np.ndarray:
+        x, mu = z[: view.size], z[view.size:]
+        f = view.to_real(disc.residual(view.to_state(x))) + border @ mu
+        return np.concatenate([f, conditions(x)])
+
+    def jvp(z: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        dx, dmu = dz[: view.size], dz[view.size:]
+        f = view.to_real(disc.jvp(state(z), view.to_state(dx))) + border @ dmu
+        return np.concatenate([f, [view.unit_mass * dx[view.constant]], dx[fixed]])
+
+    # Preconditioner: the inverse diffusion where it is not zero (module docstring).
+    diag = view.to_real(np.broadcast_to(disc.linear, view.shape) * (1 + 1j)
+                        if view.complex else disc.linear).real
+    inverse = np.ones(view.size + p)
+    nonzero = np.abs(diag) > 0
+    inverse[: view.size][nonzero] = 1.0 / diag[nonzero]
+
+    def precondition(v: np.ndarray) -> np.ndarray:
+        return inverse * v
+
+    z0 = np.concatenate([x0, np.zeros(p)])
+    start = float(np.linalg.norm(view.to_real(disc.residual(view.to_state(x0)))))
+    out = newton_krylov(residual, z0, jvp=jvp, precondition=precondition, tol=tol,
+                        max_iter=max_iter)
+    x, mu = out.x[: view.size], out.x[view.size:]
+    u = view.to_state(x)
+    if mode and np.isfinite(x).all():
+        # The phase conditions hold to the tolerance; the exact rotation onto them (an
+        # equivariance: ||F|| unchanged) leaves the orientation exact.
+        u = np.asarray(align(disc, u), dtype=u.dtype)
+    f_norm = float(np.linalg.norm(view.to_real(disc.residual(u))))
+    converged = bool(out.converged)
+    scaled_mu = np.abs(mu) * np.linalg.norm(border, axis=0)
+    if converged and np.any(scaled_mu > MU_FACTOR * tol):
+        converged = False
+        message = (f"the bordered system is solved but its multipliers do not vanish "
+                   f"(|mu| ||b|| = {scaled_mu.max():.3g}): the state is not stationary "
+                   f"(||F|| = {f_norm:.3g}); ||F(guess)|| = {start:.3g}")
+    elif converged:
+        message = (f"converged in {out.iterations} Newton iterations: ||F|| = "
+                   f"{f_norm:.3g} (guess {start:.3g}), |mu| = {np.abs(mu).max():.2g}")
+    else:
+        message = (f"no convergence: {out.message}; ||F|| = {f_norm:.3g} after "
+                   f"{out.iterations} iterations, ||F(guess)|| = {start:.3g}")
+    finite = np.isfinite(x).all()
+    return StationaryResult(
+        state=u, converged=converged, residual_norm=f_norm, iterations=out.iterations,
+        message=message, order_parameter=order_parameter(disc, u) if finite else math.nan,
+        free_energy=free_energy(disc, u) if finite else math.nan, multipliers=mu,
+        mode=mode, history=list(out.history))
+
+
+# --- linear stability ------------------------------------------------------------------
+@dataclass
+class StabilityResult:
+    """The linear stability of a state.
+
+    Attributes:
+        eigenvalues: the ``count`` leading eigenvalues (largest real part first), the
+            zero modes dropped.
+        stable: every remaining eigenvalue has ``Re < 0`` and the zero modes are exactly
+            the symmetry's.
+        zero_modes: eigenvalues dropped as zero (the mass is left out beforehand).
+        symmetry_modes: how many the rotations explain (S^1 non-uniform: 1; S^2
+            axisymmetric: 2; uniform: 0).
+        leading: real part of the first eigenvalue (``-inf`` if none).
+        message: a sentence on the above.
+    """
+
+    eigenvalues: np.ndarray
+    stable: bool
+    zero_modes: int
+    symmetry_modes: int
+    leading: float
+    message: str
+
+
+def mass_preserving_operator(disc, u: np.ndarray):
+    """``F'(u)`` on the real components that change the density, the mean left out.
+
+    Returns:
+        ``(matvec, size)``: the operator on ``R^size``. ``F`` has no mean component, so
+        this is ``F'`` on the invariant space of mass-preserving perturbations, whose
+        spectrum is ``F'``'s with the mass's zero eigenvalue taken out.
+    """
+    u = np.asarray(u)
+    view = RealView(disc, u)
+    keep = np.arange(view.size) != view.constant
+
+    def matvec(x: np.ndarray) -> np.ndarray:
+        full = np.zeros(view.size)
+        full[keep] = x
+        return view.to_real(disc.jvp(u, view.to_state(full)))[keep]
+
+    return matvec, int(keep.sum())
+
+
+def jacobian_eigenvalues(disc, u: np.ndarray, count: int | None = None) -> np.ndarray:
+    """Eigenvalues of ``mass_preserving_operator`` sorted by decreasing real part, none
+    dropped: every one (dense, ``size <= DENSE_MAX``: ``size`` JVPs and one dense
+    eigenvalue problem) or the ``count + 8`` of largest real part (ARPACK)."""
+    return _eigenvalues(disc, u, count)[0]
+
+
+def _eigenvalues(disc, u: np.ndarray, count: int | None) -> tuple[np.ndarray, bool]:
+    matvec, size = mass_preserving_operator(disc, u)
+    dense = size <= DENSE_MAX
+    if dense:
+        jac = np.column_stack([matvec(e) for e in np.eye(size)])
+        lam = np.linalg.eigvals(jac)
+    else:
+        from scipy.sparse.linalg import LinearOperator, eigs
+
+        op = LinearOperator((size, size), matvec=matvec, dtype=float)
+        k = min((count or 6) + 8, size - 2)
+        lam = eigs(op, k=k, which="LR", return_eigenvectors=False)
+    return lam[np.argsort(-lam.real)], dense
+
+
+def stability(disc, state: np.ndarray, count: int = 6) -> StabilityResult:
+    """Linear stability of a (stationary) state: leading eigenvalues of ``F'`` with the
+    symmetries' zero modes removed and counted.
+
+    The mass is left out exactly (``mass_preserving_operator``); eigenvalues with
+    ``|lambda| <= ZERO_RTOL`` times the spectral radius (dense; ARPACK: times the largest
+    diffusion rate) are dropped as zero modes, like ``spectrum.leading_eigenvalues``.
+    A non-uniform state on S^1 should have exactly one (the rotation), an axisymmetric
+    one on S^2 two (rotations about two axes through the equator); more means a
+    degenerate (bifurcation) point and ``stable`` is False.
+
+    Args:
+        disc: the spectral discretization (at the state's parameters).
+        state: its state.
+        count: how many leading eigenvalues to return.
+    """
+    _check_spectral(disc)
+    u = np.asarray(state)
+    lam, dense = _eigenvalues(disc, u, count)
+    scale = float(np.max(np.abs(lam))) if dense else float(np.max(np.abs(disc.linear)))
+    zero = np.abs(lam) <= ZERO_RTOL * max(scale, 1.0)
+    mode = lowest_mode(disc, u)
+    expected = 0 if mode == 0 else (1 if disc.geometry == "circle" else 2)
+    rest = lam[~zero][:count]
+    leading = float(rest[0].real) if rest.size else -math.inf
+    zeros = int(zero.sum())
+    stable = leading < 0 and zeros == expected
+    if zeros != expected:
+        message = (f"{zeros} zero eigenvalues where the rotations explain {expected}: a "
+                   "degenerate state (bifurcation point) or not the assumed symmetry")
+    else:
+        message = (f"{'stable' if stable else 'unstable'}: leading eigenvalue "
+                   f"{leading:.6g}, {zeros} rotation zero mode(s) dropped")
+    return StabilityResult(eigenvalues=rest, stable=bool(stable), zero_modes=zeros,
+                           symmetry_modes=expected, leading=leading, message=message)

@@ -1,0 +1,195 @@
+"""Closed-form seeds of the branches that the uniform state sheds, and the exact
+stationary states of the noisy model at beta = 0 (references for the Newton solver).
+
+Linear theory about the uniform density (DESIGN.md section 1): mode ``k`` on S^1
+(degree ``l`` on S^2) grows at ``sigma = k^2 (a_k - 1/kappa)`` (``l(l+1) (a_l - 1/kappa)``),
+so it turns unstable at ``kappa_c = 1/a_k`` (``1/a_l``). The eigenspace there is the mode
+itself: ``cos k theta, sin k theta`` (multiplicity 2, k >= 1) on S^1, the ``2l + 1``
+harmonics of degree l on S^2. A branch of stationary states leaves the uniform state
+along it; ``branch_seed`` starts Newton on it with the zonal / cosine representative,
+which the phase conditions of ``meanfield.studies.stationary`` expect (mean direction
+``theta = 0`` on S^1, axisymmetric about z on S^2).
+
+At beta = 0 (noisy Kuramoto on S^1, its analogue on S^2) the velocity is ``P_x m`` with
+``m = int y dmu = r e``, so stationary states are ``rho ∝ exp(kappa r <x, e>)`` and the
+order parameter solves ``r = A(kappa r)``: ``A(s) = I_1(s)/I_0(s)`` on S^1 and the
+Langevin function ``A(s) = coth(s) - 1/s`` on S^2 (the mean of ``<x, e>`` under
+``exp(s <x, e>)``). ``A'(0) = 1/2`` and ``1/3``: non-trivial roots for ``kappa > 2``
+and ``kappa > 3``, the pitchforks at ``kappa_c = 1/a_1``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+from meanfield.model.kernels import growth_rate, sphere_growth_rate
+
+GEOMETRIES = ("circle", "sphere")
+
+
+def _check_geometry(geometry: str) -> None:
+    if geometry not in GEOMETRIES:
+        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
+
+
+def attraction_coefficient(geometry: str, beta: float, normalized: bool, mode: int = 1
+                           ) -> float:
+    """``a_k`` (S^1, mode k) or ``a_l`` (S^2, degree l) of DESIGN.md section 1: the
+    growth rate without noise divided by ``k^2`` (``l(l+1)``), from
+    ``meanfield.model.kernels.growth_rate`` / ``sphere_growth_rate``."""
+    _check_geometry(geometry)
+    if int(mode) != mode or mode < 1:
+        raise ValueError(f"mode must be an integer >= 1, got {mode!r}")
+    if geometry == "circle":
+        return float(growth_rate(mode, beta, math.inf, normalized)) / mode**2
+    return float(sphere_growth_rate(mode, beta, math.inf, normalized)) / (mode * (mode + 1))
+
+
+def critical_kappa(geometry: str, beta: float, normalized: bool, mode: int = 1) -> float:
+    """``kappa_c = 1/a_k`` (S^1) or ``1/a_l`` (S^2): where mode k (degree l) of the
+    uniform state turns unstable as kappa grows; ``inf`` where ``a = 0`` (beta = 0 and
+    k, l >= 2: those modes never grow)."""
+    a = attraction_coefficient(geometry, beta, normalized, mode)
+    return math.inf if a <= 0 else 1.0 / a
+
+
+def _uniform_state(disc) -> np.ndarray:
+    grid = disc.grid
+    area = 2 * math.pi if disc.geometry == "circle" else 4 * math.pi
+    return np.asarray(disc.to_state(np.full(grid.shape, 1.0 / area)), dtype=complex)
+
+
+def critical_modes(disc, mode: int) -> list[np.ndarray]:
+    """A real basis of the uniform state's eigenspace of mode k (degree l), as states
+    whose densities have maximum 1 (zonal / cosine first).
+
+    S^1: ``cos k theta``, ``sin k theta`` (2). S^2: ``P_l(cos colat)`` (the zonal
+    ``Y_l0`` scaled) and the real harmonics ``Re, Im Y_lm`` for m = 1..l (``2l + 1`` in
+    all; only the first has maximum 1, the others unit coefficient).
+    """
+    _check_geometry(disc.geometry)
+    template = _uniform_state(disc)
+    if disc.geometry == "circle":
+        if not 1 <= mode < disc.grid.n // 2:
+            raise ValueError(f"mode must be in 1..{disc.grid.n // 2 - 1}, got {mode}")
+        out = []
+        for value in (0.5, -0.5j):  # cos k theta, sin k theta
+            v = np.zeros_like(template)
+            v[mode] = value
+            out.append(v)
+        return out
+    grid = disc.grid
+    if not 1 <= mode <= grid.lmax:
+        raise ValueError(f"degree must be in 1..{grid.lmax}, got {mode}")
+    zonal = np.zeros_like(template)
+    zonal[grid.index(mode, 0)] = math.sqrt(4 * math.pi / (2 * mode + 1))  # P_l, max 1
+    out = [zonal]
+    for m in range(1, mode + 1):
+        for value in (1.0, 1j):
+            v = np.zeros_like(template)
+            v[grid.index(mode, m)] = value
+            out.append(v)
+    return out
+
+
+def default_amplitude(geometry: str, kappa: float, kappa_c: float) -> float:
+    """A heuristic seed amplitude: ``d sqrt(1 - kappa_c/kappa)``, at least 0.5 (d = 2 on
+    S^1, 3 on S^2).
+
+    It grows like a pitchfork's ``sqrt(kappa - kappa_c)`` and saturates far above it at
+    ``d``, the first-harmonic amplitude ``d r`` of a concentrated state (the density
+    ``(1 + d r <x, e>)/|S|`` has order parameter r). At beta = 0 it is within 25 % below
+    the exact ``d r`` for kappa in [2.5, 8] (S^1) and [4, 6] (S^2); Newton from a seed
+    much smaller than the branch's amplitude can fall back onto the uniform state.
+    """
+    if not math.isfinite(kappa_c) or kappa <= kappa_c:
+        return 0.5
+    d = 2.0 if geometry == "circle" else 3.0
+    return max(0.5, d * math.sqrt(1 - kappa_c / kappa))
+
+
+def branch_seed(disc, mode: int = 1, kappa: float | None = None,
+                amplitude: float | None = None) -> np.ndarray:
+    """Newton's start on the branch shed at mode k (degree l): the uniform density times
+    ``1 + amplitude * phi`` with ``phi`` the zonal / cosine critical mode (maximum 1).
+
+    Args:
+        disc: a spectral circle or sphere discretization.
+        mode: the mode k (S^1) or degree l (S^2).
+        kappa: sets ``disc``'s kappa first (``disc.set_parameters``), if given.
+        amplitude: relative amplitude of the mode (default ``default_amplitude``).
+
+    Returns:
+        The state (coefficients) of mass 1.
+    """
+    if kappa is not None:
+        disc.set_parameters(kappa=kappa)
+    phi = critical_modes(disc, mode)[0]
+    if amplitude is None:
+        beta, current = disc.parameters
+        kc = critical_kappa(disc.geometry, beta, disc.model.normalized, mode)
+        amplitude = default_amplitude(disc.geometry, current, kc)
+    if not math.isfinite(amplitude):
+        raise ValueError(f"amplitude must be finite, got {amplitude!r}")
+    uniform = _uniform_state(disc)
+    return uniform + amplitude * _density_scale(disc) * phi
+
+
+def _density_scale(disc) -> float:
+    """The uniform density ``1/|S|``: the seed is ``(1 + amplitude phi) / |S|``."""
+    return 1 / (2 * math.pi) if disc.geometry == "circle" else 1 / (4 * math.pi)
+
+
+# --- exact stationary states at beta = 0 ------------------------------------------------
+def langevin(s: float) -> float:
+    """``coth(s) - 1/s`` (series below 1e-3, where the difference cancels)."""
+    s = float(s)
+    if abs(s) < 1e-3:
+        return s / 3 - s**3 / 45 + 2 * s**5 / 945
+    return 1 / math.tanh(s) - 1 / s
+
+
+def mean_alignment(geometry: str, s: float) -> float:
+    """``A(s)``: the mean of ``<x, e>`` under the density ``∝ exp(s <x, e>)``:
+    ``I_1(s)/I_0(s)`` on S^1 (scaled Bessel: no overflow), ``langevin(s)`` on S^2."""
+    _check_geometry(geometry)
+    if geometry == "circle":
+        return float(special.i1e(s) / special.i0e(s))
+    return langevin(s)
+
+
+def noisy_order_parameter(geometry: str, kappa: float) -> float:
+    """The non-trivial root of ``r = A(kappa r)`` at beta = 0 (0 where there is none,
+    ``kappa <= 2`` on S^1, ``<= 3`` on S^2), by brentq to 1e-15."""
+    _check_geometry(geometry)
+    threshold = 2.0 if geometry == "circle" else 3.0
+    if kappa <= threshold:
+        return 0.0
+
+    def gap(r: float) -> float:
+        return mean_alignment(geometry, kappa * r) - r
+
+    # gap > 0 just above 0 (slope kappa/threshold - 1 > 0) and gap(1) = A(kappa) - 1 < 0
+    low = 1e-6 * min(1.0, kappa / threshold - 1)
+    return float(optimize.brentq(gap, low, 1.0, xtol=1e-16, rtol=4 * np.finfo(float).eps))
+
+
+def noisy_stationary_density(geometry: str, kappa: float, points: np.ndarray,
+                             direction: np.ndarray | None = None) -> np.ndarray:
+    """``rho(x) = exp(s <x, e>) / Z`` with ``s = kappa r`` (``noisy_order_parameter``) at
+    the unit vectors ``points`` (..., d): ``Z = 2 pi I_0(s)`` on S^1, ``4 pi sinh(s)/s``
+    on S^2; ``e`` the first axis on S^1 (theta = 0) and +z on S^2 by default."""
+    _check_geometry(geometry)
+    p = np.asarray(points, dtype=float)
+    d = p.shape[-1]
+    if direction is None:
+        direction = np.eye(d)[0] if geometry == "circle" else np.eye(d)[-1]
+    s = kappa * noisy_order_parameter(geometry, kappa)
+    proj = p @ np.asarray(direction, dtype=float)
+    if geometry == "circle":  # exp(s (c - 1)) / (2 pi I_0(s) e^-s): no overflow
+        return np.exp(s * (proj - 1)) / (2 * math.pi * special.i0e(s))
+    if s == 0:
+        return np.full(proj.shape, 1 / (4 * math.pi))
+    return np.exp(s * (proj - 1)) * s / (2 * math.pi * -math.expm1(-2 * s))
