@@ -39,19 +39,20 @@ Phase conditions (only for a state that is not uniform):
 Uniform states (no mode ``k >= 1`` / degree ``l >= 1`` above ``UNIFORM_RTOL`` of the
 mean) take the mass condition only.
 
+What is accepted: Newton's tolerance met, the multipliers ``mu`` negligible, and a
+density that is not negative (below ``-negativity_tolerance`` times its maximum): a seed
+far too large can lead Newton to a root of ``F`` that is no probability density. Newton
+goes to the nearest root, which may be the uniform state: ``StationaryResult.mode``
+says which kind of state was found. ``zero_flux_defect`` checks a state independently.
+
 Preconditioner: the diagonal diffusion ``disc.linear`` (``Delta / kappa``) inverted on
 the modes where it is not zero (identity on the constant mode and on the ``mu``): at
 moderate ``kappa`` the diffusion dominates the high modes of ``F'``, so GMRES sees a
 low-rank perturbation of the identity.
 
-Linear stability (``stability``): the eigenvalues of ``F'(u)`` on the mass-preserving
-real components (the constant component left out: ``F`` maps into mean-zero densities,
-so this removes the mass's zero eigenvalue exactly); the rotations' zero eigenvalues are
-dropped as in ``meanfield.discretizations.spectrum`` (``|lambda| <= ZERO_RTOL`` times the
-spectral radius) and counted against what the symmetry predicts.
-
-The closed-form seeds (critical kappa, critical modes, ``branch_seed``) are in
-``meanfield.studies.stationary_seeds``.
+Linear stability (``stability``), the closed-form seeds of the branches shed by the
+uniform state (critical kappa, critical modes, ``branch_seed``) and the exact states at
+beta = 0 are in ``meanfield.studies.stationary_linear``.
 """
 from __future__ import annotations
 
@@ -60,7 +61,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
 from meanfield.errors import ConfigError
 
 # A mode (degree) whose coefficients stay below this fraction of the mean coefficient is
@@ -143,7 +143,7 @@ class RealView:
 
 
 # --- geometry: modes, phase conditions, rotation generators -----------------------------
-def _check_spectral(disc) -> None:
+def check_spectral(disc) -> None:
     if getattr(disc, "method", None) != "spectral" or disc.geometry not in ("circle",
                                                                              "sphere"):
         raise ConfigError(
@@ -247,6 +247,40 @@ def order_parameter(disc, u: np.ndarray) -> float:
     return float(math.sqrt(4 * math.pi / 3) * math.sqrt(a10**2 + 2 * abs(a11) ** 2) / mass)
 
 
+def zero_flux_defect(disc, u: np.ndarray) -> float:
+    """``max |rho v - kappa^-1 grad rho| / max(|kappa^-1 grad rho|, rho / kappa)`` on the
+    grid: how far the probability flux is from zero (NaN without noise).
+
+    ``F(u) = 0`` says only that the flux is divergence-free. With a gradient velocity
+    ``v = grad Psi`` and ``rho > 0`` that forces the flux to vanish (integrate
+    ``div(rho grad(Psi - log rho / kappa)) = 0`` against ``Psi - log rho / kappa``), so
+    ``rho ∝ exp(kappa Psi)``; the pointwise defect is an independent check of a computed
+    state, and of its resolution (the truncated series of a concentrated state miss it).
+    The velocity is ``disc.velocity_at`` (the model's exact series; the sphere's needs
+    ducc0).
+    """
+    kappa = disc.parameters[1]
+    if not math.isfinite(kappa):
+        return math.nan
+    u = np.asarray(u)
+    grid = disc.grid
+    points = grid.points.reshape(-1, grid.points.shape[-1])
+    if disc.geometry == "circle":
+        rho = disc.to_density(u).ravel()
+        tangent = np.stack([-np.sin(grid.theta), np.cos(grid.theta)], axis=-1)
+        grad = disc.to_density(1j * grid.k * u)[:, None] * tangent
+    else:
+        from solvers.transforms.pointwise import sphere_synthesis_at
+
+        rho, grad = sphere_synthesis_at(u, grid.lmax, points, gradient=True)
+    diffusive = grad / kappa
+    # (relative to the diffusive flux, or to max rho / kappa where that vanishes: a
+    # uniform state's defect is then round-off, not 0/0)
+    scale = max(float(np.max(np.abs(diffusive))), float(np.max(np.abs(rho))) / kappa)
+    flux = rho[:, None] * disc.velocity_at(u, points) - diffusive
+    return float(np.max(np.abs(flux)) / scale)
+
+
 def free_energy(disc, u: np.ndarray) -> float:
     """``kappa^-1 int rho log rho - (E_beta(rho) - E_beta(uniform))``: the run
     diagnostics' free energy (``model.diagnostics``, the same numbers an evolve dataset
@@ -270,8 +304,11 @@ class StationaryResult:
         order_parameter: ``r = |int x dmu|``.
         free_energy: ``kappa^-1 int rho log rho - E`` (NaN without noise).
         multipliers: the border multipliers ``mu`` (mass first, then the phases).
-        mode: the lowest mode (degree) of the phase conditions; 0 for a uniform state.
+        mode: the lowest mode (degree) that the state carries (``lowest_mode``): 0 for
+            a uniform state, 1 for one cluster, k for a state of k-fold symmetry.
         history: the Newton residual norms.
+        flux_defect: ``zero_flux_defect`` of the state (NaN when it cannot be computed):
+            an independent check of stationarity and resolution.
     """
 
     state: np.ndarray
@@ -284,6 +321,7 @@ class StationaryResult:
     multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
     mode: int = 0
     history: list = field(default_factory=list)
+    flux_defect: float = math.nan
 
 
 def _as_state(disc, guess) -> np.ndarray:
@@ -330,7 +368,7 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
 
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a positive number, got {tol!r}")
-    _check_spectral(disc)
+    check_spectral(disc)
     u0 = _as_state(disc, guess)
     view = RealView(disc, u0)
     mode = lowest_mode(disc, u0) if phase else 0
@@ -389,7 +427,16 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     f_norm = float(np.linalg.norm(view.to_real(disc.residual(u))))
     converged = bool(out.converged)
     scaled_mu = np.abs(mu) * np.linalg.norm(border, axis=0)
-    if converged and np.any(scaled_mu > MU_FACTOR * tol):
+    rho = disc.to_density(u)
+    low, high = float(np.min(rho)), float(np.max(rho))
+    negative = low < -getattr(disc, "negativity_tolerance", 0.0) * high
+    if converged and negative:
+        converged = False
+        message = (f"Newton converged to a root of F whose density is negative (min "
+                   f"{low:.3g}, max {high:.3g}): not a probability density (a spurious "
+                   "root, or the state is not resolved: raise the resolution); "
+                   f"||F(guess)|| = {start:.3g}")
+    elif converged and np.any(scaled_mu > MU_FACTOR * tol):
         converged = False
         message = (f"the bordered system is solved but its multipliers do not vanish "
                    f"(|mu| ||b|| = {scaled_mu.max():.3g}): the state is not stationary "
@@ -400,113 +447,16 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     else:
         message = (f"no convergence: {out.message}; ||F|| = {f_norm:.3g} after "
                    f"{out.iterations} iterations, ||F(guess)|| = {start:.3g}")
-    finite = np.isfinite(x).all()
+    finite = bool(np.isfinite(x).all())
+    defect = math.nan
+    if finite:
+        try:
+            defect = zero_flux_defect(disc, u)
+        except (ImportError, ConfigError):  # (no ducc0: no velocity off the sphere's grid)
+            pass
     return StationaryResult(
         state=u, converged=converged, residual_norm=f_norm, iterations=out.iterations,
         message=message, order_parameter=order_parameter(disc, u) if finite else math.nan,
         free_energy=free_energy(disc, u) if finite else math.nan, multipliers=mu,
-        mode=mode, history=list(out.history))
-
-
-# --- linear stability ------------------------------------------------------------------
-@dataclass
-class StabilityResult:
-    """The linear stability of a state.
-
-    Attributes:
-        eigenvalues: the ``count`` leading eigenvalues (largest real part first), the
-            zero modes dropped.
-        stable: every remaining eigenvalue has ``Re < 0`` and the zero modes are exactly
-            the symmetry's.
-        zero_modes: eigenvalues dropped as zero (the mass is left out beforehand).
-        symmetry_modes: how many the rotations explain (S^1 non-uniform: 1; S^2
-            axisymmetric: 2; uniform: 0).
-        leading: real part of the first eigenvalue (``-inf`` if none).
-        message: a sentence on the above.
-    """
-
-    eigenvalues: np.ndarray
-    stable: bool
-    zero_modes: int
-    symmetry_modes: int
-    leading: float
-    message: str
-
-
-def mass_preserving_operator(disc, u: np.ndarray):
-    """``F'(u)`` on the real components that change the density, the mean left out.
-
-    Returns:
-        ``(matvec, size)``: the operator on ``R^size``. ``F`` has no mean component, so
-        this is ``F'`` on the invariant space of mass-preserving perturbations, whose
-        spectrum is ``F'``'s with the mass's zero eigenvalue taken out.
-    """
-    u = np.asarray(u)
-    view = RealView(disc, u)
-    keep = np.arange(view.size) != view.constant
-
-    def matvec(x: np.ndarray) -> np.ndarray:
-        full = np.zeros(view.size)
-        full[keep] = x
-        return view.to_real(disc.jvp(u, view.to_state(full)))[keep]
-
-    return matvec, int(keep.sum())
-
-
-def jacobian_eigenvalues(disc, u: np.ndarray, count: int | None = None) -> np.ndarray:
-    """Eigenvalues of ``mass_preserving_operator`` sorted by decreasing real part, none
-    dropped: every one (dense, ``size <= DENSE_MAX``: ``size`` JVPs and one dense
-    eigenvalue problem) or the ``count + 8`` of largest real part (ARPACK)."""
-    return _eigenvalues(disc, u, count)[0]
-
-
-def _eigenvalues(disc, u: np.ndarray, count: int | None) -> tuple[np.ndarray, bool]:
-    matvec, size = mass_preserving_operator(disc, u)
-    dense = size <= DENSE_MAX
-    if dense:
-        jac = np.column_stack([matvec(e) for e in np.eye(size)])
-        lam = np.linalg.eigvals(jac)
-    else:
-        from scipy.sparse.linalg import LinearOperator, eigs
-
-        op = LinearOperator((size, size), matvec=matvec, dtype=float)
-        k = min((count or 6) + 8, size - 2)
-        lam = eigs(op, k=k, which="LR", return_eigenvectors=False)
-    return lam[np.argsort(-lam.real)], dense
-
-
-def stability(disc, state: np.ndarray, count: int = 6) -> StabilityResult:
-    """Linear stability of a (stationary) state: leading eigenvalues of ``F'`` with the
-    symmetries' zero modes removed and counted.
-
-    The mass is left out exactly (``mass_preserving_operator``); eigenvalues with
-    ``|lambda| <= ZERO_RTOL`` times the spectral radius (dense; ARPACK: times the largest
-    diffusion rate) are dropped as zero modes, like ``spectrum.leading_eigenvalues``.
-    A non-uniform state on S^1 should have exactly one (the rotation), an axisymmetric
-    one on S^2 two (rotations about two axes through the equator); more means a
-    degenerate (bifurcation) point and ``stable`` is False.
-
-    Args:
-        disc: the spectral discretization (at the state's parameters).
-        state: its state.
-        count: how many leading eigenvalues to return.
-    """
-    _check_spectral(disc)
-    u = np.asarray(state)
-    lam, dense = _eigenvalues(disc, u, count)
-    scale = float(np.max(np.abs(lam))) if dense else float(np.max(np.abs(disc.linear)))
-    zero = np.abs(lam) <= ZERO_RTOL * max(scale, 1.0)
-    mode = lowest_mode(disc, u)
-    expected = 0 if mode == 0 else (1 if disc.geometry == "circle" else 2)
-    rest = lam[~zero][:count]
-    leading = float(rest[0].real) if rest.size else -math.inf
-    zeros = int(zero.sum())
-    stable = leading < 0 and zeros == expected
-    if zeros != expected:
-        message = (f"{zeros} zero eigenvalues where the rotations explain {expected}: a "
-                   "degenerate state (bifurcation point) or not the assumed symmetry")
-    else:
-        message = (f"{'stable' if stable else 'unstable'}: leading eigenvalue "
-                   f"{leading:.6g}, {zeros} rotation zero mode(s) dropped")
-    return StabilityResult(eigenvalues=rest, stable=bool(stable), zero_modes=zeros,
-                           symmetry_modes=expected, leading=leading, message=message)
+        mode=lowest_mode(disc, u) if finite else mode, history=list(out.history),
+        flux_defect=defect)

@@ -22,7 +22,7 @@ from meanfield.errors import ConfigError
 from meanfield.model.kernels import critical_kappa as kernels_critical_kappa
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.studies import stationary as st
-from meanfield.studies import stationary_seeds as seeds
+from meanfield.studies import stationary_linear as lin
 
 
 def build(geometry: str, resolution: int, beta: float, kappa: float,
@@ -58,14 +58,14 @@ def circle():
 @pytest.mark.parametrize("kappa", [2.5, 3.0, 4.0, 8.0])
 def test_noisy_kuramoto_branch(circle, kappa):
     disc, _ = circle
-    seed = seeds.branch_seed(disc, 1, kappa=kappa)
+    seed = lin.branch_seed(disc, 1, kappa=kappa)
     # rotate the seed: the phase condition must bring the mean direction back to theta = 0
     seed = seed * np.exp(-1j * disc.grid.k * 0.7)
     res = st.stationary_state(disc, seed, tol=1e-12)
     assert res.converged, res.message
     r = kuramoto_root(kappa)
     assert abs(res.order_parameter - r) <= 1e-8
-    assert abs(seeds.noisy_order_parameter("circle", kappa) - r) <= 1e-13
+    assert abs(lin.noisy_order_parameter("circle", kappa) - r) <= 1e-13
     rho = np.exp(kappa * r * np.cos(disc.grid.theta)) / (2 * np.pi * special.i0(kappa * r))
     assert np.abs(disc.to_density(res.state) - rho).max() <= 1e-10
     assert res.state[1].real > 0 and res.state[1].imag == 0.0
@@ -75,7 +75,7 @@ def test_noisy_kuramoto_branch(circle, kappa):
     assert res.free_energy == pytest.approx(
         r**2 / 2 - math.log(2 * math.pi * special.i0(s)) / kappa, abs=1e-10)
     # the branch is stable; the rotation's zero eigenvalue (one) is dropped, not counted
-    stab = st.stability(disc, res.state)
+    stab = lin.stability(disc, res.state)
     assert stab.stable, stab.message
     assert stab.zero_modes == 1 and stab.symmetry_modes == 1
     assert np.all(stab.eigenvalues.real < 0)
@@ -92,7 +92,7 @@ def test_uniform_state_on_the_circle(circle, kappa):
     res = st.stationary_state(disc, uniform)
     assert res.converged and res.mode == 0 and res.iterations == 0
     assert res.order_parameter <= 1e-14
-    stab = st.stability(disc, res.state, count=3)
+    stab = lin.stability(disc, res.state, count=3)
     np.testing.assert_allclose(stab.eigenvalues.real[:2], 0.5 - 1 / kappa, atol=1e-12)
     assert stab.stable == (kappa < 2) and stab.zero_modes == 0
 
@@ -100,7 +100,7 @@ def test_uniform_state_on_the_circle(circle, kappa):
 def test_a_small_seed_falls_back_to_the_uniform_state(circle):
     """Below kappa_c every seed leads back to the uniform state."""
     disc, _ = circle
-    res = st.stationary_state(disc, seeds.branch_seed(disc, 1, kappa=1.8, amplitude=0.5))
+    res = st.stationary_state(disc, lin.branch_seed(disc, 1, kappa=1.8, amplitude=0.5))
     assert res.converged and res.order_parameter <= 1e-10
 
 
@@ -109,11 +109,11 @@ def test_a_small_seed_falls_back_to_the_uniform_state(circle):
 def test_sphere_langevin_branch(kappa):
     """L = 24: i_l(s)/i_0(s) < 1e-13 beyond l = 21 for s = kappa r <= 4.8."""
     disc, _ = build("sphere", 24, 0.0, kappa)
-    res = st.stationary_state(disc, seeds.branch_seed(disc, 1), tol=1e-12)
+    res = st.stationary_state(disc, lin.branch_seed(disc, 1), tol=1e-12)
     assert res.converged, res.message
     r = langevin_root(kappa)
     assert abs(res.order_parameter - r) <= 1e-8
-    rho = seeds.noisy_stationary_density("sphere", kappa, disc.grid.points)
+    rho = lin.noisy_stationary_density("sphere", kappa, disc.grid.points)
     s = kappa * r
     direct = np.exp(s * disc.grid.points[..., 2]) * s / (4 * np.pi * np.sinh(s))
     assert np.abs(rho - direct).max() <= 1e-13 * direct.max()
@@ -136,10 +136,61 @@ def test_sphere_branch_stability_from_a_tilted_guess():
     assert abs(res.order_parameter - langevin_root(kappa)) <= 1e-8
     grid = disc.grid
     assert abs(res.state[grid.index(1, 1)]) <= 1e-13 and res.state[grid.index(1, 0)].real > 0
-    stab = st.stability(disc, res.state)
+    stab = lin.stability(disc, res.state)
     assert stab.stable and stab.zero_modes == 2 and stab.symmetry_modes == 2, stab.message
     lam = leading_eigenvalues(disc, res.state, 3)
     np.testing.assert_allclose(lam, stab.eigenvalues[:3], rtol=1e-8, atol=1e-10)
+
+
+# --- beta > 0: branches without a closed form -----------------------------------------
+# Checked by the zero-flux relation rho v = kappa^-1 grad rho (independent of F, which
+# only says the flux is divergence-free) and by the free energy (USA: a Lyapunov function,
+# so the stable branch lies below the unstable uniform state).
+@pytest.fixture(scope="module")
+def circle_beta():
+    """n = 96: the concentrated USA state at kappa = 1.5 kappa_c needs modes up to ~40."""
+    return {norm: build("circle", 96, 2.0, 3.0, norm) for norm in (True, False)}
+
+
+@pytest.mark.parametrize("normalized,mode,amplitude,stable", [
+    (True, 1, None, True), (True, 2, 1.0, False), (False, 1, 3.0, True)],
+    ids=["SA-1", "SA-2", "USA-1"])
+def test_circle_branches_at_positive_beta(circle_beta, normalized, mode, amplitude, stable):
+    disc, uniform = circle_beta[normalized]
+    kappa = 1.5 * lin.critical_kappa("circle", 2.0, normalized, mode)
+    res = st.stationary_state(disc, lin.branch_seed(disc, mode, kappa=kappa,
+                                                      amplitude=amplitude), tol=1e-11)
+    assert res.converged, res.message
+    assert res.mode == mode and res.flux_defect <= 1e-9
+    assert st.zero_flux_defect(disc, uniform) <= 1e-13
+    if mode == 2:  # the two-cluster state: odd modes absent, no order parameter
+        assert np.abs(res.state[1::2]).max() <= 1e-10 and res.order_parameter <= 1e-10
+    else:
+        assert res.order_parameter > 0.5
+    if not normalized:
+        assert res.free_energy < st.free_energy(disc, uniform) - 0.1
+    stab = lin.stability(disc, res.state)
+    assert stab.stable == stable and stab.zero_modes == 1, stab.message
+
+
+def test_a_root_with_a_negative_density_is_refused(circle_beta):
+    """Too large a seed (1 + 3 cos theta) leads Newton to a root of F that is no density."""
+    disc, _ = circle_beta[True]
+    kappa = 1.5 * lin.critical_kappa("circle", 2.0, True)
+    res = st.stationary_state(disc, lin.branch_seed(disc, 1, kappa=kappa, amplitude=3.0))
+    assert not res.converged and "negative" in res.message
+    assert res.order_parameter > 1  # (|int x rho| > 1: impossible for a probability)
+
+
+def test_sphere_branch_at_positive_beta():
+    """SA, beta = 1, L = 16, kappa = 1.5 kappa_c: stable, two zero modes."""
+    disc, _ = build("sphere", 16, 1.0, 3.0, True)
+    kappa = 1.5 * lin.critical_kappa("sphere", 1.0, True)
+    res = st.stationary_state(disc, lin.branch_seed(disc, 1, kappa=kappa), tol=1e-11)
+    assert res.converged and res.mode == 1, res.message
+    assert res.flux_defect <= 1e-9 and 0.5 < res.order_parameter < 1
+    stab = lin.stability(disc, res.state, count=3)
+    assert stab.stable and stab.zero_modes == 2, stab.message
 
 
 # --- beta > 0: the critical kappa ------------------------------------------------------
@@ -148,41 +199,41 @@ def test_sphere_branch_stability_from_a_tilted_guess():
 def test_critical_kappa_is_where_the_uniform_state_turns_unstable(geometry, resolution,
                                                                   beta, normalized):
     disc, uniform = build(geometry, resolution, beta, 3.0, normalized)
-    kc = seeds.critical_kappa(geometry, beta, normalized)
+    kc = lin.critical_kappa(geometry, beta, normalized)
     if geometry == "circle":
         assert kc == pytest.approx(kernels_critical_kappa(beta, normalized), rel=1e-14)
 
     def leading(kappa: float) -> float:
         disc.set_parameters(kappa=float(kappa))
-        return float(st.jacobian_eigenvalues(disc, uniform)[0].real)
+        return float(lin.jacobian_eigenvalues(disc, uniform)[0].real)
 
     root = optimize.brentq(leading, 0.95 * kc, 1.05 * kc, xtol=1e-13, rtol=1e-14)
     assert root == pytest.approx(kc, rel=1e-8)
     disc.set_parameters(kappa=kc)
-    lam = st.jacobian_eigenvalues(disc, uniform)
+    lam = lin.jacobian_eigenvalues(disc, uniform)
     assert int(np.sum(np.abs(lam) < 1e-8)) == (2 if geometry == "circle" else 3)
 
 
 def test_critical_kappa_of_higher_modes():
     for k in (1, 2, 3):
         a = growth_rate(k, 2.0, math.inf, True) / k**2
-        assert seeds.critical_kappa("circle", 2.0, True, k) == pytest.approx(1 / a)
+        assert lin.critical_kappa("circle", 2.0, True, k) == pytest.approx(1 / a)
         a = sphere_growth_rate(k, 2.0, math.inf, False) / (k * (k + 1))
-        assert seeds.critical_kappa("sphere", 2.0, False, k) == pytest.approx(1 / a)
-    assert seeds.critical_kappa("circle", 0.0, True, 1) == 2.0
-    assert seeds.critical_kappa("sphere", 0.0, False, 1) == pytest.approx(3.0)
-    assert seeds.critical_kappa("circle", 0.0, True, 2) == math.inf
+        assert lin.critical_kappa("sphere", 2.0, False, k) == pytest.approx(1 / a)
+    assert lin.critical_kappa("circle", 0.0, True, 1) == 2.0
+    assert lin.critical_kappa("sphere", 0.0, False, 1) == pytest.approx(3.0)
+    assert lin.critical_kappa("circle", 0.0, True, 2) == math.inf
     with pytest.raises(ValueError):
-        seeds.critical_kappa("torus", 1.0, True)
+        lin.critical_kappa("torus", 1.0, True)
     with pytest.raises(ValueError):
-        seeds.critical_kappa("circle", 1.0, True, 0)
+        lin.critical_kappa("circle", 1.0, True, 0)
 
 
 @pytest.mark.parametrize("geometry,resolution,mode", [("circle", 24, 2), ("sphere", 9, 2)])
 def test_critical_modes_are_eigenvectors_of_the_uniform_state(geometry, resolution, mode):
     beta, kappa = 1.0 if geometry == "circle" else 0.5, 5.0
     disc, uniform = build(geometry, resolution, beta, kappa, True)
-    modes = seeds.critical_modes(disc, mode)
+    modes = lin.critical_modes(disc, mode)
     if geometry == "circle":
         sigma = growth_rate(mode, beta, kappa, True)
         assert len(modes) == 2
@@ -197,7 +248,7 @@ def test_critical_modes_are_eigenvectors_of_the_uniform_state(geometry, resoluti
     else:
         expected = special.eval_legendre(mode, disc.grid.points[..., 2])
     np.testing.assert_allclose(rho, expected, atol=1e-14)
-    seed = seeds.branch_seed(disc, mode, amplitude=0.3)
+    seed = lin.branch_seed(disc, mode, amplitude=0.3)
     area = 2 * np.pi if geometry == "circle" else 4 * np.pi
     np.testing.assert_allclose(disc.to_density(seed), (1 + 0.3 * rho) / area, atol=1e-14)
 
@@ -232,7 +283,7 @@ def test_real_view_round_trip(circle):
 def test_failure_reports_the_distance_of_the_guess(circle):
     disc, _ = circle
     disc.set_parameters(kappa=8.0)
-    seed = seeds.branch_seed(disc, 1, amplitude=1.0)
+    seed = lin.branch_seed(disc, 1, amplitude=1.0)
     res = st.stationary_state(disc, seed, max_iter=1)
     assert not res.converged
     assert "||F(guess)|| = " in res.message and "no convergence" in res.message
@@ -252,6 +303,6 @@ def test_bad_arguments_are_refused(circle):
     with pytest.raises(ConfigError):
         st.stationary_state(fv, u)
     with pytest.raises(ConfigError):
-        st.stability(fv, u)
+        lin.stability(fv, u)
     with pytest.raises(ValueError):
-        seeds.branch_seed(disc, 40)
+        lin.branch_seed(disc, 40)

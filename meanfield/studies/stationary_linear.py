@@ -1,7 +1,16 @@
-"""Closed-form seeds of the branches that the uniform state sheds, and the exact
-stationary states of the noisy model at beta = 0 (references for the Newton solver).
+"""Linear theory of the stationary states of ``meanfield.studies.stationary``: their
+stability, the closed-form seeds of the branches that the uniform state sheds, and the
+exact stationary states of the noisy model at beta = 0 (references for the solver).
 
-Linear theory about the uniform density (DESIGN.md section 1): mode ``k`` on S^1
+Stability (``stability``): the eigenvalues of ``F'(u)`` on the mass-preserving real
+components (the constant component left out: ``F`` maps into mean-zero densities, so
+this removes the mass's zero eigenvalue exactly); the rotations' zero eigenvalues are
+dropped as in ``meanfield.discretizations.spectrum`` (``|lambda| <= ZERO_RTOL`` times the
+spectral radius) and counted against what the symmetry predicts: one on S^1 for a
+non-uniform state, two on S^2 for an axisymmetric one (rotations about two axes through
+the equator), none for the uniform state.
+
+Seeds. Linear theory about the uniform density (DESIGN.md section 1): mode ``k`` on S^1
 (degree ``l`` on S^2) grows at ``sigma = k^2 (a_k - 1/kappa)`` (``l(l+1) (a_l - 1/kappa)``),
 so it turns unstable at ``kappa_c = 1/a_k`` (``1/a_l``). The eigenspace there is the mode
 itself: ``cos k theta, sin k theta`` (multiplicity 2, k >= 1) on S^1, the ``2l + 1``
@@ -20,15 +29,123 @@ and ``kappa > 3``, the pitchforks at ``kappa_c = 1/a_1``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special
 
+from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
+from meanfield.studies.stationary import RealView, check_spectral, lowest_mode
 
 GEOMETRIES = ("circle", "sphere")
 
 
+# --- linear stability ------------------------------------------------------------------
+@dataclass
+class StabilityResult:
+    """The linear stability of a state.
+
+    Attributes:
+        eigenvalues: the ``count`` leading eigenvalues (largest real part first), the
+            zero modes dropped.
+        stable: every remaining eigenvalue has ``Re < 0`` and the zero modes are exactly
+            the symmetry's.
+        zero_modes: eigenvalues dropped as zero (the mass is left out beforehand).
+        symmetry_modes: how many the rotations explain (S^1 non-uniform: 1; S^2
+            axisymmetric: 2; uniform: 0).
+        leading: real part of the first eigenvalue (``-inf`` if none).
+        message: a sentence on the above.
+    """
+
+    eigenvalues: np.ndarray
+    stable: bool
+    zero_modes: int
+    symmetry_modes: int
+    leading: float
+    message: str
+
+
+def mass_preserving_operator(disc, u: np.ndarray):
+    """``F'(u)`` on the real components that change the density, the mean left out.
+
+    Returns:
+        ``(matvec, size)``: the operator on ``R^size``. ``F`` has no mean component, so
+        this is ``F'`` on the invariant space of mass-preserving perturbations, whose
+        spectrum is ``F'``'s with the mass's zero eigenvalue taken out.
+    """
+    u = np.asarray(u)
+    view = RealView(disc, u)
+    keep = np.arange(view.size) != view.constant
+
+    def matvec(x: np.ndarray) -> np.ndarray:
+        full = np.zeros(view.size)
+        full[keep] = x
+        return view.to_real(disc.jvp(u, view.to_state(full)))[keep]
+
+    return matvec, int(keep.sum())
+
+
+def jacobian_eigenvalues(disc, u: np.ndarray, count: int | None = None) -> np.ndarray:
+    """Eigenvalues of ``mass_preserving_operator`` sorted by decreasing real part, none
+    dropped: every one (dense, ``size <= DENSE_MAX``: ``size`` JVPs and one dense
+    eigenvalue problem) or the ``count + 8`` of largest real part (ARPACK)."""
+    return _eigenvalues(disc, u, count)[0]
+
+
+def _eigenvalues(disc, u: np.ndarray, count: int | None) -> tuple[np.ndarray, bool]:
+    matvec, size = mass_preserving_operator(disc, u)
+    dense = size <= DENSE_MAX
+    if dense:
+        jac = np.column_stack([matvec(e) for e in np.eye(size)])
+        lam = np.linalg.eigvals(jac)
+    else:
+        from scipy.sparse.linalg import LinearOperator, eigs
+
+        op = LinearOperator((size, size), matvec=matvec, dtype=float)
+        k = min((count or 6) + 8, size - 2)
+        lam = eigs(op, k=k, which="LR", return_eigenvectors=False)
+    return lam[np.argsort(-lam.real)], dense
+
+
+def stability(disc, state: np.ndarray, count: int = 6) -> StabilityResult:
+    """Linear stability of a (stationary) state: leading eigenvalues of ``F'`` with the
+    symmetries' zero modes removed and counted.
+
+    The mass is left out exactly (``mass_preserving_operator``); eigenvalues with
+    ``|lambda| <= ZERO_RTOL`` times the spectral radius (dense; ARPACK: times the largest
+    diffusion rate) are dropped as zero modes, like ``spectrum.leading_eigenvalues``.
+    A non-uniform state on S^1 should have exactly one (the rotation), an axisymmetric
+    one on S^2 two (rotations about two axes through the equator); more means a
+    degenerate (bifurcation) point and ``stable`` is False.
+
+    Args:
+        disc: the spectral discretization (at the state's parameters).
+        state: its state.
+        count: how many leading eigenvalues to return.
+    """
+    check_spectral(disc)
+    u = np.asarray(state)
+    lam, dense = _eigenvalues(disc, u, count)
+    scale = float(np.max(np.abs(lam))) if dense else float(np.max(np.abs(disc.linear)))
+    zero = np.abs(lam) <= ZERO_RTOL * max(scale, 1.0)
+    mode = lowest_mode(disc, u)
+    expected = 0 if mode == 0 else (1 if disc.geometry == "circle" else 2)
+    rest = lam[~zero][:count]
+    leading = float(rest[0].real) if rest.size else -math.inf
+    zeros = int(zero.sum())
+    stable = leading < 0 and zeros == expected
+    if zeros != expected:
+        message = (f"{zeros} zero eigenvalues where the rotations explain {expected}: a "
+                   "degenerate state (bifurcation point) or not the assumed symmetry")
+    else:
+        message = (f"{'stable' if stable else 'unstable'}: leading eigenvalue "
+                   f"{leading:.6g}, {zeros} rotation zero mode(s) dropped")
+    return StabilityResult(eigenvalues=rest, stable=bool(stable), zero_modes=zeros,
+                           symmetry_modes=expected, leading=leading, message=message)
+
+
+# --- seeds of the branches shed by the uniform state --------------------------------------
 def _check_geometry(geometry: str) -> None:
     if geometry not in GEOMETRIES:
         raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
