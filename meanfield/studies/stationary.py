@@ -239,8 +239,8 @@ def order_parameter(disc, u: np.ndarray) -> float:
     from the degree-1 coefficients: S^1 ``2 pi |c_1| / mass``; S^2 ``sqrt(4 pi / 3)
     |a_1|`` over the mass, ``|a_1|^2 = a_10^2 + 2 |a_11|^2`` (orthonormal harmonics)."""
     u = np.asarray(u)
-    if disc.geometry == "circle":
-        return float(2 * np.pi * abs(u[1]) / (2 * np.pi * u[0].real))
+    if disc.geometry == "circle":  # (int e^{i theta} rho = 2 pi conj(c_1), mass 2 pi c_0)
+        return float(abs(u[1]) / u[0].real)
     grid = disc.grid
     a10, a11 = u[grid.index(1, 0)].real, u[grid.index(1, 1)]
     mass = math.sqrt(4 * math.pi) * u[0].real
@@ -366,7 +366,8 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     """
     from solvers.nonlinear.newton import newton_krylov
 
-    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
+    if isinstance(tol, bool) or not (isinstance(tol, (int, float)) and math.isfinite(tol)
+                                    and tol > 0):
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     check_spectral(disc)
     u0 = _as_state(disc, guess)

@@ -306,3 +306,15 @@ def test_bad_arguments_are_refused(circle):
         lin.stability(fv, u)
     with pytest.raises(ValueError):
         lin.branch_seed(disc, 40)
+
+
+def test_arpack_stability_agrees_with_the_dense_one(circle, monkeypatch):
+    """Above DENSE_MAX components the leading eigenvalues come from ARPACK (largest real
+    part); the zero mode is counted there too."""
+    disc, _ = circle
+    res = st.stationary_state(disc, lin.branch_seed(disc, 1, kappa=4.0), tol=1e-12)
+    dense = lin.stability(disc, res.state)
+    monkeypatch.setattr(lin, "DENSE_MAX", 10)
+    sparse = lin.stability(disc, res.state)
+    assert sparse.stable and sparse.zero_modes == 1
+    np.testing.assert_allclose(sparse.eigenvalues, dense.eigenvalues, rtol=1e-9)
