@@ -40,13 +40,20 @@ functions above that work for every geometry), ``helpers`` (style, formatting, c
 scales, dataset checks, animation writing, the diagnostics panels), ``circle`` and
 ``sphere`` (the geometry-specific figures, registered on import; the sphere grid in
 ``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``), ``particles``
-and ``comparison`` (the dataset kinds; the token panels in ``tokens``).
+and ``comparison`` (the dataset kinds; the token panels in ``tokens``), ``contraction``,
+``convergence`` and ``bifurcation`` (the studies; ``bifurcation_figure(ds, scan=...)``
+overlays a brute-force scan on a continuation).
 """
 from __future__ import annotations
 
 from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
 from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
 from meanfield.plotting import sphere as _sphere  # noqa: F401  (registers "sphere")
+from meanfield.plotting.bifurcation import (  # registers "bifurcation"
+    bifurcation_diagram,
+    bifurcation_figure,
+    free_energy_diagram,
+)
 from meanfield.plotting.common import (
     _KINDS,
     _PLOTTERS,
@@ -72,11 +79,14 @@ SUPPORTED_KINDS: tuple[str, ...] = tuple(_KINDS)
 __all__ = [
     "SUPPORTED_GEOMETRIES",
     "SUPPORTED_KINDS",
+    "bifurcation_diagram",
+    "bifurcation_figure",
     "density_vs_histogram",
     "diagnostics",
     "error_vs_n",
     "error_vs_time",
     "figure",
+    "free_energy_diagram",
     "gram",
     "histogram_map",
     "l1_distance",

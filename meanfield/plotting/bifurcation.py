@@ -1,0 +1,451 @@
+"""Figures of a bifurcation study (``kind = "bifurcation"``): the bifurcation diagram
+(order parameter against the continuation parameter, solid where stable, dashed where
+unstable, one colour per mode, special points marked, the analytic ``kappa_c`` drawn)
+and the free energy of each branch relative to the uniform state's.
+
+Continuation datasets (DESIGN.md §3): dims ``(branch, point)`` with ``kappa``, ``beta``,
+``order_parameter``, ``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1
+unknown) and optionally ``leading_eigenvalue``; on ``branch``: ``branch_mode`` (0 for the
+uniform state, k for the branch shed at mode / degree k) and ``branch_kind``; special
+points on dim ``special``: ``special_type`` ("pitchfork", "fold", "bifurcation", others
+drawn with a generic marker), ``special_kappa``, ``special_beta``, ``special_branch``,
+``special_order_parameter``; attrs ``parameter`` ("kappa" or "beta") and
+``critical_kappa`` (one value per mode, mode 1 first). Branches shorter than the
+``point`` dim are padded with NaN.
+
+Scan datasets (attrs ``mode = "scan"``, ``meanfield.studies.bifurcation_scan``): dims
+``(sweep, value)`` with ``order_parameter``, ``stable`` and ``bistable`` (value), the
+coordinate ``value`` the scanned parameter; attrs ``kappa_c`` (scalar). Drawn as open
+markers, one shape per sweep, with the bistable interval shaded; overlaid on a
+continuation diagram by ``bifurcation_figure(ds, scan=scan_ds)``.
+
+Every artist carries a ``gid``: ``"branch:{b}:{stable|unstable|unknown}:{run}"`` for
+the line runs of panel (a), ``"free_energy:{b}:..."`` for panel (b), ``"special:{type}"``,
+``"kappa_c:{mode}"``, ``"scan:{sweep}"``, ``"scan_free_energy:{sweep}"`` and
+``"bistable"``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from meanfield.errors import ConfigError
+from meanfield.plotting.common import _KindPlots, _register_kind
+from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+
+CONTINUATION_NEEDED = ("kappa", "beta", "order_parameter", "stable")
+SCAN_NEEDED = ("order_parameter", "stable")
+SPECIAL_MARKERS = {"pitchfork": "o", "fold": "s", "bifurcation": "D", "hopf": "^"}
+GENERIC_MARKER = "X"
+SCAN_MARKERS = ("o", "s", "^", "v", "D", "P")
+STYLES = {1: ("-", "stable"), 0: ("--", "unstable"), -1: (":", "unknown")}
+PARAMETER_LABELS = {"kappa": r"$\kappa$ (inverse noise strength, dimensionless)",
+                    "beta": r"$\beta$ (inverse temperature, dimensionless)"}
+ORDER_LABEL = r"order parameter $r = |\int x\,\mathrm{d}\mu|$"
+FREE_LABEL = r"$\mathcal{F} - \mathcal{F}_{\mathrm{uniform}}$ (dimensionless)"
+AREAS = {"circle": 2 * math.pi, "sphere": 4 * math.pi}
+
+
+# --- validation -----------------------------------------------------------------------
+def _is_scan(ds: Any) -> bool:
+    return str(getattr(ds, "attrs", {}).get("mode", "")) == "scan"
+
+
+def _check(ds: Any) -> xr.Dataset:
+    """The dataset if it is a continuation or scan bifurcation dataset; ConfigError naming
+    what is missing otherwise."""
+    variables = getattr(ds, "data_vars", {})
+    if _is_scan(ds):
+        missing = [n for n in SCAN_NEEDED if n not in variables]
+        missing += [d for d in ("sweep", "value") if d not in getattr(ds, "dims", {})]
+        what = "a bifurcation scan dataset (mode 'scan')"
+    else:
+        missing = [n for n in CONTINUATION_NEEDED if n not in variables]
+        missing += [d for d in ("branch", "point") if d not in getattr(ds, "dims", {})]
+        what = "a bifurcation continuation dataset"
+    if missing:
+        raise ConfigError(f"{what} needs {', '.join(missing)} (DESIGN.md §3)", "result")
+    parameter = _parameter(ds)
+    if parameter not in PARAMETER_LABELS:
+        raise ConfigError(f"attrs parameter = {parameter!r} must be 'kappa' or 'beta'",
+                          "result")
+    return ds
+
+
+def _parameter(ds: xr.Dataset) -> str:
+    return str(ds.attrs.get("parameter", "kappa"))
+
+
+def _geometry(ds: xr.Dataset) -> str | None:
+    """``attrs["geometry"]``, else the config's ``domain.geometry``, else None."""
+    geometry = ds.attrs.get("geometry")
+    if geometry is None and "config" in ds.attrs:
+        try:
+            geometry = json.loads(str(ds.attrs["config"]))["domain"]["geometry"]
+        except (ValueError, KeyError, TypeError):
+            geometry = None
+    return str(geometry) if geometry in AREAS else None
+
+
+# --- pieces ---------------------------------------------------------------------------
+def stability_runs(stable: np.ndarray, finite: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Split a branch into runs of equal stability.
+
+    Args:
+        stable: the stability flags along the branch (1, 0, -1).
+        finite: where the point can be drawn (finite parameter and value).
+
+    Returns:
+        ``(flag, indices)`` per run, in order; a run's last point is also the next run's
+        first when they are adjacent, so the drawn curve has no gap at a change of
+        stability. Non-finite points end a run.
+    """
+    runs: list[tuple[int, list[int]]] = []
+    previous = None
+    for i, (flag, ok) in enumerate(zip(np.asarray(stable).astype(int), finite)):
+        if not ok:
+            previous = None
+            continue
+        flag = int(flag) if int(flag) in STYLES else -1
+        if previous is not None and runs and runs[-1][0] == flag:
+            runs[-1][1].append(i)
+        else:
+            start = [previous] if previous is not None else []
+            runs.append((flag, start + [i]))
+        previous = i
+    return [(flag, np.array(idx)) for flag, idx in runs]
+
+
+def _modes(ds: xr.Dataset) -> np.ndarray:
+    if "branch_mode" in ds.data_vars or "branch_mode" in ds.coords:
+        return np.asarray(ds["branch_mode"].values).astype(int)
+    return np.arange(ds.sizes["branch"])
+
+
+def _color(mode: int) -> Any:
+    """Black for the uniform state (mode 0), tab10's C{mode - 1} for mode k >= 1."""
+    return "k" if mode == 0 else f"C{(mode - 1) % 10}"
+
+
+def _mode_label(mode: int, geometry: str | None) -> str:
+    if mode == 0:
+        return "uniform"
+    name = {"circle": "k", "sphere": "l"}.get(geometry or "", "mode")
+    return f"${name} = {mode}$" if geometry else f"mode {mode}"
+
+
+def _critical_kappas(ds: xr.Dataset) -> list[tuple[int, float]]:
+    """``(mode, kappa_c)`` from ``critical_kappa`` (list, mode 1 first) or ``kappa_c``
+    (scalar, mode 1); finite values only."""
+    raw = ds.attrs.get("critical_kappa", ds.attrs.get("kappa_c"))
+    if raw is None:
+        return []
+    values = np.atleast_1d(np.asarray(raw, dtype=float))
+    return [(i + 1, float(v)) for i, v in enumerate(values) if np.isfinite(v)]
+
+
+def _uniform_baseline(ds: xr.Dataset, x: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    """The uniform state's free energy at the parameter values ``x``: interpolated along
+    the uniform branch (mode 0) when the dataset has one, else ``-log|S| / kappa`` (the
+    run diagnostics' convention: ``E`` counted from the uniform state's) when the
+    geometry is known, else NaN."""
+    modes = _modes(ds)
+    if "free_energy" in ds.data_vars and np.any(modes == 0):
+        b = int(np.flatnonzero(modes == 0)[0])
+        ux = ds[_parameter(ds)].isel(branch=b).values.astype(float)
+        uf = ds["free_energy"].isel(branch=b).values.astype(float)
+        ok = np.isfinite(ux) & np.isfinite(uf)
+        if ok.sum() >= 2:
+            order = np.argsort(ux[ok])
+            out = np.interp(x, ux[ok][order], uf[ok][order], left=np.nan, right=np.nan)
+            # (outside the uniform branch's range: the closed form, if it is known)
+            missing = ~np.isfinite(out)
+            if missing.any():
+                out[missing] = _closed_baseline(ds, kappa[missing])
+            return out
+    return _closed_baseline(ds, kappa)
+
+
+def _closed_baseline(ds: xr.Dataset, kappa: np.ndarray) -> np.ndarray:
+    geometry = _geometry(ds)
+    if geometry is None:
+        return np.full(np.shape(kappa), np.nan)
+    return -math.log(AREAS[geometry]) / np.asarray(kappa, dtype=float)
+
+
+# --- panels ---------------------------------------------------------------------------
+def _draw_branches(ds: xr.Dataset, ax, values: str) -> set[int]:
+    """The runs of every branch (``values``: "order_parameter" or "free_energy", the
+    latter relative to the uniform state); returns the stability flags drawn."""
+    parameter = _parameter(ds)
+    modes = _modes(ds)
+    drawn: set[int] = set()
+    for b in range(ds.sizes["branch"]):
+        x = ds[parameter].isel(branch=b).values.astype(float)
+        if values == "order_parameter":
+            y = ds["order_parameter"].isel(branch=b).values.astype(float)
+            prefix = "branch"
+        else:
+            kappa = ds["kappa"].isel(branch=b).values.astype(float)
+            y = (ds["free_energy"].isel(branch=b).values.astype(float)
+                 - _uniform_baseline(ds, x, kappa))
+            prefix = "free_energy"
+        stable = ds["stable"].isel(branch=b).values
+        finite = np.isfinite(x) & np.isfinite(y)
+        for run, (flag, idx) in enumerate(stability_runs(stable, finite)):
+            style = STYLES[flag][0]
+            width = 1.5 if flag == 1 else 1.1
+            ax.plot(x[idx], y[idx], linestyle=style, color=_color(int(modes[b])), lw=width,
+                    marker="." if idx.size == 1 else None,
+                    gid=f"{prefix}:{b}:{STYLES[flag][1]}:{run}")
+            drawn.add(flag)
+    return drawn
+
+
+def _draw_specials(ds: xr.Dataset, ax, values: str) -> list[str]:
+    """Markers at the special points; returns the types drawn (in order)."""
+    if "special_type" not in ds.data_vars or "special" not in ds.dims \
+            or ds.sizes["special"] == 0:
+        return []
+    parameter = _parameter(ds)
+    types = [str(t) for t in ds["special_type"].values]
+    x = ds[f"special_{parameter}"].values.astype(float)
+    if values == "order_parameter":
+        if "special_order_parameter" in ds.data_vars:
+            y = ds["special_order_parameter"].values.astype(float)
+        else:
+            y = np.full(x.shape, np.nan)
+    else:
+        y = _special_free_energy(ds, x)
+    drawn = []
+    for kind in dict.fromkeys(types):
+        sel = np.array([t == kind for t in types]) & np.isfinite(x) & np.isfinite(y)
+        if not sel.any():
+            continue
+        ax.plot(x[sel], y[sel], linestyle="none",
+                marker=SPECIAL_MARKERS.get(kind, GENERIC_MARKER), ms=5.5, mfc="white",
+                mec="k", mew=1.0, zorder=5, gid=f"special:{kind}" if values ==
+                "order_parameter" else f"special_free_energy:{kind}")
+        drawn.append(kind)
+    return drawn
+
+
+def _special_free_energy(ds: xr.Dataset, x: np.ndarray) -> np.ndarray:
+    """The relative free energy at each special point, interpolated along its branch at
+    the point nearest in (parameter, order parameter)."""
+    out = np.full(x.shape, np.nan)
+    if "free_energy" not in ds.data_vars or "special_branch" not in ds.data_vars:
+        return out
+    parameter = _parameter(ds)
+    r = (ds["special_order_parameter"].values.astype(float)
+         if "special_order_parameter" in ds.data_vars else np.full(x.shape, np.nan))
+    for i, b in enumerate(ds["special_branch"].values):
+        if not (0 <= int(b) < ds.sizes["branch"]) or not np.isfinite(x[i]):
+            continue
+        bx = ds[parameter].isel(branch=int(b)).values.astype(float)
+        br = ds["order_parameter"].isel(branch=int(b)).values.astype(float)
+        kappa = ds["kappa"].isel(branch=int(b)).values.astype(float)
+        f = (ds["free_energy"].isel(branch=int(b)).values.astype(float)
+             - _uniform_baseline(ds, bx, kappa))
+        ok = np.isfinite(bx) & np.isfinite(f)
+        if not ok.any():
+            continue
+        dist = np.abs(bx - x[i]) + (np.abs(br - r[i]) if np.isfinite(r[i]) else 0.0)
+        out[i] = f[ok][np.argmin(dist[ok])]
+    return out
+
+
+def _draw_kappa_c(ds: xr.Dataset, ax, modes: list[int]) -> bool:
+    """Thin vertical lines at the analytic ``kappa_c`` of each mode drawn (or of every
+    listed mode when no branch says which), for ``parameter = "kappa"``."""
+    if _parameter(ds) != "kappa":
+        return False
+    drawn = False
+    for mode, kc in _critical_kappas(ds):
+        if modes and mode not in modes:
+            continue
+        ax.axvline(kc, color=_color(mode), lw=0.6, ls=(0, (1, 2)), alpha=0.9, zorder=0,
+                   gid=f"kappa_c:{mode}")
+        drawn = True
+    return drawn
+
+
+def _draw_scan(scan: xr.Dataset, ax, values: str) -> list[str]:
+    """Open markers per sweep (only finite points; at stable states when ``stable`` says
+    so), the bistable interval shaded; returns the sweeps drawn."""
+    x = scan["value"].values.astype(float)
+    drawn = []
+    for i, sweep in enumerate(scan["sweep"].values):
+        y = scan["order_parameter"].sel(sweep=sweep).values.astype(float)
+        if values == "free_energy":
+            if "free_energy" not in scan.data_vars:
+                return drawn
+            kappa = (scan["kappa"].values.astype(float) if "kappa" in scan.coords
+                     or "kappa" in scan.data_vars else np.full(x.shape, np.nan))
+            y = scan["free_energy"].sel(sweep=sweep).values.astype(float) \
+                - _closed_baseline(scan, kappa)
+        ok = np.isfinite(x) & np.isfinite(y)
+        if not ok.any():
+            continue
+        ax.plot(x[ok], y[ok], linestyle="none", marker=SCAN_MARKERS[i % len(SCAN_MARKERS)],
+                ms=4.5, mfc="none", mec="0.35", mew=0.8, zorder=4,
+                gid=f"scan:{sweep}" if values == "order_parameter"
+                else f"scan_free_energy:{sweep}")
+        drawn.append(str(sweep))
+    if values == "order_parameter" and "bistable" in scan.data_vars:
+        bistable = np.asarray(scan["bistable"].values).astype(bool)
+        if bistable.any():
+            spacing = float(np.median(np.diff(np.sort(x)))) if x.size > 1 else 0.0
+            low, high = float(x[bistable].min()), float(x[bistable].max())
+            ax.axvspan(low - spacing / 2, high + spacing / 2, color="0.88", zorder=-1,
+                       lw=0, gid="bistable")
+    return drawn
+
+
+def bifurcation_diagram(ds: xr.Dataset, ax, scan: xr.Dataset | None = None) -> list[Any]:
+    """Panel (a): the order parameter against the continuation parameter.
+
+    Args:
+        ds: a continuation dataset, or a scan dataset (then drawn as ``scan``).
+        ax: the axes to draw into.
+        scan: a scan dataset to overlay (open markers), if any.
+
+    Returns:
+        The legend handles (modes, stability styles, special points, scan sweeps,
+        ``kappa_c``), for the caller to place.
+    """
+    from matplotlib.lines import Line2D
+
+    handles: list[Any] = []
+    if _is_scan(ds):
+        scan, ds = ds, None
+    parameter = _parameter(ds if ds is not None else scan)
+    flags: set[int] = set()
+    specials: list[str] = []
+    modes: list[int] = []
+    geometry = _geometry(ds if ds is not None else scan)
+    if ds is not None:
+        flags = _draw_branches(ds, ax, "order_parameter")
+        specials = _draw_specials(ds, ax, "order_parameter")
+        modes = sorted({int(m) for m in _modes(ds)})
+        handles += [Line2D([], [], color=_color(m), lw=1.5, label=_mode_label(m, geometry))
+                    for m in modes]
+    sweeps = _draw_scan(scan, ax, "order_parameter") if scan is not None else []
+    kc = _draw_kappa_c(ds if ds is not None else scan, ax, [m for m in modes if m > 0])
+    handles += [Line2D([], [], color="0.3", ls=STYLES[f][0], lw=1.3, label=STYLES[f][1])
+                for f in (1, 0, -1) if f in flags]
+    handles += [Line2D([], [], ls="none", marker=SPECIAL_MARKERS.get(t, GENERIC_MARKER),
+                       mfc="white", mec="k", ms=5.5, label=t) for t in specials]
+    handles += [Line2D([], [], ls="none", marker=SCAN_MARKERS[i % len(SCAN_MARKERS)],
+                       mfc="none", mec="0.35", ms=4.5, label=f"scan: {s}")
+                for i, s in enumerate(sweeps)]
+    if kc:
+        handles.append(Line2D([], [], color="0.3", lw=0.6, ls=(0, (1, 2)),
+                              label=r"$\kappa_c$ (linear theory)"))
+    ax.set_xlabel(PARAMETER_LABELS[parameter])
+    ax.set_ylabel(ORDER_LABEL)
+    ax.set_ylim(bottom=min(-0.02, ax.get_ylim()[0]))
+    ax.set_title("bifurcation diagram")
+    return handles
+
+
+def free_energy_diagram(ds: xr.Dataset, ax, scan: xr.Dataset | None = None) -> None:
+    """Panel (b): each branch's free energy minus the uniform state's at the same
+    parameter (the uniform branch lies on 0), with the special points and the scan.
+
+    Args:
+        ds: a continuation dataset, or a scan dataset (then drawn as ``scan``).
+        ax: the axes to draw into.
+        scan: a scan dataset to overlay, if any.
+    """
+    if _is_scan(ds):
+        scan, ds = ds, None
+    if ds is not None and "free_energy" in ds.data_vars:
+        _draw_branches(ds, ax, "free_energy")
+        _draw_specials(ds, ax, "free_energy")
+    if scan is not None:
+        _draw_scan(scan, ax, "free_energy")
+    ax.axhline(0.0, color="0.6", lw=0.5, zorder=0)
+    _draw_kappa_c(ds if ds is not None else scan, ax,
+                  [] if ds is None else [m for m in set(_modes(ds).tolist()) if m > 0])
+    ax.set_xlabel(PARAMETER_LABELS[_parameter(ds if ds is not None else scan)])
+    ax.set_ylabel(FREE_LABEL)
+    ax.set_title("free energy relative to the uniform state")
+
+
+def _title(ds: xr.Dataset) -> str:
+    parts = []
+    model = ds.attrs.get("model")
+    if model is None and "normalized" in ds.attrs:
+        model = "SA" if bool(ds.attrs["normalized"]) else "USA"
+    if model is not None:
+        parts.append(f"{model} model")
+    geometry = _geometry(ds)
+    if geometry:
+        parts.append({"circle": r"$\mathbb{S}^1$", "sphere": r"$\mathbb{S}^2$"}[geometry])
+    other = "beta" if _parameter(ds) == "kappa" else "kappa"
+    if other in ds.attrs:
+        symbol = {"beta": r"$\beta$", "kappa": r"$\kappa$"}[other]
+        parts.append(f"{symbol} = {float(ds.attrs[other]):.4g}")
+    title = str(ds.attrs.get("title", "")).strip() or "bifurcations of the noisy model"
+    return f"{title} ({', '.join(parts)})" if parts else title
+
+
+def bifurcation_figure(ds: xr.Dataset, scan: xr.Dataset | None = None) -> Any:
+    """The two-panel figure: (a) ``bifurcation_diagram``, (b) ``free_energy_diagram``,
+    one legend below both.
+
+    Args:
+        ds: a continuation (or scan) dataset.
+        scan: a scan dataset to overlay on a continuation, if any.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (Agg canvas, not registered with pyplot).
+
+    Raises:
+        ConfigError: a dataset that is not a bifurcation dataset.
+    """
+    _check(ds)
+    if scan is not None:
+        _check(scan)
+    with _style():
+        fig = _new_figure((8.6, 3.6))
+        a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        handles = bifurcation_diagram(ds, a, scan)
+        free_energy_diagram(ds, b, scan)
+        _letter_panels([a, b])
+        if handles:
+            fig.legend(handles=handles, loc="outside lower center",
+                       ncols=min(len(handles), 6), fontsize=7)
+        fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    return bifurcation_figure(ds)
+
+
+def _diagram_page(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    with _style():
+        fig = _new_figure((4.6, 3.6))
+        ax = fig.add_subplot(1, 1, 1)
+        handles = bifurcation_diagram(ds, ax)
+        if handles:
+            ax.legend(handles=handles, fontsize=6.5, loc="best")
+        fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
+def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:
+    raise ConfigError("a bifurcation study has no animation; plot it without --animate",
+                      "--animate")
+
+
+_register_kind("bifurcation", _KindPlots(
+    check=_check, summary=_summary, pages=(("diagram", _diagram_page),), animate=_animate))

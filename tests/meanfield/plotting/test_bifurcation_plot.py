@@ -1,0 +1,232 @@
+"""Tests for the bifurcation figure (``kind = "bifurcation"``) on synthetic datasets laid
+out as DESIGN.md §3 says: the exact beta = 0 branch on S^1 (``r = I_1(kappa r)/I_0(kappa
+r)`` by brentq) with the uniform state, and a synthetic subcritical branch with a fold
+(``kappa = 3 - r^2 + 2 r^4``: fold at r = 1/2, kappa = 2.875)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.figure import Figure
+from scipy import optimize, special
+
+from meanfield.cli import main
+from meanfield.errors import ConfigError
+from meanfield.plotting import SUPPORTED_KINDS, bifurcation_figure, figure, plot_result
+from meanfield.plotting.bifurcation import (
+    bifurcation_diagram,
+    free_energy_diagram,
+    stability_runs,
+)
+from meanfield.plotting.helpers import _new_figure
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+POINTS = 31
+FOLD_KAPPA = 2.875
+
+
+def kuramoto_r(kappa: float) -> float:
+    if kappa <= 2.0:
+        return 0.0
+    return optimize.brentq(lambda r: special.i1e(kappa * r) / special.i0e(kappa * r) - r,
+                           1e-12, 1.0, xtol=1e-15)
+
+
+def pad(values, fill=np.nan):
+    out = np.full(POINTS, fill, dtype=float)
+    out[: len(values)] = values
+    return out
+
+
+def bifurcation_dataset() -> xr.Dataset:
+    area = 2 * math.pi
+    # branch 0: the uniform state, stable below kappa_c = 2
+    k0 = np.linspace(1.0, 4.0, POINTS)
+    f0 = -math.log(area) / k0
+    s0 = np.where(k0 <= 2.0, 1, 0)
+    # branch 1: the exact noisy-Kuramoto branch; F = r^2/2 - log(2 pi I_0(kappa r))/kappa
+    k1 = np.linspace(2.0, 4.0, 21)
+    r1 = np.array([kuramoto_r(k) for k in k1])
+    f1 = r1**2 / 2 - (np.log(area * special.i0e(k1 * r1)) + k1 * r1) / k1
+    s1 = np.ones_like(k1)
+    # branch 2: synthetic subcritical (mode 2, kappa_c = 3), unstable up to the fold
+    r2 = np.linspace(0.0, 0.8, POINTS)
+    k2 = 3.0 - r2**2 + 2 * r2**4
+    f2 = -math.log(area) / k2 + 0.1 * (r2**2 - 0.6 * r2**4)
+    s2 = np.where(r2 > 0.5, 1, 0)
+    stable = np.stack([s0, pad(s1, -1), s2]).astype(np.int8)
+    kappa = np.stack([k0, pad(k1), k2])
+    dims = ("branch", "point")
+    return xr.Dataset(
+        {"kappa": (dims, kappa), "beta": (dims, np.zeros_like(kappa)),
+         "order_parameter": (dims, np.stack([np.zeros(POINTS), pad(r1), r2])),
+         "free_energy": (dims, np.stack([f0, pad(f1), f2])),
+         "stable": (dims, stable),
+         "leading_eigenvalue": (dims, np.zeros_like(kappa)),
+         "branch_mode": (("branch",), np.array([0, 1, 2])),
+         "branch_kind": (("branch",), np.array(["uniform", "mode", "mode"])),
+         "special_type": (("special",), np.array(["pitchfork", "pitchfork", "fold"])),
+         "special_kappa": (("special",), np.array([2.0, 3.0, FOLD_KAPPA])),
+         "special_beta": (("special",), np.zeros(3)),
+         "special_branch": (("special",), np.array([1, 2, 2])),
+         "special_order_parameter": (("special",), np.array([0.0, 0.0, 0.5]))},
+        attrs={"kind": "bifurcation", "parameter": "kappa", "critical_kappa": [2.0, 3.0],
+               "geometry": "circle", "model": "USA", "beta": 0.0, "mode": "continuation"})
+
+
+def scan_dataset() -> xr.Dataset:
+    value = np.linspace(1.5, 4.0, 11)
+    up = np.array([kuramoto_r(k) for k in value])
+    down = up.copy()
+    down[value < 2.0] = 0.0
+    fe = -math.log(2 * math.pi) / value
+    dims = ("sweep", "value")
+    return xr.Dataset(
+        {"order_parameter": (dims, np.stack([up, up, down])),
+         "free_energy": (dims, np.stack([fe, fe, fe])),
+         "stable": (dims, np.ones((3, value.size), dtype=bool)),
+         "bistable": (("value",), (value > 2.6) & (value < 3.1))},
+        coords={"sweep": ["uniform", "up", "down"], "value": value,
+                "kappa": ("value", value), "beta": ("value", np.zeros_like(value))},
+        attrs={"kind": "bifurcation", "mode": "scan", "parameter": "kappa", "kappa_c": 2.0,
+               "geometry": "circle"})
+
+
+def new_axes():
+    return _new_figure((4, 3)).add_subplot(1, 1, 1)
+
+
+def lines_by(ax, prefix: str):
+    return [line for line in ax.get_lines() if str(line.get_gid() or "").startswith(prefix)]
+
+
+def test_registered():
+    assert "bifurcation" in SUPPORTED_KINDS
+
+
+def test_stability_runs_share_their_boundary_points():
+    stable = np.array([1, 1, 0, 0, 0, 1, -1, -1])
+    finite = np.array([True] * 7 + [False])
+    runs = stability_runs(stable, finite)
+    assert [f for f, _ in runs] == [1, 0, 1, -1]
+    assert [list(i) for _, i in runs] == [[0, 1], [1, 2, 3, 4], [4, 5], [5, 6]]
+    # a gap (non-finite point) ends a run without joining across it
+    runs = stability_runs(np.ones(5), np.array([True, True, False, True, True]))
+    assert [list(i) for _, i in runs] == [[0, 1], [3, 4]]
+
+
+def test_diagram_segments_specials_and_kappa_c():
+    ds = bifurcation_dataset()
+    ax = new_axes()
+    handles = bifurcation_diagram(ds, ax)
+    branches = lines_by(ax, "branch:")
+    solid = [line for line in branches if line.get_linestyle() == "-"]
+    dashed = [line for line in branches if line.get_linestyle() == "--"]
+    # uniform: stable + unstable; Kuramoto: stable; subcritical: unstable + stable
+    assert len(solid) == 3 and len(dashed) == 2 and len(branches) == 5
+    assert sorted(line.get_gid() for line in dashed) == ["branch:0:unstable:1",
+                                                         "branch:2:unstable:0"]
+    # the stable Kuramoto run is the exact branch
+    kura = next(line for line in branches if line.get_gid() == "branch:1:stable:0")
+    x, y = kura.get_data()
+    assert np.allclose(y, [kuramoto_r(k) for k in x], atol=1e-14)
+    # the runs of the subcritical branch meet at the fold
+    lower = next(line for line in branches if line.get_gid() == "branch:2:unstable:0")
+    upper = next(line for line in branches if line.get_gid() == "branch:2:stable:1")
+    assert lower.get_xdata()[-1] == upper.get_xdata()[0]
+    assert min(upper.get_xdata().min(), lower.get_xdata().min()) == pytest.approx(
+        FOLD_KAPPA, abs=0.01)
+    # specials: one marker artist per type, at the right places
+    (pitch,) = lines_by(ax, "special:pitchfork")
+    (fold,) = lines_by(ax, "special:fold")
+    assert list(pitch.get_xdata()) == [2.0, 3.0] and pitch.get_marker() == "o"
+    assert list(fold.get_xdata()) == [FOLD_KAPPA] and fold.get_marker() == "s"
+    assert list(fold.get_ydata()) == [0.5]
+    # analytic kappa_c, one thin line per mode
+    kc = lines_by(ax, "kappa_c:")
+    assert sorted(line.get_xdata()[0] for line in kc) == [2.0, 3.0]
+    labels = [h.get_label() for h in handles]
+    for label in ("uniform", "$k = 1$", "$k = 2$", "stable", "unstable", "pitchfork",
+                  "fold", r"$\kappa_c$ (linear theory)"):
+        assert label in labels
+
+
+def test_free_energy_panel_relative_to_uniform():
+    ds = bifurcation_dataset()
+    ax = new_axes()
+    free_energy_diagram(ds, ax)
+    uniform = lines_by(ax, "free_energy:0:")
+    assert uniform and all(np.allclose(line.get_ydata(), 0.0, atol=1e-14)
+                           for line in uniform)
+    (kura,) = lines_by(ax, "free_energy:1:")
+    y = kura.get_ydata()
+    assert y[0] == pytest.approx(0.0, abs=1e-14)  # at kappa_c the branch is the uniform
+    assert np.all(y[1:] < 0)  # the clustered state has the lower free energy above 2
+    assert len(lines_by(ax, "free_energy:2:")) == 2
+    assert lines_by(ax, "special_free_energy:fold")
+
+
+def test_scan_overlay_and_bistable_band():
+    ds, scan = bifurcation_dataset(), scan_dataset()
+    fig = bifurcation_figure(ds, scan)
+    a, b = fig.axes[:2]
+    assert {line.get_gid() for line in lines_by(a, "scan:")} == {
+        "scan:uniform", "scan:up", "scan:down"}
+    marker = lines_by(a, "scan:up")[0]
+    assert marker.get_linestyle() == "None" and marker.get_markerfacecolor() == "none"
+    assert any(p.get_gid() == "bistable" for p in a.patches)
+    assert len(lines_by(b, "scan_free_energy:")) == 3
+    assert a.get_xlabel().startswith(r"$\kappa$")
+    assert "order parameter" in a.get_ylabel()
+    assert fig.legends
+
+
+def test_scan_dataset_alone():
+    fig = figure(scan_dataset())
+    assert isinstance(fig, Figure)
+    a = fig.axes[0]
+    assert len(lines_by(a, "scan:")) == 3
+    assert [line.get_xdata()[0] for line in lines_by(a, "kappa_c:")] == [2.0]
+
+
+def test_plot_result_and_cli(tmp_path):
+    ds = bifurcation_dataset()
+    written = plot_result(ds, tmp_path / "figs", stem="b", dpi=50)
+    assert [p.name for p in written] == ["b_summary.png", "b_diagram.png"]
+    for path in written:
+        data = path.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5_000, path
+    out = tmp_path / "b.nc"
+    ds.to_netcdf(out)
+    assert main(["plot", str(out), "--out", str(tmp_path / "cli")]) == 0
+    assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == [
+        "b_diagram.png", "b_summary.png"]
+
+
+@pytest.mark.parametrize("drop", ["order_parameter", "stable", "kappa"])
+def test_missing_variables(tmp_path, drop):
+    with pytest.raises(ConfigError, match=drop):
+        plot_result(bifurcation_dataset().drop_vars(drop), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_parameter_and_animation(tmp_path):
+    ds = bifurcation_dataset()
+    ds.attrs["parameter"] = "gamma"
+    with pytest.raises(ConfigError, match="parameter"):
+        figure(ds)
+    with pytest.raises(ConfigError) as err:
+        plot_result(bifurcation_dataset(), tmp_path, animate=True, dpi=20)
+    assert err.value.key == "--animate"
+
+
+def test_beta_parameter_draws_no_kappa_c():
+    ds = bifurcation_dataset()
+    ds.attrs["parameter"] = "beta"
+    ds["beta"] = ds["kappa"]  # (any values: the drawing is what is tested)
+    ax = new_axes()
+    bifurcation_diagram(ds, ax)
+    assert not lines_by(ax, "kappa_c:")
+    assert ax.get_xlabel().startswith(r"$\beta$")
