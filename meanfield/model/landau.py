@@ -94,7 +94,7 @@ def landau_critical_kappa(geometry: str, beta: float, normalized: bool) -> float
     if normalized:
         return beta / t
     scaled = special.ive(1, beta) if geometry == "circle" else float(spherical_ive(1, beta))
-    return float(beta / scaled * math.exp(-beta)) if beta < 700 else 0.0
+    return float(beta / scaled * math.exp(-beta))  # (underflows to 0 at huge beta)
 
 
 def landau_terms(geometry: str, beta: float, normalized: bool) -> dict[str, float]:

@@ -8,7 +8,8 @@ bifurcation of the noisy model against independent references.
   spectral discretization) at ``kappa = kappa_c + kappa_2 r^2`` from a branch seed of
   amplitude r: ``(kappa - kappa_c)/r_num^2`` agrees with ``kappa_2`` to ~1e-4 at r = 0.01,
   the error falls like r^2 (factor 4 per halving) and its Richardson extrapolation agrees
-  to 1e-5; supercritical and subcritical cases, USA and SA, S^1 and S^2.
+  to 1e-5; the slaved second moment ``rho_2 = s r^2`` to 1e-3; supercritical and
+  subcritical cases, USA and SA, S^1 and S^2.
 - the tricritical beta of USA from the Bessel-ratio conditions ``I_2/I_1 = 1/2`` (S^1) and
   ``i_2/i_1 = 1/3`` (S^2), with scipy's ``iv`` / ``spherical_in``.
 """
@@ -34,6 +35,15 @@ def build(geometry: str, resolution: int, beta: float, kappa: float, normalized:
                            "model": {"beta": beta, "kappa": kappa, "normalized": normalized},
                            "initial": {"kind": "uniform"}})
     return Discretization.from_config(cfg)
+
+
+def second_moment(disc, u) -> float:
+    """``rho_2 = int psi_2 rho`` (``cos 2 theta`` on S^1, ``P_2`` on S^2) from the state's
+    coefficients: ``c_2/c_0`` on S^1, ``a_20 / (sqrt(5) a_00)`` on S^2 (orthonormal
+    harmonics)."""
+    if disc.geometry == "circle":
+        return float(u[2].real / u[0].real)
+    return float(u[disc.grid.index(2, 0)].real / (math.sqrt(5) * u[0].real))
 
 
 def exact_kappa(geometry: str, r: float) -> float:
@@ -98,6 +108,10 @@ def test_against_numerical_branches(geometry, resolution, beta, normalized, kind
         rn = result.order_parameter
         assert rn == pytest.approx(r, rel=0.02)
         fits.append((kappa - kc) / rn**2)
+        second = second_moment(disc, result.state) / rn**2
+    # the slaved second moment rho_2 = s r^2 (order r^2 of the expansion)
+    s = landau.landau_terms(geometry, beta, normalized)["s"]
+    assert second == pytest.approx(s, rel=1e-3)
     errors = np.array(fits) - k2
     assert abs(errors[-1]) < 1e-3 * abs(k2)
     assert errors[0] / errors[1] == pytest.approx(4.0, rel=0.05)  # O(r^2)
