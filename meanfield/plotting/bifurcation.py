@@ -21,7 +21,8 @@ continuation diagram by ``bifurcation_figure(ds, scan=scan_ds)``.
 
 Every artist carries a ``gid``: ``"branch:{b}:{stable|unstable|unknown}:{run}"`` for
 the line runs of panel (a), ``"free_energy:{b}:..."`` for panel (b), ``"special:{type}"``,
-``"kappa_c:{mode}"``, ``"scan:{sweep}"``, ``"scan_free_energy:{sweep}"`` and
+``"kappa_c:{mode}"`` (``"beta_c:{mode}"`` from the attrs ``critical_beta`` when the
+parameter is beta), ``"scan:{sweep}"``, ``"scan_free_energy:{sweep}"`` and
 ``"bistable"``.
 """
 from __future__ import annotations
@@ -259,17 +260,30 @@ def _special_free_energy(ds: xr.Dataset, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _critical_betas(ds: xr.Dataset) -> list[tuple[int, float]]:
+    """``(mode, beta_c)`` from ``critical_beta`` (list, mode 1 first); finite only."""
+    raw = ds.attrs.get("critical_beta")
+    if raw is None:
+        return []
+    values = np.atleast_1d(np.asarray(raw, dtype=float))
+    return [(i + 1, float(v)) for i, v in enumerate(values) if np.isfinite(v)]
+
+
 def _draw_kappa_c(ds: xr.Dataset, ax, modes: list[int]) -> bool:
-    """Thin vertical lines at the analytic ``kappa_c`` of each mode drawn (or of every
-    listed mode when no branch says which), for ``parameter = "kappa"``."""
-    if _parameter(ds) != "kappa":
-        return False
+    """Thin vertical lines at the analytic threshold of each mode drawn (or of every
+    listed mode when no branch says which): ``kappa_c`` (gid ``kappa_c:{mode}``) for
+    ``parameter = "kappa"``, ``beta_c`` from ``critical_beta`` (``beta_c:{mode}``) for
+    ``parameter = "beta"``."""
+    if _parameter(ds) == "kappa":
+        where, name = _critical_kappas(ds), "kappa_c"
+    else:
+        where, name = _critical_betas(ds), "beta_c"
     drawn = False
-    for mode, kc in _critical_kappas(ds):
+    for mode, value in where:
         if modes and mode not in modes:
             continue
-        ax.axvline(kc, color=_color(mode), lw=0.6, ls=(0, (1, 2)), alpha=0.9, zorder=0,
-                   gid=f"kappa_c:{mode}")
+        ax.axvline(value, color=_color(mode), lw=0.6, ls=(0, (1, 2)), alpha=0.9, zorder=0,
+                   gid=f"{name}:{mode}")
         drawn = True
     return drawn
 
@@ -344,8 +358,9 @@ def bifurcation_diagram(ds: xr.Dataset, ax, scan: xr.Dataset | None = None) -> l
                        mfc="none", mec="0.35", ms=4.5, label=f"scan: {s}")
                 for i, s in enumerate(sweeps)]
     if kc:
+        symbol = r"$\kappa_c$" if parameter == "kappa" else r"$\beta_c$"
         handles.append(Line2D([], [], color="0.3", lw=0.6, ls=(0, (1, 2)),
-                              label=r"$\kappa_c$ (linear theory)"))
+                              label=f"{symbol} (linear theory)"))
     ax.set_xlabel(PARAMETER_LABELS[parameter])
     ax.set_ylabel(ORDER_LABEL)
     ax.set_ylim(bottom=min(-0.02, ax.get_ylim()[0]))
@@ -382,16 +397,16 @@ def _title(ds: xr.Dataset) -> str:
     model = ds.attrs.get("model")
     if model is None and "normalized" in ds.attrs:
         model = "SA" if bool(ds.attrs["normalized"]) else "USA"
-    if model is not None:
+    title = str(ds.attrs.get("title", "")).strip() or "bifurcations of the noisy model"
+    if model is not None and str(model) not in title:
         parts.append(f"{model} model")
     geometry = _geometry(ds)
-    if geometry:
+    if geometry and geometry not in title:
         parts.append({"circle": r"$\mathbb{S}^1$", "sphere": r"$\mathbb{S}^2$"}[geometry])
     other = "beta" if _parameter(ds) == "kappa" else "kappa"
     if other in ds.attrs:
         symbol = {"beta": r"$\beta$", "kappa": r"$\kappa$"}[other]
         parts.append(f"{symbol} = {float(ds.attrs[other]):.4g}")
-    title = str(ds.attrs.get("title", "")).strip() or "bifurcations of the noisy model"
     return f"{title} ({', '.join(parts)})" if parts else title
 
 

@@ -222,11 +222,16 @@ def test_bad_parameter_and_animation(tmp_path):
     assert err.value.key == "--animate"
 
 
-def test_beta_parameter_draws_no_kappa_c():
+def test_beta_parameter_draws_beta_c_not_kappa_c():
     ds = bifurcation_dataset()
     ds.attrs["parameter"] = "beta"
     ds["beta"] = ds["kappa"]  # (any values: the drawing is what is tested)
     ax = new_axes()
     bifurcation_diagram(ds, ax)
-    assert not lines_by(ax, "kappa_c:")
+    assert not lines_by(ax, "kappa_c:") and not lines_by(ax, "beta_c:")
     assert ax.get_xlabel().startswith(r"$\beta$")
+    ds.attrs["critical_beta"] = [1.5, np.nan]  # (mode 2: none in the range)
+    ax = new_axes()
+    handles = bifurcation_diagram(ds, ax)
+    assert [line.get_xdata()[0] for line in lines_by(ax, "beta_c:")] == [1.5]
+    assert r"$\beta_c$ (linear theory)" in [h.get_label() for h in handles]
