@@ -7,6 +7,8 @@ The entry points take one config (a dict, or a TOML file) and return an
     ds = meanfield.evolve({"model": {"beta": 1.0, "kappa": 4.0}})      # the PDE
     ps = meanfield.particles({"particles": {"n": 2000}})                # tokens
     cmp = meanfield.compare({"particles": {"n": 500, "ensemble": 4}})   # both
+    bif = meanfield.bifurcation({"model": {"beta": 0.0},                # branches in kappa
+                                 "bifurcation": {"start": 1.5, "stop": 8.5}})
     cfg = meanfield.load_config("run.toml", ["model.beta=4"])           # a TOML file
 
 See ``meanfield.config`` for the keys and their defaults.
@@ -28,8 +30,8 @@ from meanfield.runs.evolve import evolve
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigError", "SolverError", "__version__", "compare", "contraction",
-           "convergence", "evolve", "load_config", "particles"]
+__all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
+           "contraction", "convergence", "evolve", "load_config", "particles"]
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -72,4 +74,7 @@ def __getattr__(name: str):
     if name == "contraction":
         from meanfield.studies.contraction import contraction
         return contraction
+    if name == "bifurcation":
+        from meanfield.studies.bifurcation import bifurcation
+        return bifurcation
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

@@ -6,6 +6,7 @@
                      [--overwrite] [--resume] [--no-progress]
     meanfield particles CONFIG.toml [same options as evolve]
     meanfield compare CONFIG.toml [same options as evolve]
+    meanfield convergence | contraction | bifurcation CONFIG.toml [same options]
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
@@ -23,9 +24,11 @@ from meanfield.errors import ConfigError, OutputError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
 # typed anyway, they get one line saying so instead of argparse's list of choices.
-PLANNED = ("bifurcation", "phase-diagram", "metastability")
-AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contraction", "plot")
-RUNS = ("evolve", "particles", "compare", "convergence", "contraction")  # a config in, a result out
+PLANNED = ("phase-diagram", "metastability")
+AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contraction",
+             "bifurcation", "plot")
+RUNS = ("evolve", "particles", "compare", "convergence", "contraction",
+        "bifurcation")  # a config in, a result out
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("particles", "run the token system of a TOML config"),
                        ("compare", "the PDE and a particle ensemble of one config"),
                        ("convergence", "tokens against the PDE as n grows"),
-                       ("contraction", "W_2 decay rates over beta, PDE and tokens")):
+                       ("contraction", "W_2 decay rates over beta, PDE and tokens"),
+                       ("bifurcation", "branches of stationary states in kappa or beta")):
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -77,6 +81,8 @@ def _run(args) -> int:
         from meanfield.studies.convergence import convergence as task
     elif args.command == "contraction":
         from meanfield.studies.contraction import contraction as task
+    elif args.command == "bifurcation":
+        from meanfield.studies.bifurcation import bifurcation as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -96,6 +102,10 @@ def _run(args) -> int:
         ok = ratio[np.isfinite(ratio)]
         print(f"wrote {out}  (fitted / predicted rate: "
               + (f"{ok.min():.3f} .. {ok.max():.3f})" if ok.size else "none fitted)"))
+    elif args.command == "bifurcation":
+        print(f"wrote {out}  ({_bifurcation_summary(ds)})")
+        if ds.attrs["status"] == 1:
+            print(f"meanfield: warning: {ds.attrs['message']}", file=sys.stderr)
     elif args.command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "
@@ -104,6 +114,23 @@ def _run(args) -> int:
         print(f"wrote {out}  (t = {float(ds.time[-1]):g}, {ds.attrs['steps']} steps, "
               f"{ds.attrs['wall_time_s']:.1f} s)")
     return 0
+
+
+def _bifurcation_summary(ds) -> str:
+    """One line on a bifurcation result: its pitchforks and transitions (or the scan's
+    kind when it has no special points)."""
+    if "special_type" not in ds:
+        return f"{ds.attrs.get('kind', 'bifurcation')}"
+    parameter = ds.attrs.get("parameter", "kappa")
+    kinds = [str(t) for t in ds.special_type.values]
+    where = [float(v) for v in ds[f"special_{parameter}"].values]
+    found = [f"{k} at {parameter} = {w:.6g}" for k, w in zip(kinds, where)
+             if k == "pitchfork"]
+    types = [f"mode {int(m)}: {t}" for m, t, k in zip(ds.branch_mode.values,
+                                                      ds.transition.values,
+                                                      ds.branch_kind.values)
+             if str(k) == "mode" and str(t)]
+    return "; ".join(found + types) or "no pitchfork in the range"
 
 
 def _plot(args) -> int:

@@ -14,10 +14,26 @@
                     between them), other [absent] (a second initial density, an
                     [initial] table: the distance between the two solutions is added)
 
-Tasks: convergence, contraction (model, domain, discretization, initial, time, output,
-particles, parallel, and their own section).
+    [bifurcation]   parameter ["kappa" | "beta"] (the other one fixed by [model]; "beta"
+                    needs a finite model.kappa), start [1.0], stop [4.0] (start < stop;
+                    kappa > 0, beta >= 0), modes [1] (branches from the uniform state for
+                    the Fourier modes / degrees 1..modes; below the resolution), mode
+                    ["continuation" | "scan" | "map"], ds [0.05] > 0 and ds_max [0.5] >= ds
+                    (arclength steps), points [200] >= 2 (per branch), stride [10] >= 1
+                    (states saved every stride points), tolerance [1e-10] > 0 (Newton);
+                    scan: scan_num [41] >= 2 parameter values, scan_starts [["uniform",
+                    "clustered"]] (a non-empty subset), scan_t_max [2000.0] > 0,
+                    scan_tolerance [1e-9] > 0 (steady when ||F|| is below it); map: the
+                    second parameter (beta when parameter = "kappa", else kappa)
+                    map_start [0.0], map_stop [4.0], map_num [9] >= 2. Needs
+                    discretization.method = "spectral".
+
+Tasks: convergence, contraction, bifurcation (model, domain, discretization, initial,
+time, output, particles, parallel, and their own section).
 """
 from __future__ import annotations
+
+import math
 
 from meanfield.config import checkers as ck
 from meanfield.config.sections import CORE_TASKS, Section
@@ -79,6 +95,67 @@ def _finish_contraction(cfg: dict) -> None:
                                       "contraction.other")
 
 
+PARAMETERS = ("kappa", "beta")
+BIFURCATION_MODES = ("continuation", "scan", "map")
+SCAN_STARTS = ("uniform", "clustered")
+
+
+def _scan_starts(key: str, value) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{key} = {ck.describe(value)} must be a non-empty list of "
+                          f"{', '.join(repr(s) for s in SCAN_STARTS)}", key)
+    names = [ck.choice(SCAN_STARTS)(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{key} = {ck.describe(value)} names a start twice", key)
+    return [s for s in SCAN_STARTS if s in names]
+
+
+def _positive(k, v):
+    return ck.finite_number(k, v, minimum=0.0, strict=True)
+
+
+def _finish_bifurcation(cfg: dict) -> None:
+    """Checks across keys and sections: the range, the method, the noise, the modes."""
+    b, model = cfg["bifurcation"], cfg["model"]
+    parameter = b["parameter"]
+    if b["start"] >= b["stop"]:
+        raise ConfigError(f"bifurcation.start = {b['start']:g}, stop = {b['stop']:g}: a "
+                          "reversed/empty range; give start < stop", "bifurcation.start")
+    if parameter == "kappa" and b["start"] <= 0:
+        raise ConfigError(f"bifurcation.start = {b['start']:g}: kappa (the inverse noise) "
+                          "must be > 0", "bifurcation.start")
+    if parameter == "beta" and b["start"] < 0:
+        raise ConfigError(f"bifurcation.start = {b['start']:g}: beta must be >= 0",
+                          "bifurcation.start")
+    if parameter == "beta" and not math.isfinite(model["kappa"]):
+        raise ConfigError("bifurcation.parameter = \"beta\" holds kappa fixed at "
+                          "model.kappa, which is \"inf\" (no noise, no stationary states "
+                          "but Diracs); give a finite model.kappa, e.g. 4.0", "model.kappa")
+    if b["ds_max"] < b["ds"]:
+        raise ConfigError(f"bifurcation.ds_max = {b['ds_max']:g} must be >= bifurcation.ds "
+                          f"= {b['ds']:g}", "bifurcation.ds_max")
+    if b["map_start"] >= b["map_stop"]:
+        raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}, map_stop = "
+                          f"{b['map_stop']:g}: a reversed/empty range; give map_start < "
+                          "map_stop", "bifurcation.map_start")
+    second = "beta" if parameter == "kappa" else "kappa"
+    if (b["map_start"] < 0 if second == "beta" else b["map_start"] <= 0):
+        raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}: {second} must be "
+                          f"{'>= 0' if second == 'beta' else '> 0'}", "bifurcation.map_start")
+    # (discretization.method = "spectral" is checked by the study itself: a config
+    # validated for every section (no task) holds [bifurcation]'s defaults too)
+    disc = cfg["discretization"]
+    geometry, resolution = cfg["domain"]["geometry"], disc["resolution"]
+    # the highest mode a state carries: circle |k| < n/2 (the Nyquist mode is not part of
+    # it), sphere degree <= L
+    top = (resolution + 1) // 2 - 1 if geometry == "circle" else resolution
+    if b["modes"] > top:
+        raise ConfigError(f"bifurcation.modes = {b['modes']} is beyond the resolution: "
+                          f"discretization.resolution = {resolution} carries "
+                          f"{'Fourier modes' if geometry == 'circle' else 'degrees'} up to "
+                          f"{top}; lower modes or raise the resolution", "bifurcation.modes")
+
+
 STUDY_SECTIONS: tuple[Section, ...] = (
     Section("convergence", {
         "n": (_token_counts, [100, 1000, 10000]),
@@ -94,9 +171,29 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "fit_above": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 1e-8),
         "other": (_table, None),
     }, finish=_finish_contraction),
+    Section("bifurcation", {
+        "parameter": (ck.choice(PARAMETERS), "kappa"),
+        "start": (ck.finite_number, 1.0),
+        "stop": (ck.finite_number, 4.0),
+        "modes": (lambda k, v: ck.integer(k, v, minimum=1), 1),
+        "mode": (ck.choice(BIFURCATION_MODES), "continuation"),
+        "ds": (_positive, 0.05),
+        "ds_max": (_positive, 0.5),
+        "points": (lambda k, v: ck.integer(k, v, minimum=2, maximum=1_000_000), 200),
+        "stride": (lambda k, v: ck.integer(k, v, minimum=1), 10),
+        "tolerance": (_positive, 1e-10),
+        "scan_num": (lambda k, v: ck.integer(k, v, minimum=2, maximum=ck.MAX_RANGE_NUM), 41),
+        "scan_starts": (_scan_starts, ["uniform", "clustered"]),
+        "scan_t_max": (_positive, 2000.0),
+        "scan_tolerance": (_positive, 1e-9),
+        "map_start": (ck.finite_number, 0.0),
+        "map_stop": (ck.finite_number, 4.0),
+        "map_num": (lambda k, v: ck.integer(k, v, minimum=2, maximum=ck.MAX_RANGE_NUM), 9),
+    }, finish=_finish_bifurcation),
 )
 
 STUDY_TASKS: dict[str, tuple[str, ...]] = {
     "convergence": CORE_TASKS["compare"] + ("convergence",),
     "contraction": CORE_TASKS["compare"] + ("contraction",),
+    "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
 }

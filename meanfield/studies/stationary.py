@@ -290,6 +290,74 @@ def free_energy(disc, u: np.ndarray) -> float:
 
 
 # --- Newton on the bordered system -----------------------------------------------------
+class BorderedSystem:
+    """The bordered system ``[F(x) + B mu; g(x)] = 0`` of the module docstring on the
+    real components ``z = (x, mu)`` (``x``: ``view``'s kept components of the state).
+
+    ``stationary_state`` solves it at fixed parameters; ``meanfield.studies.bifurcation``
+    continues it in kappa or beta (``disc.set_parameters`` between calls: ``residual``,
+    ``jvp`` and ``precondition`` read the discretization's current parameters).
+
+    Args:
+        disc: the spectral discretization.
+        view: the ``RealView`` of its states.
+        reference: a state whose rotation generators are the phase borders (the guess;
+            at a pitchfork, where the state itself is uniform and its generators vanish,
+            the critical mode).
+        mode: the lowest mode (degree) of the phase conditions; 0: the mass only.
+
+    Attributes:
+        border: the border directions, ``(view.size, p)`` (mass first).
+        fixed: the components the phase conditions set to zero.
+        p: the number of conditions (and multipliers).
+        size: ``view.size + p``.
+    """
+
+    def __init__(self, disc, view: RealView, reference: np.ndarray, mode: int):
+        self.disc, self.view, self.mode = disc, view, int(mode)
+        borders = [np.eye(view.size)[view.constant]]
+        self.fixed: list[int] = []
+        if mode:
+            borders += [view.to_real(b) for b in rotation_generators(disc, reference)]
+            self.fixed = [view.index(q, imag) for q, imag in _phase_positions(disc, mode)]
+        self.border = np.column_stack(borders)  # (size, p)
+        self.p = self.border.shape[1]
+        self.size = view.size + self.p
+        self._inverse_at: tuple[float, np.ndarray] | None = None
+
+    def state(self, z: np.ndarray) -> np.ndarray:
+        """The state of the unknown ``z = (x, mu)``."""
+        return self.view.to_state(z[: self.view.size])
+
+    def conditions(self, x: np.ndarray) -> np.ndarray:
+        return np.concatenate([[self.view.mass(x) - 1.0], x[self.fixed]])
+
+    def residual(self, z: np.ndarray) -> np.ndarray:
+        view = self.view
+        x, mu = z[: view.size], z[view.size:]
+        f = view.to_real(self.disc.residual(view.to_state(x))) + self.border @ mu
+        return np.concatenate([f, self.conditions(x)])
+
+    def jvp(self, z: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        view = self.view
+        dx, dmu = dz[: view.size], dz[view.size:]
+        f = view.to_real(self.disc.jvp(self.state(z), view.to_state(dx))) + self.border @ dmu
+        return np.concatenate([f, [view.unit_mass * dx[view.constant]], dx[self.fixed]])
+
+    def precondition(self, v: np.ndarray) -> np.ndarray:
+        """The inverse diffusion where it is not zero (module docstring), at the current
+        kappa (rebuilt when it changes)."""
+        kappa = self.disc.parameters[1]
+        if self._inverse_at is None or self._inverse_at[0] != kappa:
+            view = self.view
+            diag = view.to_real(np.broadcast_to(self.disc.linear, view.shape) * (1 + 1j)
+                                if view.complex else self.disc.linear).real
+            inverse = np.ones(self.size)
+            nonzero = np.abs(diag) > 0
+            inverse[: view.size][nonzero] = 1.0 / diag[nonzero]
+            self._inverse_at = (kappa, inverse)
+        return self._inverse_at[1] * v
+
 @dataclass
 class StationaryResult:
     """What ``stationary_state`` found.
@@ -380,41 +448,9 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     if view.mass(x0) <= 0 or not np.isfinite(x0).all():
         raise ValueError("the guess has no positive mass")
 
-    # borders and conditions: mass first, then the phases
-    borders = [np.eye(view.size)[view.constant]]
-    fixed: list[int] = []
-    if mode:
-        borders += [view.to_real(b) for b in rotation_generators(disc, view.to_state(x0))]
-        fixed = [view.index(p, imag) for p, imag in _phase_positions(disc, mode)]
-    border = np.column_stack(borders)  # (size, p)
-    p = border.shape[1]
-
-    def state(z: np.ndarray) -> np.ndarray:
-        return view.to_state(z[: view.size])
-
-    def conditions(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([[view.mass(x) - 1.0], x[fixed]])
-
-    def residual(z: np.ndarray) -> np.ndarray:
-        x, mu = z[: view.size], z[view.size:]
-        f = view.to_real(disc.residual(view.to_state(x))) + border @ mu
-        return np.concatenate([f, conditions(x)])
-
-    def jvp(z: np.ndarray, dz: np.ndarray) -> np.ndarray:
-        dx, dmu = dz[: view.size], dz[view.size:]
-        f = view.to_real(disc.jvp(state(z), view.to_state(dx))) + border @ dmu
-        return np.concatenate([f, [view.unit_mass * dx[view.constant]], dx[fixed]])
-
-    # Preconditioner: the inverse diffusion where it is not zero (module docstring).
-    diag = view.to_real(np.broadcast_to(disc.linear, view.shape) * (1 + 1j)
-                        if view.complex else disc.linear).real
-    inverse = np.ones(view.size + p)
-    nonzero = np.abs(diag) > 0
-    inverse[: view.size][nonzero] = 1.0 / diag[nonzero]
-
-    def precondition(v: np.ndarray) -> np.ndarray:
-        return inverse * v
-
+    system = BorderedSystem(disc, view, view.to_state(x0), mode)
+    residual, jvp, precondition = system.residual, system.jvp, system.precondition
+    border, p = system.border, system.p
     z0 = np.concatenate([x0, np.zeros(p)])
     start = float(np.linalg.norm(view.to_real(disc.residual(view.to_state(x0)))))
     out = newton_krylov(residual, z0, jvp=jvp, precondition=precondition, tol=tol,

@@ -1,0 +1,697 @@
+"""``bifurcation(config)``: the branches of stationary states of the noisy model, in kappa
+or in beta, their stability, the pitchforks of the uniform state and the folds.
+
+``[bifurcation] mode = "continuation"`` (this module):
+
+- The uniform branch (branch 0). The uniform density is stationary for every parameter.
+  At ``num = min(points, ceil((stop - start) / ds_max) + 1)`` equally spaced parameter
+  values its eigenvalues are computed by ``stationary_linear.stability`` (all of them,
+  dense), the point is labelled stable/unstable, and wherever the number of eigenvalues
+  with a positive real part changes between two points, the crossing is located by
+  ``brentq`` on the eigenvalue that crosses (to ~1e-13). There the eigenvectors of the
+  (dense) Jacobian with a zero eigenvalue give the multiplicity (2 for a Fourier mode on
+  S^1, ``2l + 1`` for a degree on S^2) and the mode (the mode / degree their coefficients
+  carry): a special point of type "pitchfork". Each is checked against the closed form of
+  DESIGN.md section 1 (``stationary_linear.critical_kappa``, ``1/a_k``): a relative
+  difference above ``PITCHFORK_RTOL`` (1e-6), a wrong multiplicity, or an analytic
+  crossing inside the range that was not found makes the run's ``status`` 1 and its
+  ``message`` say so.
+- One branch per mode ``k = 1..modes`` (degree on S^2; on S^2 an even degree sheds two
+  distinct branches, ``amplitude`` of either sign of ``P_l``: a transcritical bifurcation
+  in the axisymmetric states, so ``branch_sign`` +-1), from its pitchfork:
+  ``solvers.nonlinear.switch_branch`` along the critical mode (cosine / zonal), then
+  pseudo-arclength continuation (``continue_branch``) of the bordered stationary system
+  of ``meanfield.studies.stationary`` (``BorderedSystem``: mass and phase conditions,
+  exact Jacobian-vector products, the diffusion preconditioner; ``dF/dkappa`` exact,
+  ``dF/dbeta`` by a forward difference). The unknown is scaled by the area of the domain
+  (the mean coefficient is 1), so that the arclength weighs state and parameter alike.
+  Each point is labelled by ``stability`` (rotation zero modes dropped); folds (the
+  parameter's tangent changes sign) and eigenvalue crossings (type "bifurcation", with
+  their multiplicity) are located on the branch by ``continue_branch``.
+- Transition type per mode branch (``transition``): "supercritical" when the branch
+  leaves the pitchfork toward the side where the uniform state is unstable in that mode
+  (kappa > kappa_c for the parameter kappa), "subcritical" when it leaves backward (then
+  ``fold_kappa``/``fold_beta`` hold the first fold met, where it turns, NaN if none in
+  the range), "undetermined" when the first point is within round-off of the pitchfork.
+- A Newton failure stops that branch (``branch_status`` "failed", the where and why in
+  ``branch_message``; its points are kept) and the others go on; ``status`` is then 1.
+
+Resume: the run engine's checkpoint holds the finished branches (the dataset of those
+done), ``resume`` goes on with the next branch; Ctrl-C keeps the finished branches (the
+branch in progress is computed again).
+
+``mode = "scan"``: ``meanfield.studies.bifurcation_scan.scan``. ``mode = "map"``: not
+available yet (ConfigError).
+
+The dataset (DESIGN.md section 3): dims ``(branch, point)``: ``kappa``, ``beta``,
+``order_parameter``, ``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1 unknown
+or padding), ``leading_eigenvalue`` (real part of the leading eigenvalue, zero modes
+dropped); per branch ``branch_mode`` (0 for the uniform branch), ``branch_kind``
+("uniform" | "mode"), ``branch_sign``, ``branch_points``, ``branch_status``,
+``branch_message``, ``transition``, ``fold_kappa``, ``fold_beta``; special points on dim
+``special``: ``special_type`` ("pitchfork" | "fold" | "bifurcation"), ``special_kappa``,
+``special_beta``, ``special_branch``, ``special_multiplicity``, ``special_order_parameter``,
+``special_mode``, ``special_analytic_kappa`` (the closed form's kappa_c at the point's
+beta for pitchforks, else NaN), ``special_side`` (pitchforks: +1 when the uniform state is
+more unstable above the point, -1 below), ``special_located``; the states every ``stride``
+points (and the last) ``state_density (branch, saved, <grid dims>)`` with ``state_point``
+(-1: none). Attrs: ``parameter``, ``critical_kappa`` (closed form per mode at model.beta;
+for the parameter beta at the analytic critical beta, NaN where none in the range),
+``critical_beta`` (parameter beta only), ``pitchfork_check`` and the usual ones.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy import optimize
+
+from meanfield import config as cfgmod
+from meanfield.discretizations.base import Discretization
+from meanfield.errors import ConfigError
+from meanfield.runs.engine import Engine, RunTask
+from meanfield.studies import stationary as st
+from meanfield.studies import stationary_linear as lin
+
+PITCHFORK_RTOL = 1e-6  # detected kappa_c against the closed form (relative)
+ZERO_EIG_RTOL = 1e-9  # an eigenvalue at a located crossing counts as zero below this x radius
+EIG_TOL = 1e-10  # an eigenvalue is unstable when its real part exceeds this
+EIG_COUNT = 24  # leading eigenvalues kept per point of a mode branch
+SWITCH_H = 0.02  # offset along the critical mode of the first point (scaled unknowns)
+DS_MIN_FACTOR = 1e-4  # ds_min = ds * this
+
+
+# ---------------------------------------------------------------------------------------
+# The plan.
+
+def check_bifurcation_config(cfg: dict) -> dict:
+    """Checks before any work (ConfigError) and the plan: the branches to compute."""
+    b, m = cfg["bifurcation"], cfg["model"]
+    geometry = cfg["domain"]["geometry"]
+    if cfg["discretization"]["method"] != "spectral":
+        raise ConfigError(f"discretization.method = {cfg['discretization']['method']!r}: "
+                          "bifurcation (stationary states by Newton-Krylov and their "
+                          "eigenvalues) needs \"spectral\"", "discretization.method")
+    if b["mode"] == "map":
+        raise ConfigError("bifurcation.mode = \"map\" is not available yet; use "
+                          "\"continuation\" (or \"scan\") at each beta", "bifurcation.mode")
+    parameter = b["parameter"]
+    if parameter == "kappa" and not m["normalized"] and m["beta"] > cfgmod.MAX_USA_BETA:
+        raise ConfigError(f"model.beta = {m['beta']:g}: the USA velocity overflows beyond "
+                          f"{cfgmod.MAX_USA_BETA:g}", "model.beta")
+    if parameter == "beta" and not m["normalized"] and b["stop"] > cfgmod.MAX_USA_BETA:
+        raise ConfigError(f"bifurcation.stop = {b['stop']:g}: the USA velocity overflows "
+                          f"beyond beta = {cfgmod.MAX_USA_BETA:g}", "bifurcation.stop")
+    top_beta = b["stop"] if parameter == "beta" else m["beta"]
+    cls = Discretization.from_name(geometry, "spectral")
+    if not cls.resolves(cfg["discretization"]["resolution"], top_beta):
+        raise ConfigError(f"discretization.resolution = {cfg['discretization']['resolution']}"
+                          f" is too small for beta = {top_beta:g}: the kernel needs "
+                          f">= {cls.needed_resolution(top_beta)}", "discretization.resolution")
+    signs = []
+    for k in range(1, b["modes"] + 1):
+        # S^2, even degree: P_l and -P_l are different states (no rotation maps one to
+        # the other), two branches; otherwise one (on S^1 a rotation by pi/k flips c_k,
+        # on S^2 an odd P_l is flipped by z -> -z).
+        both = geometry == "sphere" and k % 2 == 0
+        signs += [(k, 1), (k, -1)] if both else [(k, 1)]
+    plan: dict[str, Any] = {"geometry": geometry, "parameter": parameter,
+                            "normalized": bool(m["normalized"]), "branches": signs}
+    if parameter == "kappa":
+        plan["beta"] = float(m["beta"])
+        plan["critical_kappa"] = [lin.critical_kappa(geometry, m["beta"], m["normalized"], k)
+                                  for k in range(1, b["modes"] + 1)]
+    else:
+        plan["kappa"] = float(m["kappa"])
+        plan["critical_beta"] = [analytic_critical_beta(geometry, m["kappa"],
+                                                        m["normalized"], k, b["start"],
+                                                        b["stop"])
+                                 for k in range(1, b["modes"] + 1)]
+        plan["critical_kappa"] = [m["kappa"] if math.isfinite(x) else math.nan
+                                  for x in plan["critical_beta"]]
+    return plan
+
+
+def analytic_critical_beta(geometry: str, kappa: float, normalized: bool, mode: int,
+                           start: float, stop: float) -> float:
+    """The beta in ``[start, stop]`` where ``critical_kappa(beta) = kappa`` (brentq on a
+    grid of 64 intervals; the first root), NaN if none."""
+    def gap(beta: float) -> float:
+        return lin.attraction_coefficient(geometry, beta, normalized, mode) - 1 / kappa
+
+    grid = np.linspace(start, stop, 65)
+    values = [gap(x) for x in grid]
+    for a, b, fa, fb in zip(grid[:-1], grid[1:], values[:-1], values[1:]):
+        if fa == 0:
+            return float(a)
+        if fa * fb < 0:
+            return float(optimize.brentq(gap, a, b, xtol=1e-14, rtol=1e-15))
+    return float(stop) if values[-1] == 0 else math.nan
+
+
+def build_discretization(cfg: dict) -> Any:
+    """The spectral discretization at the start of the range (kappa finite)."""
+    b, m = cfg["bifurcation"], cfg["model"]
+    model = dict(m)
+    if b["parameter"] == "kappa":
+        model["kappa"] = float(b["start"])
+    else:
+        model["beta"] = float(b["stop"])  # (the resolution checked at the largest beta)
+    disc = Discretization.from_config({**cfg, "model": model}, threads=1)
+    if b["parameter"] == "beta":
+        disc.set_parameters(beta=float(b["start"]))
+    return disc
+
+
+def _set(disc, parameter: str, value: float) -> None:
+    current = disc.parameters[0 if parameter == "beta" else 1]
+    if current != value:
+        disc.set_parameters(**{parameter: float(value)})
+
+
+def _pair(plan: dict, parameter: str, value: float) -> tuple[float, float]:
+    """(kappa, beta) of a point at parameter value ``value``."""
+    if parameter == "kappa":
+        return float(value), plan["beta"]
+    return plan["kappa"], float(value)
+
+
+# ---------------------------------------------------------------------------------------
+# The uniform branch and its pitchforks.
+
+def _unstable(eigenvalues: np.ndarray) -> int:
+    return int(np.sum(np.real(eigenvalues) > EIG_TOL))
+
+
+def _uniform_eigenvalues(disc) -> np.ndarray:
+    """All eigenvalues of the uniform state (``stability``: dense, sorted)."""
+    u = lin._uniform_state(disc)
+    return lin.stability(disc, u, count=10**9).eigenvalues
+
+
+def _crossing_mode(disc) -> tuple[int, int, float]:
+    """At a located crossing of the uniform state: (multiplicity, mode, |max radius|):
+    the zero eigenvalues of the dense Jacobian and the mode their eigenvectors carry."""
+    u = lin._uniform_state(disc)
+    matvec, size = lin.mass_preserving_operator(disc, u)
+    jac = np.column_stack([matvec(e) for e in np.eye(size)])
+    lam, vec = np.linalg.eig(jac)
+    radius = float(np.max(np.abs(lam)))
+    zero = np.abs(lam) <= ZERO_EIG_RTOL * max(radius, 1.0)
+    if not zero.any():
+        return 0, 0, radius
+    view = st.RealView(disc, u)
+    keep = np.arange(view.size) != view.constant
+    degrees = st._degrees(disc)
+    modes = []
+    for j in np.flatnonzero(zero):
+        full = np.zeros(view.size)
+        full[keep] = np.real(vec[:, j]) if np.abs(np.real(vec[:, j])).max() > 0 else 0
+        state = view.to_state(full)
+        modes.append(int(np.asarray(degrees).ravel()[int(np.argmax(np.abs(state).ravel()))]))
+    mode = max(set(modes), key=modes.count)
+    return int(zero.sum()), mode, radius
+
+
+def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
+    """The uniform branch: its points, eigenvalues, stability and pitchforks (module
+    docstring)."""
+    b = cfg["bifurcation"]
+    parameter = plan["parameter"]
+    num = int(min(b["points"], max(2, math.ceil((b["stop"] - b["start"]) / b["ds_max"]) + 1)))
+    values = np.linspace(b["start"], b["stop"], num)
+    leading, stable, counts = [], [], []
+    states, energies = [], []
+    u = lin._uniform_state(disc)
+    for value in values:
+        _set(disc, parameter, value)
+        lam = _uniform_eigenvalues(disc)
+        counts.append(_unstable(lam))
+        leading.append(float(lam[0].real) if lam.size else -math.inf)
+        stable.append(counts[-1] == 0)
+        energies.append(st.free_energy(disc, u))
+        states.append(disc.to_density(u))
+    special: list[dict] = []
+
+    def eig_at(value: float, index: int) -> float:
+        # every eigenvalue, none dropped as zero: ``stability`` drops those below
+        # ZERO_RTOL of the spectral radius, which near the crossing is the one located
+        _set(disc, parameter, value)
+        lam = lin.jacobian_eigenvalues(disc, u)
+        # (its zero, not EIG_TOL: the counts only bracket it)
+        return float(lam[index].real) if index < lam.size else -math.inf
+
+    def locate(lo: float, hi: float, n_lo: int, n_hi: int, depth: int = 0) -> None:
+        index = min(n_lo, n_hi)
+        root = optimize.brentq(eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
+        _set(disc, parameter, root)
+        multiplicity, mode, _ = _crossing_mode(disc)
+        kappa, beta = _pair(plan, parameter, root)
+        analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode)
+                    if mode else math.nan)
+        special.append({"type": "pitchfork", "lam": root, "kappa": kappa, "beta": beta,
+                        "multiplicity": multiplicity, "mode": mode,
+                        "order_parameter": 0.0, "analytic": analytic,
+                        "side": 1 if n_hi > n_lo else -1, "located": True})
+        rest = abs(n_hi - n_lo) - multiplicity
+        if rest > 0 and depth < 8 and multiplicity > 0:  # more crossings in the interval
+            eps = 1e-9 * max(1.0, abs(root))
+            if root - eps > lo:
+                _set(disc, parameter, root - eps)
+                n_mid = _unstable(lin.jacobian_eigenvalues(disc, u))
+                if n_mid != n_lo:
+                    locate(lo, root - eps, n_lo, n_mid, depth + 1)
+            if root + eps < hi:
+                _set(disc, parameter, root + eps)
+                n_mid = _unstable(lin.jacobian_eigenvalues(disc, u))
+                if n_mid != n_hi:
+                    locate(root + eps, hi, n_mid, n_hi, depth + 1)
+
+    for i in range(num - 1):
+        if counts[i] != counts[i + 1]:
+            locate(float(values[i]), float(values[i + 1]), counts[i], counts[i + 1])
+    special.sort(key=lambda s: s["lam"])
+    kappa = [_pair(plan, parameter, v)[0] for v in values]
+    beta = [_pair(plan, parameter, v)[1] for v in values]
+    saved = sorted({*range(0, num, b["stride"]), num - 1})
+    return {"kind": "uniform", "mode": 0, "sign": 0, "lam": values,
+            "kappa": np.array(kappa), "beta": np.array(beta),
+            "order_parameter": np.zeros(num), "free_energy": np.array(energies),
+            "stable": np.array(stable, dtype=np.int8), "leading": np.array(leading),
+            "special": special, "saved": saved,
+            "states": np.stack([states[i] for i in saved]),
+            "status": "completed", "message": f"{num} points, {len(special)} pitchfork(s)",
+            "transition": "", "fold_lam": math.nan}
+
+
+def pitchfork_check(plan: dict, cfg: dict, pitchforks: list[dict]) -> tuple[bool, str]:
+    """The pitchforks found against the closed form (module docstring): (ok, message)."""
+    b = cfg["bifurcation"]
+    parameter = plan["parameter"]
+    problems, found = [], {}
+    for p in pitchforks:
+        expected = 2 if plan["geometry"] == "circle" else 2 * p["mode"] + 1
+        target = p["kappa"] if parameter == "kappa" else plan["kappa"]
+        rel = abs(p["analytic"] - target) / abs(target) if p["mode"] else math.inf
+        found.setdefault(p["mode"], p)
+        if not rel <= PITCHFORK_RTOL:
+            problems.append(f"the pitchfork of mode {p['mode']} at {parameter} = "
+                            f"{p['lam']:.10g} differs from the closed form kappa_c = "
+                            f"{p['analytic']:.10g} by {rel:.2e} relative (above "
+                            f"{PITCHFORK_RTOL:g})")
+        if p["multiplicity"] != expected:
+            problems.append(f"the pitchfork of mode {p['mode']} at {parameter} = "
+                            f"{p['lam']:.10g} has multiplicity {p['multiplicity']}, "
+                            f"not {expected}")
+    for k in range(1, b["modes"] + 1):
+        if parameter == "kappa":
+            kc = plan["critical_kappa"][k - 1]
+            inside = b["start"] < kc < b["stop"]
+            where = f"kappa_c = {kc:.10g}"
+        else:
+            kc = plan["critical_beta"][k - 1]
+            inside = math.isfinite(kc) and b["start"] < kc < b["stop"]
+            where = f"beta_c = {kc:.10g}"
+        if inside and k not in found:
+            problems.append(f"the closed form puts the pitchfork of mode {k} at {where} "
+                            "inside the range, but none was found there")
+    if problems:
+        return False, "; ".join(problems)
+    located = ", ".join(f"mode {p['mode']} at {parameter} = {p['lam']:.12g} "
+                        f"(x{p['multiplicity']})" for p in pitchforks)
+    return True, (f"pitchforks agree with the closed form to {PITCHFORK_RTOL:g}: {located}"
+                  if pitchforks else "no pitchfork in the range (none expected)")
+
+
+# ---------------------------------------------------------------------------------------
+# A branch shed by the uniform state.
+
+def _skipped(mode: int, sign: int, message: str) -> dict:
+    empty = np.zeros(0)
+    return {"kind": "mode", "mode": mode, "sign": sign, "lam": empty, "kappa": empty,
+            "beta": empty, "order_parameter": empty, "free_energy": empty,
+            "stable": np.zeros(0, np.int8), "leading": empty, "special": [], "saved": [],
+            "states": None, "status": "skipped", "message": message,
+            "transition": "", "fold_lam": math.nan}
+
+
+def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
+                sign: int) -> dict:
+    """The branch shed at mode ``mode`` (degree) from ``pitchfork``, followed by
+    pseudo-arclength continuation (module docstring)."""
+    from solvers.nonlinear.continuation import switch_branch
+
+    b = cfg["bifurcation"]
+    parameter = plan["parameter"]
+    if pitchfork is None:
+        return _skipped(mode, sign, f"no pitchfork of mode {mode} in the range "
+                                    f"[{b['start']:g}, {b['stop']:g}] of {parameter}")
+    lam_c = float(pitchfork["lam"])
+    _set(disc, parameter, lam_c)
+    uniform = lin._uniform_state(disc)
+    phi = lin.critical_modes(disc, mode)[0]
+    view = st.RealView(disc, uniform)
+    system = st.BorderedSystem(disc, view, phi, mode)
+    scale = 1.0 / float(view.to_real(uniform)[view.constant])  # the mean coefficient to 1
+    z_bif = np.concatenate([view.to_real(uniform), np.zeros(system.p)])
+    direction = np.concatenate([sign * view.to_real(phi), np.zeros(system.p)]) * scale
+    invalid = (lambda v: v <= 0) if parameter == "kappa" else (lambda v: v < 0)
+
+    def residual(y: np.ndarray, lam: float) -> np.ndarray:
+        if invalid(lam) or not math.isfinite(lam):  # (a predictor beyond the physical
+            return np.full(y.size, np.nan)          # range: Newton halves the step)
+        _set(disc, parameter, lam)
+        return system.residual(y / scale)
+
+    def jvp_x(y: np.ndarray, lam: float, v: np.ndarray) -> np.ndarray:
+        _set(disc, parameter, lam)
+        return system.jvp(y / scale, v / scale)
+
+    def dF_dkappa(y: np.ndarray, lam: float) -> np.ndarray:
+        # F = (Delta / kappa) u + N(u): dF/dkappa = -(linear / kappa) u (N has no kappa)
+        _set(disc, parameter, lam)
+        u = system.state(y / scale)
+        f = view.to_real(-disc.linear * u / lam)
+        return np.concatenate([f, np.zeros(system.p)])
+
+    def precondition(r: np.ndarray) -> np.ndarray:
+        return scale * system.precondition(r)
+
+    last: dict[str, Any] = {}
+
+    def eigenvalues(y: np.ndarray, lam: float) -> np.ndarray:
+        _set(disc, parameter, lam)
+        stab = lin.stability(disc, system.state(y / scale), count=EIG_COUNT)
+        last["stability"] = stab
+        return stab.eigenvalues
+
+    points: dict[str, list] = {name: [] for name in ("lam", "order_parameter",
+                                                       "free_energy", "stable", "leading")}
+    saved_states: list[tuple[int, np.ndarray]] = []
+
+    def callback(index: int, y: np.ndarray, lam: float) -> None:
+        _set(disc, parameter, lam)
+        u = system.state(y / scale)
+        stab = last.get("stability")
+        points["lam"].append(lam)
+        points["order_parameter"].append(st.order_parameter(disc, u))
+        points["free_energy"].append(st.free_energy(disc, u))
+        points["stable"].append(-1 if stab is None else int(stab.stable))
+        points["leading"].append(math.nan if stab is None else stab.leading)
+        if index % b["stride"] == 0:
+            saved_states.append((index, disc.to_density(u)))
+        last["point"] = (index, u)
+
+    ds = b["ds"]
+    branch = switch_branch(
+        residual, z_bif * scale, lam_c, direction, h=SWITCH_H, jvp_x=jvp_x,
+        dF_dlam=dF_dkappa if parameter == "kappa" else None, tol=b["tolerance"],
+        ds=ds, ds_min=ds * DS_MIN_FACTOR, ds_max=b["ds_max"],
+        lam_bounds=(b["start"], b["stop"]), max_points=b["points"],
+        eigenvalues=eigenvalues, eig_tol=EIG_TOL, precondition=precondition,
+        callback=callback)
+    n = len(points["lam"])
+    if n and (not saved_states or saved_states[-1][0] != n - 1):
+        index, u = last["point"]
+        saved_states.append((index, disc.to_density(u)))
+    lam = np.array(points["lam"], dtype=float)
+    pairs = [_pair(plan, parameter, v) for v in lam]
+    special = []
+    for s in branch.special:
+        _set(disc, parameter, s.lam)
+        kappa, beta = _pair(plan, parameter, s.lam)
+        special.append({"type": s.kind, "lam": float(s.lam), "kappa": kappa, "beta": beta,
+                        "multiplicity": int(s.multiplicity), "mode": mode,
+                        "order_parameter": st.order_parameter(disc,
+                                                              system.state(s.x / scale)),
+                        "analytic": math.nan, "side": 0, "located": bool(s.located)})
+    transition, fold_lam = "", math.nan
+    if n:
+        offset = lam[0] - lam_c
+        folds = [s for s in special if s["type"] == "fold"]
+        fold_lam = folds[0]["lam"] if folds else math.nan
+        if abs(offset) <= 1e-12 * max(1.0, abs(lam_c)):
+            transition = "undetermined"
+        elif np.sign(offset) == pitchfork["side"]:
+            transition = "supercritical"
+        else:
+            transition = "subcritical"
+    message = branch.message
+    if branch.status == "failed":
+        message = f"Newton failed on the branch of mode {mode}: {branch.message}"
+    return {"kind": "mode", "mode": mode, "sign": sign, "lam": lam,
+            "kappa": np.array([p[0] for p in pairs]), "beta": np.array([p[1] for p in pairs]),
+            "order_parameter": np.array(points["order_parameter"]),
+            "free_energy": np.array(points["free_energy"]),
+            "stable": np.array(points["stable"], dtype=np.int8),
+            "leading": np.array(points["leading"], dtype=float), "special": special,
+            "saved": [i for i, _ in saved_states],
+            "states": np.stack([d for _, d in saved_states]) if saved_states else None,
+            "status": branch.status, "message": message, "transition": transition,
+            "fold_lam": fold_lam}
+
+
+# ---------------------------------------------------------------------------------------
+# The dataset (and the checkpoint: the same, of the branches done).
+
+_TEXT = ("kind", "status", "message", "transition")
+
+
+def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
+                  ) -> xr.Dataset:
+    """The bifurcation dataset (module docstring) of the branches done."""
+    parameter = plan["parameter"]
+    nb = len(branches)
+    npts = max([len(br["lam"]) for br in branches] + [1])
+    nsave = max([len(br["saved"]) for br in branches] + [1])
+    shape = tuple(grid.shape)
+    arrays = {name: np.full((nb, npts), np.nan) for name in
+              ("kappa", "beta", "order_parameter", "free_energy", "leading_eigenvalue")}
+    stable = np.full((nb, npts), -1, dtype=np.int8)
+    density = np.full((nb, nsave, *shape), np.nan)
+    state_point = np.full((nb, nsave), -1, dtype=np.int64)
+    specials: list[dict] = []
+    for i, br in enumerate(branches):
+        n = len(br["lam"])
+        for name, key in (("kappa", "kappa"), ("beta", "beta"),
+                          ("order_parameter", "order_parameter"),
+                          ("free_energy", "free_energy"), ("leading_eigenvalue", "leading")):
+            arrays[name][i, :n] = br[key]
+        stable[i, :n] = br["stable"]
+        if br["states"] is not None:
+            density[i, :len(br["saved"])] = br["states"]
+            state_point[i, :len(br["saved"])] = br["saved"]
+        specials += [{**s, "branch": i} for s in br["special"]]
+    fold_pairs = [_pair(plan, parameter, br["fold_lam"]) if math.isfinite(br["fold_lam"])
+                  else (math.nan, math.nan) for br in branches]
+    units = {"kappa": "1", "beta": "1", "order_parameter": "1", "free_energy": "1",
+             "leading_eigenvalue": "1/time"}
+    long = {"kappa": "inverse noise strength kappa", "beta": "inverse temperature beta",
+            "order_parameter": "|int x dmu|",
+            "free_energy": "kappa^-1 int rho log rho - (E_beta(rho) - E_beta(uniform))",
+            "leading_eigenvalue": "real part of the leading eigenvalue of F' (rotation "
+                                  "zero modes dropped)"}
+    data: dict[str, Any] = {name: (("branch", "point"), arrays[name],
+                                   {"units": units[name], "long_name": long[name]})
+                            for name in arrays}
+    data["stable"] = (("branch", "point"), stable,
+                      {"units": "1", "long_name": "1 stable, 0 unstable, -1 unknown/none"})
+    data["branch_points"] = ("branch", np.array([len(br["lam"]) for br in branches],
+                                                 dtype=np.int64), {"units": "1"})
+    data["branch_mode"] = ("branch", np.array([br["mode"] for br in branches], dtype=np.int64),
+                           {"units": "1", "long_name": "Fourier mode k (S^1) or degree l "
+                                                       "(S^2) shed; 0: the uniform branch"})
+    data["branch_sign"] = ("branch", np.array([br["sign"] for br in branches], dtype=np.int64),
+                           {"units": "1", "long_name": "sign of the critical mode at the "
+                                                       "start (0: uniform)"})
+    for name in _TEXT:
+        data[f"branch_{name}" if name != "transition" else "transition"] = (
+            "branch", np.array([br[name] for br in branches], dtype=str))
+    data["fold_kappa"] = ("branch", np.array([p[0] for p in fold_pairs]), {"units": "1"})
+    data["fold_beta"] = ("branch", np.array([p[1] for p in fold_pairs]), {"units": "1"})
+
+    def column(key: str, dtype=float) -> np.ndarray:
+        return np.array([s[key] for s in specials], dtype=dtype)
+
+    data.update({
+        "special_type": ("special", column("type", str)),
+        "special_kappa": ("special", column("kappa"), {"units": "1"}),
+        "special_beta": ("special", column("beta"), {"units": "1"}),
+        "special_branch": ("special", column("branch", np.int64), {"units": "1"}),
+        "special_multiplicity": ("special", column("multiplicity", np.int64), {"units": "1"}),
+        "special_order_parameter": ("special", column("order_parameter"), {"units": "1"}),
+        "special_mode": ("special", column("mode", np.int64), {"units": "1"}),
+        "special_analytic_kappa": ("special", column("analytic"),
+                                   {"units": "1", "long_name": "closed-form kappa_c = 1/a "
+                                                               "at the point's beta"}),
+        "special_side": ("special", column("side", np.int64), {"units": "1"}),
+        "special_located": ("special", column("located", np.int8), {"units": "1"}),
+    })
+    data["state_density"] = (("branch", "saved", *grid.dims), density,
+                             {"units": "1/area", "long_name": "stationary density"})
+    data["state_point"] = (("branch", "saved"), state_point,
+                           {"units": "1", "long_name": "point index of the saved state"})
+    ds = xr.Dataset(data, coords=grid.coords())
+    m = cfg["model"]
+    attrs = {"title": f"bifurcations of {'SA' if m['normalized'] else 'USA'} on the "
+                      f"{plan['geometry']} in {parameter}",
+             "geometry": plan["geometry"], "model": "SA" if m["normalized"] else "USA",
+             "parameter": parameter, "critical_kappa": np.array(plan["critical_kappa"]),
+             **info}
+    if parameter == "beta":
+        attrs["critical_beta"] = np.array(plan["critical_beta"])
+        attrs["kappa"] = plan["kappa"]
+    else:
+        attrs["beta"] = plan["beta"]
+    ds.attrs.update(attrs)
+    return ds
+
+
+def branches_from_dataset(ds: xr.Dataset) -> list[dict]:
+    """The branch dicts of a (checkpoint) dataset: what ``study_dataset`` was made of."""
+    out = []
+    parameter = ds.attrs["parameter"]
+    for i in range(ds.sizes["branch"]):
+        n = int(ds.branch_points.values[i])
+        saved_idx = ds.state_point.values[i]
+        k = int(np.sum(saved_idx >= 0))
+        specials = []
+        for j in np.flatnonzero(ds.special_branch.values == i):
+            specials.append({
+                "type": str(ds.special_type.values[j]),
+                "lam": float(ds[f"special_{parameter}"].values[j]),
+                "kappa": float(ds.special_kappa.values[j]),
+                "beta": float(ds.special_beta.values[j]),
+                "multiplicity": int(ds.special_multiplicity.values[j]),
+                "mode": int(ds.special_mode.values[j]),
+                "order_parameter": float(ds.special_order_parameter.values[j]),
+                "analytic": float(ds.special_analytic_kappa.values[j]),
+                "side": int(ds.special_side.values[j]),
+                "located": bool(ds.special_located.values[j])})
+        fold = float(ds[f"fold_{parameter}"].values[i])
+        out.append({
+            "kind": str(ds.branch_kind.values[i]), "mode": int(ds.branch_mode.values[i]),
+            "sign": int(ds.branch_sign.values[i]),
+            "lam": ds[parameter].values[i, :n].copy(),
+            "kappa": ds.kappa.values[i, :n].copy(), "beta": ds.beta.values[i, :n].copy(),
+            "order_parameter": ds.order_parameter.values[i, :n].copy(),
+            "free_energy": ds.free_energy.values[i, :n].copy(),
+            "stable": ds.stable.values[i, :n].astype(np.int8),
+            "leading": ds.leading_eigenvalue.values[i, :n].copy(), "special": specials,
+            "saved": [int(x) for x in saved_idx[:k]],
+            "states": ds.state_density.values[i, :k].copy() if k else None,
+            "status": str(ds.branch_status.values[i]),
+            "message": str(ds.branch_message.values[i]),
+            "transition": str(ds.transition.values[i]), "fold_lam": fold})
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The study on the run engine.
+
+class BifurcationTask(RunTask):
+    """Points: the start, the uniform branch, then one per (mode, sign) branch; a
+    checkpoint keeps the branches done."""
+
+    kind = "bifurcation"
+
+    def __init__(self, cfg: dict, plan: dict):
+        super().__init__(cfg)
+        self.plan = plan
+        self.disc = build_discretization(cfg)
+
+    def points(self) -> list:
+        return ["start", "uniform", *plan_branches(self.plan)]
+
+    def where(self, done: int) -> str:
+        return f"{max(done - 1, 0)} of {len(self.points()) - 1} branches"
+
+    def start(self) -> Any:
+        return {"pitchforks": [], "branch": None}
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if point == "uniform":
+            branch = uniform_branch(self.disc, self.cfg, self.plan)
+            return {"pitchforks": branch["special"], "branch": branch}
+        mode, sign = point
+        pitchfork = next((p for p in state["pitchforks"] if p["mode"] == mode), None)
+        branch = mode_branch(self.disc, self.cfg, self.plan, pitchfork, mode, sign)
+        return {"pitchforks": state["pitchforks"], "branch": branch}
+
+    def frame(self, state: Any) -> Any:
+        return state["branch"]
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        branches = [f for f in frames[1:] if isinstance(f, dict)]
+        ok, check = pitchfork_check(self.plan, self.cfg,
+                                    branches[0]["special"] if branches else [])
+        failed = [f"branch {i} (mode {br['mode']}): {br['message']}"
+                  for i, br in enumerate(branches) if br["status"] == "failed"]
+        info = {**info, "pitchfork_check": check, "check_passed": int(ok),
+                "problems": "; ".join(([] if ok else [check]) + failed)}
+        return study_dataset(self.cfg, self.plan, self.disc.grid, branches, info)
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        branches = [f for f in frames[1:] if isinstance(f, dict)]
+        if not branches:
+            return xr.Dataset()
+        return study_dataset(self.cfg, self.plan, self.disc.grid, branches, {})
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        if "branch_points" not in ckpt:
+            return self.start(), [None]
+        branches = branches_from_dataset(ckpt)
+        return ({"pitchforks": branches[0]["special"], "branch": branches[-1]},
+                [None, *branches])
+
+
+def plan_branches(plan: dict) -> list[tuple[int, int]]:
+    """The (mode, sign) of the mode branches, in order."""
+    return [tuple(x) for x in plan["branches"]]
+
+
+def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
+                overwrite: bool = False, resume: bool = False,
+                progress: bool = False) -> xr.Dataset:
+    """The bifurcation study of one config (module docstring).
+
+    Args:
+        config: the config; ``[bifurcation]`` parameter, start, stop, modes, mode, ds,
+            ds_max, points, stride, tolerance (and the scan's and map's keys).
+        out: where to write the netCDF result (default ``output.path``).
+        overwrite: replace an existing result.
+        resume: continue from ``<out>.checkpoint.nc`` (the branches done are kept).
+        progress: unused by the continuation (a branch at a time); the scan's bar.
+
+    Returns:
+        The study dataset; ``status`` 0 when finished and every check passed, 1 when
+        finished with a pitchfork that disagrees with the closed form or a branch whose
+        Newton failed (``message`` says which), -1 when interrupted (the branches done).
+
+    Raises:
+        ConfigError: bad input, before any work.
+    """
+    cfg = cfgmod.validate(config)
+    plan = check_bifurcation_config(cfg)
+    if cfg["bifurcation"]["mode"] == "scan":
+        try:
+            from meanfield.studies.bifurcation_scan import scan
+        except ImportError as exc:
+            raise ConfigError(f"bifurcation.mode = \"scan\" is not available in this "
+                              f"installation ({exc}); use \"continuation\"",
+                              "bifurcation.mode") from None
+        return scan(cfg, out=out, overwrite=overwrite, resume=resume, progress=progress)
+    out = out if out is not None else cfg["output"]["path"]
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    ds = engine.run(BifurcationTask(cfg, plan))
+    problems = ds.attrs.get("problems", "")
+    if ds.attrs["status"] == 0 and problems:
+        ds.attrs.update(status=1, message=f"finished with problems: {problems}")
+        if out is not None:
+            from meanfield.io import write_netcdf
+
+            write_netcdf(ds, out, overwrite=True)
+    return ds
