@@ -76,6 +76,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError, SolverError
+from meanfield.runs.engine import stamp
 from meanfield.runs.executor import Executor
 from meanfield.studies.stationary import (
     RealView,
@@ -103,14 +104,15 @@ HALVINGS = 6
 
 # --- the plan ------------------------------------------------------------------------
 def _validated(cfg: dict) -> dict:
-    """The config validated, the ``[bifurcation]`` section included when the registry
-    knows it; otherwise the other sections validated and the section kept as given."""
+    """The config validated; should the registry not know ``[bifurcation]``, the other
+    sections validated and it kept as given."""
     if not isinstance(cfg, dict):
         raise ConfigError(f"a config must be a dict of sections, got {type(cfg).__name__}")
     section = cfg.get("bifurcation")
     if section is not None and not isinstance(section, dict):
         raise ConfigError("[bifurcation] must be a table of keys", "bifurcation")
     if "bifurcation" in cfgmod.SECTIONS:
+        # (no task: a config the study validated already holds every section)
         out = cfgmod.validate(cfg)
     else:  # (until the section is registered)
         out = cfgmod.validate({k: v for k, v in cfg.items() if k != "bifurcation"})
@@ -510,17 +512,11 @@ def _dataset(cfg: dict, plan: ScanPlan, table: dict) -> xr.Dataset:
              "polish_tolerance": plan.polish_tol, "scan_t_max": plan.t_max,
              "bistable_low": float(flagged.min()) if flagged.size else math.nan,
              "bistable_high": float(flagged.max()) if flagged.size else math.nan,
-             "config": cfgmod.to_json(cfg), "status": 0,
-             "message": "; ".join([summary, *messages])}
-    try:
-        import meanfield
-
-        attrs["version"] = meanfield.__version__
-    except AttributeError:  # pragma: no cover
-        pass
+             }
     ds = xr.Dataset(data, coords={"sweep": list(sweeps), "value": values,
                                   "kappa": ("value", kappa), "beta": ("value", beta)},
                     attrs=attrs)
+    stamp(ds, "bifurcation", cfg, 0, "; ".join([summary, *messages]))
     ds["steady_time"].attrs["description"] = "time at which ||F|| < scan_tolerance"
     ds["residual"].attrs["description"] = "||F|| of the Newton-polished state"
     ds["bistable"].attrs["description"] = ("the up and down sweeps end on different "

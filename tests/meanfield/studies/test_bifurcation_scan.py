@@ -1,0 +1,233 @@
+"""The brute-force bifurcation scan against analytic references.
+
+- beta = 0 on S^1 (noisy Kuramoto): every state the scan finds is stable and has
+  ``r = I_1(kappa r)/I_0(kappa r)`` (brentq) to 1e-8 after polishing, ``r = 0`` below
+  ``kappa_c = 2``; a supercritical pitchfork: no bistability.
+- USA at beta = 4 on S^1, first order: the up sweep (from the uniform state) and the down
+  sweep (from a cluster) end on different stable states on an interval below ``kappa_c =
+  beta / I_1(beta)`` (DESIGN.md section 1) whose lower end lies within one scan spacing
+  above the fold. The fold is computed independently: the even stationary states
+  ``rho = exp(kappa Phi[rho]) / Z`` (``Phi = K*rho / beta``, ``K*`` the multiplier ``2 pi
+  I_k(beta)`` on mode k) are solved by MINPACK (``scipy.optimize.fsolve``) at a fixed
+  order parameter r for the cosine coefficients and kappa, which gives ``kappa(r)``; the
+  fold is its minimum (brentq on ``d kappa / d r``). Neither the package's residual nor
+  its Newton solver is used.
+- A dask cluster of 2 workers gives the same numbers as a serial run; bad input is a
+  ConfigError before any work.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, special
+
+from meanfield.errors import ConfigError
+from meanfield.runs.executor import Executor
+from meanfield.studies import bifurcation_scan as bs
+
+KURAMOTO = {"domain": {"geometry": "circle"}, "discretization": {"resolution": 64},
+            "model": {"beta": 0.0, "kappa": 2.0},
+            "bifurcation": {"parameter": "kappa", "start": 1.5, "stop": 4.0,
+                            "scan_num": 8}}
+# USA, beta = 4: kappa_c = 4 / I_1(4) = 0.40986, the fold at 0.3871. The values keep away
+# from both (the relaxation rates vanish there): spacing 0.005, the nearest 0.0039 above
+# the fold and 0.0011 above kappa_c.
+BETA = 4.0
+USA = {"domain": {"geometry": "circle"}, "discretization": {"resolution": 48},
+       "model": {"beta": BETA, "kappa": 0.4, "normalized": False},
+       "bifurcation": {"parameter": "kappa", "start": 0.371, "stop": 0.431,
+                       "scan_num": 13}}
+
+
+def kuramoto_root(kappa: float) -> float:
+    """The non-trivial root of r = I_1(kappa r)/I_0(kappa r) (0 for kappa <= 2)."""
+    if kappa <= 2:
+        return 0.0
+    return optimize.brentq(lambda r: special.i1e(kappa * r) / special.i0e(kappa * r) - r,
+                           1e-6, 1.0, xtol=1e-15)
+
+
+@pytest.fixture(scope="module")
+def kuramoto():
+    return bs.scan(KURAMOTO)
+
+
+@pytest.fixture(scope="module")
+def usa():
+    return bs.scan(USA)
+
+
+# --- beta = 0 ------------------------------------------------------------------------
+def test_the_dataset(kuramoto):
+    ds = kuramoto
+    assert dict(ds.sizes) == {"sweep": 4, "value": 8}
+    assert list(ds.sweep.values) == ["uniform", "clustered", "up", "down"]
+    np.testing.assert_allclose(ds.kappa, np.linspace(1.5, 4.0, 8))
+    assert bool((ds.beta == 0).all())
+    assert ds.attrs["kind"] == "bifurcation" and ds.attrs["mode"] == "scan"
+    assert ds.attrs["parameter"] == "kappa" and ds.attrs["kappa_c"] == pytest.approx(2.0)
+    for name in ("order_parameter", "free_energy", "stable", "steady_time", "residual",
+                 "order_parameter_unpolished", "residual_unpolished", "leading_eigenvalue",
+                 "mode", "converged"):
+        assert ds[name].dims == ("sweep", "value")
+    assert ds.bistable.dims == ("value",)
+
+
+def test_noisy_kuramoto_states_match_the_self_consistency(kuramoto):
+    ds = kuramoto
+    assert bool(ds.converged.all()), ds.attrs["message"]
+    assert bool(ds.stable.all())
+    # polished: stationary to round-off (Newton's tolerance 1e-10)
+    assert float(ds.residual.max()) <= 1e-10
+    assert float(ds.residual_unpolished.max()) < 1e-9
+    assert bool((ds.steady_time > 0).all())
+    for i, kappa in enumerate(ds.kappa.values):
+        r = kuramoto_root(kappa)
+        found = ds.order_parameter.values[:, i]
+        assert np.abs(found - r).max() <= 1e-8, (kappa, found, r)
+        # unpolished: as close as ||F|| < 1e-9 allows
+        assert np.abs(ds.order_parameter_unpolished.values[:, i] - r).max() <= 1e-6
+        assert set(ds["mode"].values[:, i]) == {0 if kappa < 2 else 1}
+
+
+def test_the_pitchfork_is_supercritical(kuramoto):
+    assert not bool(kuramoto.bistable.any())
+    assert math.isnan(kuramoto.attrs["bistable_low"])
+    assert "no bistability" in kuramoto.attrs["message"]
+
+
+# --- USA, beta = 4: first order ------------------------------------------------------
+K_MODES, POINTS = 24, 128  # I_24(4) ~ 1e-17 I_0(4); the trapezoid rule is spectral
+
+
+def _even_state_equations(r: float, beta: float):
+    """The equations of an even stationary state of order parameter r (module
+    docstring): unknowns the cosine coefficients a_2..a_K and kappa."""
+    theta = 2 * np.pi * np.arange(POINTS) / POINTS
+    cos = np.cos(np.outer(np.arange(K_MODES + 1), theta))
+    bessel = special.iv(np.arange(K_MODES + 1), beta)
+
+    def equations(z: np.ndarray) -> np.ndarray:
+        a = np.concatenate([[1 / (2 * np.pi), r / (2 * np.pi)], z[:-1]])
+        phi = (2 * np.pi / beta) * (bessel[0] * a[0] + 2 * (bessel[1:] * a[1:]) @ cos[1:])
+        w = np.exp(z[-1] * (phi - phi.max()))
+        rho = w / (2 * np.pi * w.mean())
+        return (cos[1:] @ rho) / POINTS - a[1:]
+
+    return equations
+
+
+def kappa_of_r(r: float, beta: float = BETA, guess: np.ndarray | None = None
+               ) -> tuple[float, np.ndarray]:
+    equations = _even_state_equations(r, beta)
+    if guess is None:
+        guess = np.concatenate([np.zeros(K_MODES - 1), [beta / special.iv(1, beta)]])
+    z = optimize.fsolve(equations, guess, xtol=1e-13)
+    assert np.abs(equations(z)).max() < 1e-12
+    return float(z[-1]), z
+
+
+@pytest.fixture(scope="module")
+def fold():
+    """(kappa, r) at the fold: the minimum of kappa(r), brentq on its derivative."""
+    h = 1e-4
+
+    def slope(r):
+        return (kappa_of_r(r + h)[0] - kappa_of_r(r - h)[0]) / (2 * h)
+
+    r_fold = optimize.brentq(slope, 0.4, 0.75, xtol=1e-8)
+    return kappa_of_r(r_fold)[0], r_fold
+
+
+def test_the_reference_fold_is_subcritical(fold):
+    kappa_fold, r_fold = fold
+    kappa_c = BETA / special.iv(1, BETA)
+    assert kappa_fold < kappa_c - 0.02 and 0.4 < r_fold < 0.7
+    # the branch leaves the uniform state toward smaller kappa (subcritical)
+    assert kappa_of_r(0.01)[0] < kappa_c
+
+
+def test_hysteresis_below_kappa_c_down_to_the_fold(usa, fold):
+    ds, (kappa_fold, _) = usa, fold
+    kappa_c = BETA / special.iv(1, BETA)
+    assert ds.attrs["kappa_c"] == pytest.approx(kappa_c, rel=1e-12)
+    assert bool(ds.converged.all()), ds.attrs["message"]
+    values = ds.kappa.values
+    spacing = values[1] - values[0]
+    bistable = ds.bistable.values
+    assert bistable.sum() >= 2
+    flagged = values[bistable]
+    # one interval, below kappa_c, from within a spacing above the fold ...
+    assert np.all(np.diff(np.flatnonzero(bistable)) == 1)
+    assert flagged.max() < kappa_c and kappa_c - flagged.max() < spacing
+    assert 0 <= flagged.min() - kappa_fold < spacing
+    assert ds.attrs["bistable_low"] == flagged.min()
+    assert ds.attrs["bistable_high"] == flagged.max()
+    # ... where the up sweep stays uniform and the down sweep on the cluster
+    up, down = ds.order_parameter.sel(sweep="up"), ds.order_parameter.sel(sweep="down")
+    assert bool((up[bistable] == 0).all()) and bool((down[bistable] > 0.5).all())
+    assert bool(ds.stable.all())
+    # outside it both sweeps agree (uniform below the fold, the cluster above kappa_c)
+    np.testing.assert_allclose(up[~bistable], down[~bistable], atol=1e-9)
+    assert bool((up[values < kappa_fold] == 0).all())
+    assert bool((up[values > kappa_c] > 0.5).all())
+
+
+def test_the_cluster_states_lie_on_the_reference_branch(usa, fold):
+    """The polished cluster of the down sweep at each bistable value against r(kappa) of
+    the upper branch (brentq on kappa(r) - kappa above the fold)."""
+    ds, (_, r_fold) = usa, fold
+    for kappa in ds.kappa.values[ds.bistable.values][[0, -1]]:
+        r = optimize.brentq(lambda s, k=kappa: kappa_of_r(s)[0] - k, r_fold, 0.95,
+                            xtol=1e-13)
+        found = float(ds.order_parameter.sel(sweep="down").sel(value=kappa))
+        assert found == pytest.approx(r, abs=1e-8)
+
+
+# --- the executor, bad input ---------------------------------------------------------
+SMALL = {**KURAMOTO, "bifurcation": {"parameter": "kappa", "start": 1.5, "stop": 3.0,
+                                     "scan_num": 2, "scan_starts": ["clustered"]}}
+
+
+def test_a_dask_cluster_gives_the_same_numbers():
+    serial = bs.scan(SMALL)
+    with Executor(workers=2) as executor:
+        cluster = bs.scan(SMALL, executor=executor)
+    for name in bs.VARIABLES + ("bistable",):
+        np.testing.assert_array_equal(cluster[name].values, serial[name].values)
+    assert list(cluster.sweep.values) == ["clustered", "up", "down"]
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"scan_num": 1}, "bifurcation.scan_num"),
+    ({"scan_num": 2.5}, "bifurcation.scan_num"),
+    ({"scan_starts": []}, "bifurcation.scan_starts"),
+    ({"scan_starts": ["random"]}, "bifurcation.scan_starts"),
+    ({"scan_starts": ["uniform", "uniform"]}, "bifurcation.scan_starts"),
+    ({"start": 4.0, "stop": 1.5}, ("bifurcation.start", "bifurcation.stop")),
+    ({"start": 2.0, "stop": 2.0}, ("bifurcation.start", "bifurcation.stop")),
+    ({"start": 0.0}, "bifurcation.start"),
+    ({"start": -1.0}, "bifurcation.start"),
+    ({"scan_tolerance": 0.0}, "bifurcation.scan_tolerance"),
+    ({"scan_t_max": -1.0}, "bifurcation.scan_t_max"),
+    ({"parameter": "noise"}, "bifurcation.parameter"),
+])
+def test_bad_input_before_any_work(change, key, monkeypatch):
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(bs, "run_member", no_work)
+    cfg = {**KURAMOTO, "bifurcation": {**KURAMOTO["bifurcation"], **change}}
+    with pytest.raises(ConfigError) as err:
+        bs.scan(cfg)
+    keys = key if isinstance(key, tuple) else (key,)
+    assert err.value.key.split("[")[0] in keys  # (a list entry: key[i])
+
+
+def test_finite_volume_is_refused():
+    cfg = {**KURAMOTO, "discretization": {"resolution": 64, "method": "finite-volume"}}
+    with pytest.raises(ConfigError) as err:
+        bs.scan(cfg)
+    assert err.value.key == "discretization.method"
