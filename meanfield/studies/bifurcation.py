@@ -186,12 +186,6 @@ def _unstable(eigenvalues: np.ndarray) -> int:
     return int(np.sum(np.real(eigenvalues) > EIG_TOL))
 
 
-def _uniform_eigenvalues(disc) -> np.ndarray:
-    """All eigenvalues of the uniform state (``stability``: dense, sorted)."""
-    u = lin._uniform_state(disc)
-    return lin.stability(disc, u, count=10**9).eigenvalues
-
-
 def _crossing_mode(disc) -> tuple[int, int, float]:
     """At a located crossing of the uniform state: (multiplicity, mode, |max radius|):
     the zero eigenvalues of the dense Jacobian and the mode their eigenvectors carry."""
@@ -228,10 +222,16 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
     u = lin._uniform_state(disc)
     for value in values:
         _set(disc, parameter, value)
-        lam = _uniform_eigenvalues(disc)
+        # Every eigenvalue, none dropped: the uniform state has no symmetry zero mode, and
+        # ``stability`` would drop the critical one at a point on kappa_c exactly. The
+        # same dense computation as ``stability``; a zero eigenvalue (a point on a
+        # crossing) is degenerate, not stable, as ``stability`` says.
+        lam = lin.jacobian_eigenvalues(disc, u)
+        radius = float(np.max(np.abs(lam))) if lam.size else 0.0
+        zero = bool(np.any(np.abs(lam) <= lin.ZERO_RTOL * max(radius, 1.0)))
         counts.append(_unstable(lam))
         leading.append(float(lam[0].real) if lam.size else -math.inf)
-        stable.append(counts[-1] == 0)
+        stable.append(counts[-1] == 0 and not zero)
         energies.append(st.free_energy(disc, u))
         states.append(disc.to_density(u))
     special: list[dict] = []
@@ -246,7 +246,11 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
 
     def locate(lo: float, hi: float, n_lo: int, n_hi: int, depth: int = 0) -> None:
         index = min(n_lo, n_hi)
-        root = optimize.brentq(eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
+        f_lo, f_hi = eig_at(lo, index), eig_at(hi, index)
+        if f_lo * f_hi > 0:  # an end on the crossing itself (round-off on either side)
+            root = lo if abs(f_lo) < abs(f_hi) else hi
+        else:
+            root = optimize.brentq(eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
         _set(disc, parameter, root)
         multiplicity, mode, _ = _crossing_mode(disc)
         kappa, beta = _pair(plan, parameter, root)
@@ -648,6 +652,26 @@ class BifurcationTask(RunTask):
                 [None, *branches])
 
 
+def _scan(scan, cfg: dict, out, overwrite: bool, resume: bool, progress: bool
+          ) -> xr.Dataset:
+    """``mode = "scan"``: the scan's dataset stamped like every result and written to
+    ``out`` (checked before the work). The scan has no checkpoint: ``resume`` runs it
+    again."""
+    from meanfield.io import check_writable, write_netcdf
+    from meanfield.runs.engine import stamp
+
+    out = out if out is not None else cfg["output"]["path"]
+    if out is not None:
+        check_writable(out, overwrite or resume)
+    ds = scan(cfg, progress=progress)
+    if "status" not in ds.attrs:
+        ds = stamp(ds, "bifurcation", cfg, 0, "finished")
+    ds.attrs.setdefault("mode", "scan")
+    if out is not None:
+        write_netcdf(ds, out, overwrite=True)
+    return ds
+
+
 def plan_branches(plan: dict) -> list[tuple[int, int]]:
     """The (mode, sign) of the mode branches, in order."""
     return [tuple(x) for x in plan["branches"]]
@@ -683,7 +707,7 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
             raise ConfigError(f"bifurcation.mode = \"scan\" is not available in this "
                               f"installation ({exc}); use \"continuation\"",
                               "bifurcation.mode") from None
-        return scan(cfg, out=out, overwrite=overwrite, resume=resume, progress=progress)
+        return _scan(scan, cfg, out, overwrite, resume, progress)
     out = out if out is not None else cfg["output"]["path"]
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     ds = engine.run(BifurcationTask(cfg, plan))
