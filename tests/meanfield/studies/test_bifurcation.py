@@ -250,3 +250,42 @@ def test_a_newton_failure_keeps_the_branch(monkeypatch):
     message = str(ds.branch_message.values[1])
     assert "Newton failed" in message and "lam = " in message  # where and why
     assert ds.branch_points.values[1] >= 1  # the points so far are kept
+
+
+# --- transition type ---------------------------------------------------------------------
+@pytest.mark.parametrize("geometry,beta,resolution", [
+    ("circle", 1.0, 48), ("circle", 2.0, 48), ("circle", 3.0, 48), ("circle", 4.0, 64),
+    ("sphere", 1.0, 12), pytest.param("sphere", 3.0, 16, marks=pytest.mark.slow)])
+def test_transition_type_of_usa_against_the_landau_coefficient(geometry, beta, resolution):
+    """USA changes type at beta ~ 2.45 (S^1) and ~ 1.82 (S^2). The continuation decides
+    from the computed branch; the reference is the weakly nonlinear kappa_2 of
+    ``meanfield.model.landau`` (kappa = kappa_c + kappa_2 r^2): the type by its sign and,
+    quantitatively, the branch's first point (r ~ 0.01) on that parabola (2 %). A
+    subcritical branch is unstable from the pitchfork to its fold, below kappa_c, and
+    stable beyond."""
+    from meanfield.model import landau
+
+    kc = bf.lin.critical_kappa(geometry, beta, False)
+    ds = bf.bifurcation({"model": {"beta": beta, "normalized": False},
+                         "domain": {"geometry": geometry},
+                         "discretization": {"resolution": resolution},
+                         "bifurcation": {"start": 0.6 * kc, "stop": 1.3 * kc,
+                                         "ds": 0.02 * kc, "ds_max": 0.1 * kc,
+                                         "points": 60}})
+    assert ds.attrs["status"] == 0, ds.attrs["message"]
+    expected = landau.transition_type(geometry, beta, False)
+    assert ds.transition.values[1] == expected
+    k2 = landau.landau_coefficient(geometry, beta, False)
+    kappa, r = _branch(ds, 1, "kappa"), _branch(ds, 1, "order_parameter")
+    assert (kappa[0] - kc) / r[0] ** 2 == pytest.approx(k2, rel=0.02, abs=1e-3)
+    stable = _branch(ds, 1, "stable")
+    fold = ds.fold_kappa.values[1]
+    if expected == "subcritical":
+        assert fold < kc
+        folds = ds.special_kappa.values[ds.special_type.values == "fold"]
+        assert folds.size >= 1 and folds[0] == fold
+        before = np.arange(kappa.size) < np.argmin(kappa)
+        assert np.all(stable[before & (kappa < fold + 0.2 * (kc - fold))] != 1)
+        assert np.all(stable[kappa > kc] == 1)
+    else:
+        assert math.isnan(fold) and np.all(stable == 1)
