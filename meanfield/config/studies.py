@@ -134,14 +134,16 @@ def _finish_bifurcation(cfg: dict) -> None:
     if b["ds_max"] < b["ds"]:
         raise ConfigError(f"bifurcation.ds_max = {b['ds_max']:g} must be >= bifurcation.ds "
                           f"= {b['ds']:g}", "bifurcation.ds_max")
-    if b["map_start"] >= b["map_stop"]:
-        raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}, map_stop = "
-                          f"{b['map_stop']:g}: a reversed/empty range; give map_start < "
-                          "map_stop", "bifurcation.map_start")
-    second = "beta" if parameter == "kappa" else "kappa"
-    if (b["map_start"] < 0 if second == "beta" else b["map_start"] <= 0):
-        raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}: {second} must be "
-                          f"{'>= 0' if second == 'beta' else '> 0'}", "bifurcation.map_start")
+    if b["mode"] == "map":  # (the map's defaults are beta's: checked only for a map)
+        if b["map_start"] >= b["map_stop"]:
+            raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}, map_stop = "
+                              f"{b['map_stop']:g}: a reversed/empty range; give map_start "
+                              "< map_stop", "bifurcation.map_start")
+        second = "beta" if parameter == "kappa" else "kappa"
+        if (b["map_start"] < 0 if second == "beta" else b["map_start"] <= 0):
+            raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}: {second} must "
+                              f"be {'>= 0' if second == 'beta' else '> 0'}",
+                              "bifurcation.map_start")
     # (discretization.method = "spectral" is checked by the study itself: a config
     # validated for every section (no task) holds [bifurcation]'s defaults too)
     disc = cfg["discretization"]
