@@ -95,9 +95,6 @@ def check_bifurcation_config(cfg: dict) -> dict:
         raise ConfigError(f"discretization.method = {cfg['discretization']['method']!r}: "
                           "bifurcation (stationary states by Newton-Krylov and their "
                           "eigenvalues) needs \"spectral\"", "discretization.method")
-    if b["mode"] == "map":
-        raise ConfigError("bifurcation.mode = \"map\" is not available yet; use "
-                          "\"continuation\" (or \"scan\") at each beta", "bifurcation.mode")
     parameter = b["parameter"]
     if parameter == "kappa" and not m["normalized"] and m["beta"] > cfgmod.MAX_USA_BETA:
         raise ConfigError(f"model.beta = {m['beta']:g}: the USA velocity overflows beyond "
@@ -368,7 +365,10 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         if invalid(lam) or not math.isfinite(lam):  # (a predictor beyond the physical
             return np.full(y.size, np.nan)          # range: Newton halves the step)
         _set(disc, parameter, lam)
-        return system.residual(y / scale)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            # (a far predictor can make K*rho negative: SA's log gives NaN, and Newton
+            # halves the step on a non-finite residual)
+            return system.residual(y / scale)
 
     def jvp_x(y: np.ndarray, lam: float, v: np.ndarray) -> np.ndarray:
         _set(disc, parameter, lam)
@@ -699,6 +699,12 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
         ConfigError: bad input, before any work.
     """
     cfg = cfgmod.validate(config)
+    if cfg["bifurcation"]["mode"] == "map":
+        from meanfield.studies import bifurcation_map as bm
+
+        bm.check_map_config(cfg)
+        return _finish(Engine(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
+                              progress=progress).run(bm.MapTask(cfg)), _out(cfg, out))
     plan = check_bifurcation_config(cfg)
     if cfg["bifurcation"]["mode"] == "scan":
         try:
@@ -708,9 +714,18 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
                               f"installation ({exc}); use \"continuation\"",
                               "bifurcation.mode") from None
         return _scan(scan, cfg, out, overwrite, resume, progress)
-    out = out if out is not None else cfg["output"]["path"]
+    out = _out(cfg, out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
-    ds = engine.run(BifurcationTask(cfg, plan))
+    return _finish(engine.run(BifurcationTask(cfg, plan)), out)
+
+
+def _out(cfg: dict, out):
+    return out if out is not None else cfg["output"]["path"]
+
+
+def _finish(ds: xr.Dataset, out) -> xr.Dataset:
+    """``status`` 1 and the problems in ``message`` when a check failed or a branch's
+    Newton did (the file rewritten with them)."""
     problems = ds.attrs.get("problems", "")
     if ds.attrs["status"] == 0 and problems:
         ds.attrs.update(status=1, message=f"finished with problems: {problems}")

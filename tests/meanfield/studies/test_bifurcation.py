@@ -164,7 +164,12 @@ def test_a_wrong_closed_form_is_reported(monkeypatch):
     ({"bifurcation": {"modes": 32}}, "bifurcation.modes"),
     ({"bifurcation": {"modes": 0}}, "bifurcation.modes"),
     ({"bifurcation": {"mode": "brute"}}, "bifurcation.mode"),
-    ({"bifurcation": {"mode": "map"}}, "bifurcation.mode"),
+    ({"bifurcation": {"mode": "map", "parameter": "beta", "start": 0.0, "map_start": 1.0},
+      "model": {"kappa": 3.0}},
+     "bifurcation.parameter"),
+    ({"bifurcation": {"mode": "map", "map_start": 2.0, "map_stop": 1.0}},
+     "bifurcation.map_start"),
+    ({"bifurcation": {"mode": "map", "map_stop": 40.0}}, "discretization.resolution"),
     ({"bifurcation": {"parameter": "gamma"}}, "bifurcation.parameter"),
     ({"bifurcation": {"points": 1}}, "bifurcation.points"),
     ({"bifurcation": {"parameter": "beta"}, "model": {"kappa": "inf"}}, "model.kappa"),
@@ -289,3 +294,32 @@ def test_transition_type_of_usa_against_the_landau_coefficient(geometry, beta, r
         assert np.all(stable[kappa > kc] == 1)
     else:
         assert math.isnan(fold) and np.all(stable == 1)
+
+
+# --- the (beta, kappa) map -----------------------------------------------------------------
+def test_map_of_usa_on_the_circle():
+    """beta = 2 (continuous) and 3.5 (first order): kappa_c(beta) = 1/a_1 (1e-6), the fold
+    below the Maxwell point (equal free energies) below kappa_c where first order, the
+    order parameter of the stable state growing from 0 at kappa_c."""
+    from meanfield.model import landau
+
+    ds = bf.bifurcation({"model": {"normalized": False}, "discretization": {"resolution": 48},
+                         "bifurcation": {"mode": "map", "start": 0.4, "stop": 2.0,
+                                         "ds": 0.02, "ds_max": 0.1, "map_start": 2.0,
+                                         "map_stop": 3.5, "map_num": 2}})
+    assert ds.attrs["status"] == 0, ds.attrs["message"]
+    np.testing.assert_allclose(ds.map_critical_kappa, ds.map_analytic_kappa, rtol=1e-6)
+    for beta in (2.0, 3.5):
+        assert ds.map_analytic_kappa.sel(beta=beta) == pytest.approx(
+            bf.lin.critical_kappa("circle", beta, False), rel=1e-14)
+        row = ds.sel(beta=beta)
+        assert str(row.map_transition.values) == landau.transition_type("circle", beta,
+                                                                         False)
+    first = ds.sel(beta=3.5)
+    assert (first.map_fold_kappa < first.map_maxwell_kappa < first.map_critical_kappa)
+    assert math.isnan(float(ds.map_fold_kappa.sel(beta=2.0)))
+    order = ds.map_order_parameter.sel(beta=2.0)
+    kc = float(ds.map_critical_kappa.sel(beta=2.0))
+    assert np.all(order.values[ds.kappa.values < kc] == 0)
+    above = order.values[ds.kappa.values > kc]
+    assert np.all(above > 0) and np.all(np.diff(above) > 0)
