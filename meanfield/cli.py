@@ -119,8 +119,16 @@ def _run(args) -> int:
 def _bifurcation_summary(ds) -> str:
     """One line on a bifurcation result: its pitchforks and transitions (or the scan's
     kind when it has no special points)."""
+    if "map_transition" in ds:
+        first = [float(b) for b, t in zip(ds.beta.values, ds.map_transition.values)
+                 if str(t) == "subcritical"]
+        return (f"map of {ds.sizes['beta']} beta: kappa_c from "
+                f"{float(ds.map_critical_kappa.min()):.6g} to "
+                f"{float(ds.map_critical_kappa.max()):.6g}; "
+                + (f"first order from beta = {min(first):g}" if first
+                   else "continuous throughout"))
     if "special_type" not in ds:
-        return f"{ds.attrs.get('kind', 'bifurcation')}"
+        return f"{ds.attrs.get('kind', 'bifurcation')} scan"
     parameter = ds.attrs.get("parameter", "kappa")
     kinds = [str(t) for t in ds.special_type.values]
     where = [float(v) for v in ds[f"special_{parameter}"].values]

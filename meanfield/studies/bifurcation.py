@@ -40,8 +40,10 @@ Resume: the run engine's checkpoint holds the finished branches (the dataset of 
 done), ``resume`` goes on with the next branch; Ctrl-C keeps the finished branches (the
 branch in progress is computed again).
 
-``mode = "scan"``: ``meanfield.studies.bifurcation_scan.scan``. ``mode = "map"``: not
-available yet (ConfigError).
+``mode = "scan"``: ``meanfield.studies.bifurcation_scan.scan`` (time integration to
+steady state; no checkpoint). ``mode = "map"``: ``meanfield.studies.bifurcation_map``
+(the first bifurcation over a (beta, kappa) map: kappa_c(beta), the fold curve, the
+Maxwell point, the stable order parameter, bistability).
 
 The dataset (DESIGN.md section 3): dims ``(branch, point)``: ``kappa``, ``beta``,
 ``order_parameter``, ``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1 unknown
