@@ -323,3 +323,13 @@ def test_map_of_usa_on_the_circle():
     assert np.all(order.values[ds.kappa.values < kc] == 0)
     above = order.values[ds.kappa.values > kc]
     assert np.all(above > 0) and np.all(np.diff(above) > 0)
+
+
+def test_scan_mode_goes_to_the_scan(tmp_path):
+    """mode = "scan" runs ``bifurcation_scan.scan`` and writes its dataset, stamped."""
+    out = tmp_path / "s.nc"
+    ds = bf.bifurcation({"model": {"beta": 0.0}, "discretization": {"resolution": 32},
+                         "bifurcation": {"mode": "scan", "start": 1.5, "stop": 3.0,
+                                         "scan_num": 3}}, out=out)
+    assert ds.attrs["kind"] == "bifurcation" and ds.attrs["status"] == 0
+    assert "order_parameter" in ds and out.exists()
