@@ -333,3 +333,29 @@ def test_scan_mode_goes_to_the_scan(tmp_path):
                                          "scan_num": 3}}, out=out)
     assert ds.attrs["kind"] == "bifurcation" and ds.attrs["status"] == 0
     assert "order_parameter" in ds and out.exists()
+
+
+def test_map_resumes_from_the_betas_done(tmp_path, monkeypatch):
+    from meanfield.studies import bifurcation_map as bm
+
+    cfg = {"model": {"normalized": False}, "discretization": {"resolution": 32},
+           "bifurcation": {"mode": "map", "start": 0.8, "stop": 2.0, "map_start": 1.0,
+                           "map_stop": 2.0, "map_num": 2}}
+    out = tmp_path / "m.nc"
+    real, calls = bm.map_point, []
+
+    def interrupt_second(c, beta):
+        calls.append(beta)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(c, beta)
+
+    monkeypatch.setattr(bm, "map_point", interrupt_second)
+    part = bf.bifurcation(cfg, out=out)
+    assert part.attrs["status"] == -1 and "1 of 2 betas" in part.attrs["message"]
+    calls.clear()
+    monkeypatch.setattr(bm, "map_point", lambda c, beta: calls.append(beta) or real(c, beta))
+    resumed = bf.bifurcation(cfg, out=out, resume=True)
+    assert calls == [2.0] and resumed.attrs["status"] == 0
+    np.testing.assert_allclose(resumed.map_critical_kappa, resumed.map_analytic_kappa,
+                               rtol=1e-6)
