@@ -231,3 +231,40 @@ def test_finite_volume_is_refused():
     with pytest.raises(ConfigError) as err:
         bs.scan(cfg)
     assert err.value.key == "discretization.method"
+
+
+@pytest.mark.slow
+def test_a_fine_scan_flags_only_the_interval_between_fold_and_kappa_c(fold):
+    """41 values (the default) across [0.36, 0.44]: values right at kappa_c relax too slowly
+    to be steady by t_max (critical slowing down); they are polished anyway and reported,
+    and ``bistable`` still holds exactly the values in [fold, kappa_c) (both ends of the
+    hysteresis loop at one spacing)."""
+    kappa_fold, _ = fold
+    kappa_c = BETA / special.iv(1, BETA)
+    cfg = {**USA, "bifurcation": {"parameter": "kappa", "start": 0.36, "stop": 0.44,
+                                  "scan_num": 41, "scan_starts": ["uniform"]}}
+    ds = bs.scan(cfg)
+    values = ds.kappa.values
+    inside = (values > kappa_fold) & (values < kappa_c)
+    spacing = values[1] - values[0]
+    flagged = ds.bistable.values
+    assert not flagged[~inside].any()
+    # all of the interval but the values within a spacing of its ends (slow relaxation)
+    core = inside & (values > kappa_fold + spacing) & (values < kappa_c - spacing)
+    assert flagged[core].all()
+    assert float(ds.residual.max()) <= 1e-10
+
+
+def test_the_sphere_at_beta_zero():
+    """S^2, beta = 0: r = L(kappa r) (Langevin) above kappa_c = 3, uniform below."""
+    cfg = {"domain": {"geometry": "sphere"}, "discretization": {"resolution": 15},
+           "model": {"beta": 0.0, "kappa": 3.0},
+           "bifurcation": {"parameter": "kappa", "start": 2.5, "stop": 4.5, "scan_num": 2,
+                           "scan_starts": ["clustered"]}}
+    ds = bs.scan(cfg)
+    assert bool(ds.converged.all()) and bool(ds.stable.all()), ds.attrs["message"]
+    root = optimize.brentq(lambda r: 1 / np.tanh(4.5 * r) - 1 / (4.5 * r) - r, 1e-3, 1.0,
+                           xtol=1e-15)
+    np.testing.assert_allclose(ds.order_parameter.sel(value=2.5), 0.0, atol=1e-12)
+    np.testing.assert_allclose(ds.order_parameter.sel(value=4.5), root, atol=1e-8)
+    assert ds.attrs["kappa_c"] == pytest.approx(3.0)
