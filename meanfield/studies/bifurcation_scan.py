@@ -4,9 +4,9 @@ value, from several starts and in both directions (``[bifurcation] mode = "scan"
 What users run first. For ``scan_num`` values of ``[bifurcation] parameter`` (``kappa``
 or ``beta``) evenly spaced from ``start`` to ``stop``, the PDE (the spectral
 discretization's own stepper, ``disc.stepper()`` through ``solvers.steppers.integrate``,
-as ``meanfield.runs.evolve`` steps) is integrated until ``||F(u)|| < scan_tolerance`` (``disc.residual``,
-2-norm over the real components, as ``stationary_state`` reports it) or ``t >
-scan_t_max``. The end state is then POLISHED by Newton (``stationary_state``, tolerance
+as ``meanfield.runs.evolve`` steps) is integrated until ``||F(u)|| < scan_tolerance``
+(``disc.residual``, 2-norm over the real components, as ``stationary_state`` reports it)
+or ``t > scan_t_max``. The end state is then POLISHED by Newton (``stationary_state``, tolerance
 ``min(tolerance, 1e-10)``): the reported state is stationary to round-off, so the scan
 agrees with continuation to round-off wherever both land on the same state; the
 unpolished order parameter and residual are kept beside it. A state within
@@ -23,8 +23,9 @@ state they grow to the stability limit of the explicit transport and the control
 then holds the residual at ~``time.tolerance`` times the stiffness (measured: USA beta =
 4, kappa = 0.43, N = 48: ``||F||`` stalls at 1e-6 with ``time.tolerance = 1e-8``, and
 needs 2229 steps to reach 1e-9 with 1e-10), whereas fixed steps keep the exact fixed
-point of ETDRK4 (an equilibrium of ``F``) attracting: 97 steps of 0.2 there. Only the
-end state matters here, and it does not depend on the step.
+point of ETDRK4 (an equilibrium of ``F``) attracting: 97 steps of 0.2 there. The end
+state (a zero of ``F``) does not depend on the step; only which basin a transient ends
+in could, marginally, near a basin boundary.
 
 Sweeps (the dataset's ``sweep`` dimension):
 
@@ -42,10 +43,10 @@ Sweeps (the dataset's ``sweep`` dimension):
 Where ``up`` and ``down`` end on different stable states at the same value (their
 rotation-invariant spectra, ``|c_k|`` on S^1 and the power per degree on S^2, differ by
 more than ``DISTINCT_RTOL`` of the mean coefficient), ``bistable`` is True: the hysteresis
-loop of a first-order (subcritical) transition. ``attrs["bistable_low"]``/``["bistable_high"]``
-are the smallest and largest such values (NaN where there is none); with ``parameter =
-"kappa"`` the fold of the subcritical branch lies within one spacing below
-``bistable_low`` and ``kappa_c`` above ``bistable_high``.
+loop of a first-order (subcritical) transition. ``attrs["bistable_low"]`` and
+``attrs["bistable_high"]`` are the smallest and largest such values (NaN where there is
+none); with ``parameter = "kappa"`` the fold of the subcritical branch lies within one
+spacing below ``bistable_low`` and ``kappa_c`` within one above ``bistable_high``.
 
 Members go through the executor (``meanfield.runs.executor``, serial or dask): one per
 (independent start, value) and one per sweep direction (sequential in itself). Each
