@@ -118,13 +118,15 @@ def config(args) -> dict:
                 "domain": {"geometry": "sphere"}, "discretization": {"resolution": 33},
                 "time": {"t_final": 1.0, "save_every": 1.0, "dt": 0.1},
                 "convergence": {"n": ns, "replicas": args.replicas, "p": 2,
-                                "reference": 2}}
+                                "reference": args.reference},
+                "parallel": {"workers": args.workers}}
     ns = [10**k for k in range(2, round(math.log10(args.n_max)) + 1)]
     return {"model": {"beta": 1.0, "normalized": True},
             "initial": {"kind": "von_mises", "concentration": 0.5},
             "discretization": {"resolution": 256},
             "time": {"t_final": 2.0, "save_every": 1.0, "dt": 0.05, "tolerance": 1e-10},
-            "convergence": {"n": ns, "replicas": args.replicas, "p": args.p}}
+            "convergence": {"n": ns, "replicas": args.replicas, "p": args.p},
+            "parallel": {"workers": args.workers}}
 
 
 def main():
@@ -135,6 +137,12 @@ def main():
                     help="largest n (default 1e6 on S^1, 1e5 on S^2; 1e4 with --quick)")
     ap.add_argument("--replicas", type=int, default=8)
     ap.add_argument("--p", type=float, default=2.0, help="S^1 only (S^2: 2)")
+    ap.add_argument("--reference", type=int, default=2,
+                    help="S^2: atoms per token of the reference (default 2)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="dask workers (default 1: serial, the time split is measured; "
+                         "with more the members run in worker processes and only the "
+                         "wall time and the PDE are measured)")
     args = ap.parse_args()
     if args.n_max is None:
         args.n_max = 1e4 if args.quick else (1e5 if args.sphere else 1e6)
@@ -145,7 +153,8 @@ def main():
           f"{cfg['convergence']['p']:g}; {os.cpu_count()} cores, load average {load:.2f} at "
           "the start (other jobs on the machine slow this down)")
     # Warm the numba caches and imports on a tiny run (not timed).
-    small = {**cfg, "convergence": {**cfg["convergence"], "n": [10, 20], "replicas": 1}}
+    small = {**cfg, "convergence": {**cfg["convergence"], "n": [10, 20], "replicas": 1},
+             "parallel": {"workers": 1}}
     conv.convergence(small)
     clock = Clock()
     start = time.perf_counter()
@@ -154,6 +163,10 @@ def main():
     wall = time.perf_counter() - start
     print(f"status {ds.attrs.get('status')}, wall {wall:.1f} s "
           f"(load average now {os.getloadavg()[0]:.2f})\n")
+    if args.workers > 1:  # the members ran in other processes: no split
+        print(f"{args.workers} workers: wall time only; fitted slope of the distance per "
+              f"time: {np.round(ds['slope'].values, 3).tolist()}")
+        return
     print(f"{'n':>9} {'members s':>10} " + " ".join(f"{p:>10}" for p in PARTS)
           + f" {'other':>8}")
     pde = clock.seconds[None]["PDE"]
