@@ -4,6 +4,14 @@
     python benchmarks/bench_convergence.py --quick    # S^1, n = 1e2 .. 1e4
     python benchmarks/bench_convergence.py --sphere   # S^2, n = 1e2 .. 1e5 (p = 2)
     python benchmarks/bench_convergence.py --sphere --n-max 1e4
+    python benchmarks/bench_convergence.py --workers 2                  # issue 10's S^1
+    python benchmarks/bench_convergence.py --sphere --reference 1 --workers 2  # and S^2
+
+Measured (2-core machine, otherwise idle, 2026-11-23): S^1 n = 1e2..1e6 x 8
+replicas with 2 dask workers: 469 s for the study (7 min 52 s with the warm-up run);
+S^2 n = 1e2..1e5 x 8 replicas, reference 1, 2 workers: 406 s (6 min 49 s). Serial S^2,
+one replica: a member at n = 1e5 takes 121 s, 97 % of it the metrics (four exact
+assignments of 1e5 tokens, ~20-26 s each, and the reference atoms).
 
 S^1: beta = 1, SA, no noise, von Mises (concentration 0.5) initial, spectral resolution
 256, save times 0, 1, 2, dt = 0.05 (as ``test_acceptance_circle_rates``), ``--p`` (2 by
