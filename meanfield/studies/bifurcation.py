@@ -654,24 +654,13 @@ class BifurcationTask(RunTask):
                 [None, *branches])
 
 
-def _scan(scan, cfg: dict, out, overwrite: bool, resume: bool, progress: bool
+def _scan(run_scan, cfg: dict, out, overwrite: bool, resume: bool, progress: bool
           ) -> xr.Dataset:
-    """``mode = "scan"``: the scan's dataset stamped like every result and written to
-    ``out`` (checked before the work). The scan has no checkpoint: ``resume`` runs it
-    again."""
-    from meanfield.io import check_writable, write_netcdf
-    from meanfield.runs.engine import stamp
-
-    out = out if out is not None else cfg["output"]["path"]
-    if out is not None:
-        check_writable(out, overwrite or resume)
-    ds = scan(cfg, progress=progress)
-    if "status" not in ds.attrs:
-        ds = stamp(ds, "bifurcation", cfg, 0, "finished")
-    ds.attrs.setdefault("mode", "scan")
-    if out is not None:
-        write_netcdf(ds, out, overwrite=True)
-    return ds
+    """``mode = "scan"``: the scan on the run engine (``bifurcation_scan.run_scan``),
+    written to ``out``; its checkpoint keeps the members done, ``resume`` runs only the
+    others."""
+    return run_scan(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
+                    progress=progress)
 
 
 def plan_branches(plan: dict) -> list[tuple[int, int]]:
@@ -710,12 +699,12 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
     plan = check_bifurcation_config(cfg)
     if cfg["bifurcation"]["mode"] == "scan":
         try:
-            from meanfield.studies.bifurcation_scan import scan
+            from meanfield.studies.bifurcation_scan import run_scan
         except ImportError as exc:
             raise ConfigError(f"bifurcation.mode = \"scan\" is not available in this "
                               f"installation ({exc}); use \"continuation\"",
                               "bifurcation.mode") from None
-        return _scan(scan, cfg, out, overwrite, resume, progress)
+        return _scan(run_scan, cfg, out, overwrite, resume, progress)
     out = _out(cfg, out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return _finish(engine.run(BifurcationTask(cfg, plan)), out)

@@ -53,6 +53,15 @@ Members go through the executor (``meanfield.runs.executor``, serial or dask): o
 builds its own discretization with one FFT thread, so the numbers are the same serially
 and on a cluster.
 
+They run on the run engine (``ScanTask``, a ``MemberStudy``; ``run_scan`` with an output,
+``scan`` in memory): with an output the members done are kept in ``<out>.checkpoint.nc``
+(when ``output.checkpoint_every`` has passed, on Ctrl-C, and when a member failed: the
+others are kept, the error names it), and ``resume`` runs only the members not done (a
+failed one included), in the scan's order; the dataset is assembled from the members'
+records whatever order they were done in, and is the same as an uninterrupted run's. An
+interrupted scan's dataset (``status`` -1) holds the values done, NaN (``stable`` and
+``converged`` False, ``mode`` -1) elsewhere.
+
 Dataset: dims ``(sweep, value)``; coordinates ``sweep`` (labels), ``value`` (the scanned
 parameter), ``kappa`` and ``beta`` (value) (one of them constant); variables
 ``order_parameter``, ``free_energy``, ``stable``, ``leading_eigenvalue``, ``mode`` (lowest
@@ -68,8 +77,9 @@ from __future__ import annotations
 import copy
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -77,8 +87,10 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError, SolverError
-from meanfield.runs.engine import stamp
+from meanfield.io import write_netcdf
+from meanfield.runs.engine import Engine, stamp
 from meanfield.runs.executor import Executor
+from meanfield.studies.members import MemberStudy
 from meanfield.studies.stationary import (
     RealView,
     check_spectral,
@@ -421,11 +433,184 @@ def run_member(cfg: dict, plan: ScanPlan, params: dict) -> list[dict]:
 VARIABLES = ("order_parameter", "free_energy", "stable", "leading_eigenvalue", "mode",
              "residual", "order_parameter_unpolished", "residual_unpolished",
              "steady_time", "converged")
+# what a value not computed (yet) shows in the dataset of an interrupted scan
+MISSING = {"order_parameter": math.nan, "free_energy": math.nan, "stable": False,
+           "leading_eigenvalue": math.nan, "mode": -1, "residual": math.nan,
+           "order_parameter_unpolished": math.nan, "residual_unpolished": math.nan,
+           "steady_time": math.nan, "converged": False, "message": "", "steps": 0,
+           "signature": None}
+# the scalars of a record kept in a checkpoint (with its message and signature)
+_KEPT = (*VARIABLES, "steps")
+
+
+def scan_members(plan: ScanPlan) -> list[dict]:
+    """The members' params, in the order they are started: the two long sequential
+    sweeps first (on a cluster they start at once), then each (independent start, value)."""
+    params: list[dict] = [{"sweep": d} for d in DIRECTIONS]
+    params += [{"sweep": s, "index": i} for s in plan.starts for i in range(len(plan.values))]
+    return params
+
+
+def _key(params: dict) -> tuple[str, int]:
+    return params["sweep"], int(params.get("index", -1))
+
+
+class ScanTask(MemberStudy):
+    """The scan on the run engine: points the start, then one per member
+    (``scan_members``); a checkpoint keeps the members done, and ``resume`` runs only the
+    others (a member that failed included). A frame is ``(params, records)`` of a member
+    done, or the ``TaskResult`` of one that failed: the dataset is assembled by the
+    members' params, whatever order they were done in."""
+
+    kind = "bifurcation"
+    first_member = 1
+    members_bar = True
+
+    def __init__(self, cfg: dict, plan: ScanPlan, executor: Executor, progress: bool):
+        super().__init__(cfg, executor, progress)
+        self.plan = plan
+        self.members = scan_members(plan)
+        self.summary = ""  # the message of the last complete dataset
+        self._done: set[tuple[str, int]] = set()  # the members a checkpoint held
+
+    def points(self) -> list:
+        return ["start", *range(len(self.members))]
+
+    def where(self, done: int) -> str:
+        return f"{max(done - 1, 0)} of {len(self.members)} members"
+
+    def describe(self, params: dict) -> str:
+        if "index" in params:
+            return (f"scan member {params['sweep']!r} at {self.plan.parameter} = "
+                    f"{self.plan.values[params['index']]:.6g}")
+        return f"scan member sweep {params['sweep']!r}"
+
+    def start(self) -> None:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if self._results is None:  # the members not done, in their order
+            todo = [p for p in self.members if _key(p) not in self._done]
+            fn = functools.partial(run_member, self.cfg, self.plan)
+            self._results = self.executor.imap(fn, todo)
+        result = next(self._results)
+        self.member_done()
+        return (result.params, result.value) if result.ok else result
+
+    def frame(self, state: Any) -> Any:
+        return state
+
+    def progress_bar(self, enabled: bool, done: int):
+        bar = super().progress_bar(enabled, done)
+        if bar is not None:
+            bar.set_description("bifurcation scan")
+        return bar
+
+    def _table(self, frames: list) -> dict:
+        table: dict[tuple[str, int], dict] = {}
+        for f in frames[1:]:
+            if not isinstance(f, tuple):
+                continue
+            params, records = f
+            if "index" in params:
+                table[params["sweep"], params["index"]] = records[0]
+            else:
+                for i, record in enumerate(records):
+                    table[params["sweep"], i] = record
+        return table
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        del info  # (the scan's attrs: as they always were)
+        ds = _dataset(self.cfg, self.plan, self._table(frames))
+        self.summary = ds.attrs["message"]
+        return ds
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        done = [f for f in frames[1:] if isinstance(f, tuple)]
+        if not done:
+            return xr.Dataset()
+        rows = [(params, i, record) for params, records in done
+                for i, record in enumerate(records)]
+        data = {f"record_{name}": ("record", np.array([r[name] for _, _, r in rows]))
+                for name in _KEPT}
+        data["record_message"] = ("record", np.array([str(r["message"]) for _, _, r in rows],
+                                                     dtype=object))
+        data["record_signature"] = (("record", "coefficient"),
+                                    np.stack([np.asarray(r["signature"], dtype=float)
+                                              for _, _, r in rows]))
+        data["record_sweep"] = ("record", np.array([p["sweep"] for p, _, _ in rows],
+                                                   dtype=object))
+        data["record_member_index"] = ("record", np.array([p.get("index", -1)
+                                                           for p, _, _ in rows]))
+        data["record_position"] = ("record", np.array([i for _, i, _ in rows]))
+        return xr.Dataset(data)
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        frames: list = [None]
+        if "record_sweep" not in ckpt:
+            return None, frames
+        members: dict[tuple[str, int], list] = {}
+        for j in range(ckpt.sizes["record"]):
+            key = (str(ckpt["record_sweep"].values[j]),
+                   int(ckpt["record_member_index"].values[j]))
+            record = {name: ckpt[f"record_{name}"].values[j][()] for name in _KEPT}
+            record["message"] = str(ckpt["record_message"].values[j])
+            record["signature"] = np.array(ckpt["record_signature"].values[j])
+            members.setdefault(key, []).append(
+                (int(ckpt["record_position"].values[j]), record))
+        for params in self.members:  # (in the members' order)
+            key = _key(params)
+            if key in members:
+                frames.append((params, [r for _, r in sorted(members[key],
+                                                             key=lambda x: x[0])]))
+        self._done = set(members)
+        return frames[-1], frames
+
+
+def run_scan(cfg: dict, out: str | Path | None = None, *, overwrite: bool = False,
+             resume: bool = False, progress: bool = False,
+             executor: Executor | None = None) -> xr.Dataset:
+    """The scan on the run engine (``ScanTask``): written to ``out`` (None: not written,
+    no checkpoint), ``resume`` goes on from ``<out>.checkpoint.nc`` without the members
+    done; Ctrl-C returns the values done (``status`` -1) and keeps them in the checkpoint.
+
+    Args:
+        cfg: the config (validated here).
+        out: the result path, or None.
+        overwrite, resume, progress: as the entry points'.
+        executor: runs the members (default: the config's ``[parallel]`` executor, closed
+            afterwards).
+
+    Raises:
+        ConfigError: bad input, before any work.
+        TaskFailed: a member failed (named); the others are kept in the checkpoint.
+    """
+    cfg = _validated(cfg)
+    plan = scan_plan(cfg)
+    engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
+    own = executor is None
+    executor = Executor.from_config(cfg) if own else executor
+    try:
+        executor.connect()  # (an unreachable scheduler fails before any work)
+        task = ScanTask(cfg, plan, executor, progress)
+        try:
+            ds = engine.run(task)
+        finally:
+            task.close()
+    finally:
+        if own:
+            executor.close()
+    if ds.attrs.get("status") == 0 and task.summary:  # the scan's summary, not "finished"
+        ds.attrs["message"] = task.summary
+        if out is not None:
+            write_netcdf(ds, out, overwrite=True)
+    return ds
 
 
 def scan(cfg: dict, executor: Executor | None = None, progress: bool = False
          ) -> xr.Dataset:
-    """The brute-force scan of a config's ``[bifurcation]`` range (module docstring).
+    """The brute-force scan of a config's ``[bifurcation]`` range (module docstring), in
+    memory (``run_scan`` writes it, with checkpoints and resume).
 
     Args:
         cfg: the config (validated here; ``[bifurcation]`` keys parameter, start, stop,
@@ -435,56 +620,20 @@ def scan(cfg: dict, executor: Executor | None = None, progress: bool = False
         progress: a tqdm bar over the members.
 
     Returns:
-        The dataset (dims ``sweep``, ``value``).
+        The dataset (dims ``sweep``, ``value``); ``status`` -1 on Ctrl-C (the values done
+        so far, NaN elsewhere).
 
     Raises:
         ConfigError: bad input, before any work.
         SolverError: a member failed (named, with its error).
     """
-    cfg = _validated(cfg)
-    plan = scan_plan(cfg)
-    params = [{"sweep": s, "index": i} for s in plan.starts for i in range(len(plan.values))]
-    params += [{"sweep": d} for d in DIRECTIONS]
-    # the two long sequential members first: on a cluster they start at once
-    params = params[-2:] + params[:-2]
-    fn: Callable[[dict], list[dict]] = functools.partial(run_member, cfg, plan)
-    own = executor is None
-    executor = Executor.from_config(cfg) if own else executor
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(params), unit="member", desc="bifurcation scan")
-    results = []
-    try:
-        for result in executor.imap(fn, params):
-            results.append(result)
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        if own:
-            executor.close()
-    failed = [r for r in results if not r.ok]
-    if failed:
-        shown = "; ".join(r.describe() for r in failed[:3])
-        more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-        raise SolverError(f"{len(failed)} of {len(results)} scan members failed: "
-                          f"{shown}{more}")
-    table: dict[tuple[str, int], dict] = {}
-    for result in results:
-        sweep = result.params["sweep"]
-        if "index" in result.params:
-            table[sweep, result.params["index"]] = result.value[0]
-        else:
-            for i, record in enumerate(result.value):
-                table[sweep, i] = record
-    return _dataset(cfg, plan, table)
+    return run_scan(cfg, None, progress=progress, executor=executor)
 
 
 def _dataset(cfg: dict, plan: ScanPlan, table: dict) -> xr.Dataset:
+    """The dataset of the records ``table[sweep, i]`` (``MISSING`` where there is none)."""
     sweeps, n = plan.sweeps, len(plan.values)
+    table = {(s, i): table.get((s, i), MISSING) for s in sweeps for i in range(n)}
     data = {}
     for name in VARIABLES:
         data[name] = (("sweep", "value"),
@@ -530,6 +679,8 @@ def _distinct(a: dict, b: dict) -> bool:
     if not (a["stable"] and b["stable"]):
         return False
     sa, sb = a["signature"], b["signature"]
+    if sa is None or sb is None:
+        return False
     if not (np.all(np.isfinite(sa)) and np.all(np.isfinite(sb))):
         return False
     return bool(np.max(np.abs(sa - sb)) > DISTINCT_RTOL)

@@ -14,6 +14,9 @@
   its Newton solver is used.
 - A dask cluster of 2 workers gives the same numbers as a serial run; bad input is a
   ConfigError before any work.
+- Resume: a scan stopped by Ctrl-C, or by a member that failed, goes on from its
+  checkpoint without running the members done again, and gives the dataset of an
+  uninterrupted run (variables and attrs); also through ``bifurcation(mode = "scan")``.
 """
 from __future__ import annotations
 
@@ -23,8 +26,10 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from meanfield.errors import ConfigError
+from meanfield.errors import ConfigError, SolverError
 from meanfield.runs.executor import Executor
+from meanfield.runs.schedule import checkpoint_path
+from meanfield.studies import bifurcation as bf
 from meanfield.studies import bifurcation_scan as bs
 
 KURAMOTO = {"domain": {"geometry": "circle"}, "discretization": {"resolution": 64},
@@ -198,6 +203,107 @@ def test_a_dask_cluster_gives_the_same_numbers():
     for name in bs.VARIABLES + ("bistable",):
         np.testing.assert_array_equal(cluster[name].values, serial[name].values)
     assert list(cluster.sweep.values) == ["clustered", "up", "down"]
+
+
+# --- resume ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small():
+    """SMALL uninterrupted, serially (members: up, down, clustered at each value)."""
+    return bs.scan(SMALL)
+
+
+def _same_dataset(ds, ref):
+    assert dict(ds.sizes) == dict(ref.sizes) and set(ds.data_vars) == set(ref.data_vars)
+    for name in ref.variables:
+        assert ds[name].dtype == ref[name].dtype, name
+        np.testing.assert_array_equal(ds[name].values, ref[name].values, err_msg=name)
+    assert set(ds.attrs) == set(ref.attrs)
+    for key, value in ref.attrs.items():
+        if isinstance(value, float) and math.isnan(value):
+            assert math.isnan(ds.attrs[key]), key
+        else:
+            assert ds.attrs[key] == value, key
+
+
+RUN_MEMBER = bs.run_member  # (the real one, whatever a test patched in before)
+
+
+def _counting(monkeypatch, fail=None):
+    """run_member counting its calls (the member keys); ``fail(calls)`` may raise."""
+    real, calls = RUN_MEMBER, []
+
+    def member(cfg, plan, params):
+        calls.append((params["sweep"], params.get("index")))
+        if fail is not None:
+            fail(calls, params)
+        return real(cfg, plan, params)
+
+    monkeypatch.setattr(bs, "run_member", member)
+    return calls
+
+
+def test_resume_skips_the_members_done(tmp_path, monkeypatch, small):
+    out = tmp_path / "s.nc"
+
+    def interrupt_third(calls, params):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    calls = _counting(monkeypatch, interrupt_third)
+    part = bs.run_scan(SMALL, out)
+    assert part.attrs["status"] == -1 and checkpoint_path(out).exists() and not out.exists()
+    assert "2 of 4 members" in part.attrs["message"]
+    # the values done are there, the others NaN
+    np.testing.assert_array_equal(part.order_parameter.sel(sweep=["up", "down"]),
+                                  small.order_parameter.sel(sweep=["up", "down"]))
+    assert bool(np.isnan(part.order_parameter.sel(sweep="clustered")).all())
+    assert calls == [("up", None), ("down", None), ("clustered", 0)]
+    calls = _counting(monkeypatch)
+    resumed = bs.run_scan(SMALL, out, resume=True)
+    assert calls == [("clustered", 0), ("clustered", 1)]  # not the sweeps done
+    assert resumed.attrs["status"] == 0 and not checkpoint_path(out).exists()
+    _same_dataset(resumed, small)
+    from meanfield.io import read_netcdf
+
+    _same_dataset(read_netcdf(out), small)
+
+
+def test_a_failed_member_is_retried_alone_on_resume(tmp_path, monkeypatch, small):
+    """A member failing in the middle: the others are kept, resume runs only it."""
+    out = tmp_path / "s.nc"
+
+    def down_fails(calls, params):
+        if params["sweep"] == "down":
+            raise RuntimeError("a member failed")
+
+    calls = _counting(monkeypatch, down_fails)
+    with pytest.raises(SolverError, match="sweep 'down' failed"):
+        bs.run_scan(SMALL, out)
+    assert len(calls) == 4 and checkpoint_path(out).exists()
+    calls = _counting(monkeypatch)
+    resumed = bs.run_scan(SMALL, out, resume=True)
+    assert calls == [("down", None)]
+    _same_dataset(resumed, small)
+
+
+def test_the_bifurcation_study_resumes_a_scan(tmp_path, monkeypatch):
+    """``bifurcation`` with mode = "scan": Ctrl-C, then resume, as the CLI runs it."""
+    cfg = {**SMALL, "bifurcation": {**SMALL["bifurcation"], "mode": "scan"}}
+    out = tmp_path / "b.nc"
+    whole = bf.bifurcation(cfg, out=tmp_path / "whole.nc")
+
+    def interrupt_second(calls, params):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    _counting(monkeypatch, interrupt_second)
+    part = bf.bifurcation(cfg, out=out)
+    assert part.attrs["status"] == -1 and "1 of 4 members" in part.attrs["message"]
+    calls = _counting(monkeypatch)
+    resumed = bf.bifurcation(cfg, out=out, resume=True)
+    assert len(calls) == 3 and ("up", None) not in calls
+    assert resumed.attrs["status"] == 0 and resumed.attrs["mode"] == "scan"
+    _same_dataset(resumed, whole)
 
 
 @pytest.mark.parametrize("change,key", [
