@@ -381,6 +381,7 @@ class ContractionTask(MemberStudy):
         return study_dataset(self.cfg, self.plan, frames[1:], info)
 
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        frames = self.kept(frames)  # (members after a failed one are run again)
         done = [f for f in frames[1:] if isinstance(f, dict)]
         if not done:
             return xr.Dataset()

@@ -283,6 +283,7 @@ class ConvergenceTask(MemberStudy):
                              frames[2:], info)
 
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        frames = self.kept(frames)  # (members after a failed one are run again)
         if len(frames) < 2:
             return xr.Dataset()
         table = frames[1]

@@ -44,6 +44,16 @@ class MemberStudy(RunTask):
                          unit="member", desc=self.kind)
         return self._bar
 
+    def kept(self, frames: list) -> list:
+        """The frames a checkpoint keeps: those before the first failed member. The
+        engine resumes at ``len(frames)``, so a finished member kept after a failed one
+        would take the failed one's place (its numbers filed under another member's
+        parameters, and the failed one never retried); it is run again instead."""
+        for i in range(self.first_member, len(frames)):
+            if isinstance(frames[i], TaskResult):
+                return frames[:i]
+        return frames
+
     def member_done(self) -> None:
         if self._bar is not None:
             self._bar.update(1)

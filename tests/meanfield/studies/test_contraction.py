@@ -13,6 +13,7 @@ from meanfield.cli import main
 from meanfield.errors import ConfigError
 from meanfield.io import read_netcdf
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
+from meanfield.runs.engine import TaskFailed
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.studies import contraction as ct
 
@@ -153,6 +154,34 @@ def test_resume_skips_the_members_done(tmp_path, monkeypatch, sa):
     for name in ("distance", "fitted_rate"):
         np.testing.assert_array_equal(resumed[name].values, sa[name].values)
     assert not checkpoint_path(out).exists()
+
+
+def test_a_member_failed_in_the_middle_is_retried_in_its_place(tmp_path, monkeypatch):
+    """A member that fails between finished ones: the run keeps what it can and resume
+    retries the failed member, with every member's numbers under its own beta (a
+    checkpoint that kept the member after the failed one filed it in the failed one's
+    place and never retried it)."""
+    cfg = _config(contraction={"beta": [0.5, 1.0, 2.0], "sources": ["particles"]})
+    whole = ct.contraction(cfg)
+    out = tmp_path / "c.nc"
+    real, calls = ct.run_member, []
+
+    def fail_the_second(cfg, plan, params):
+        calls.append(params["beta"])
+        if params["beta"] == 1.0:
+            raise ValueError("a member that fails")
+        return real(cfg, plan, params)
+
+    monkeypatch.setattr(ct, "run_member", fail_the_second)
+    with pytest.raises(TaskFailed, match="beta = 1"):
+        ct.contraction(cfg, out=out)
+    assert checkpoint_path(out).exists()
+    calls.clear()
+    monkeypatch.setattr(ct, "run_member", lambda *a: calls.append(a[2]["beta"]) or real(*a))
+    resumed = ct.contraction(cfg, out=out, resume=True)
+    assert calls[0] == 1.0 and 0.5 not in calls  # the failed one again, the first kept
+    for name in ("distance", "fitted_rate"):
+        np.testing.assert_array_equal(resumed[name].values, whole[name].values)
 
 
 def test_a_dask_cluster_gives_the_same_numbers():
