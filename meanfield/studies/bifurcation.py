@@ -40,8 +40,8 @@ Resume: the run engine's checkpoint holds the finished branches (the dataset of 
 done), ``resume`` goes on with the next branch; Ctrl-C keeps the finished branches (the
 branch in progress is computed again).
 
-``mode = "scan"``: ``meanfield.studies.bifurcation_scan.scan`` (time integration to
-steady state; no checkpoint). ``mode = "map"``: ``meanfield.studies.bifurcation_map``
+``mode = "scan"``: ``meanfield.studies.bifurcation_scan.run_scan`` (time integration to
+steady state; its checkpoint keeps the members done, ``resume`` runs the others). ``mode = "map"``: ``meanfield.studies.bifurcation_map``
 (the first bifurcation over a (beta, kappa) map: kappa_c(beta), the fold curve, the
 Maxwell point, the stable order parameter, bistability).
 
