@@ -19,6 +19,12 @@ coordinate ``value`` the scanned parameter; attrs ``kappa_c`` (scalar). Drawn as
 markers, one shape per sweep, with the bistable interval shaded; overlaid on a
 continuation diagram by ``bifurcation_figure(ds, scan=scan_ds)``.
 
+Map datasets (attrs ``mode = "map"``, ``meanfield.studies.bifurcation_map``): dims
+``(beta, kappa)``; ``map_figure`` draws ``map_order_parameter`` in colour with
+``map_critical_kappa`` (and ``map_analytic_kappa``), the fold curve ``map_fold_kappa``,
+the Maxwell points and ``map_bistable`` hatched (gids ``order_parameter``, ``kappa_c``,
+``kappa_c_analytic``, ``fold``, ``maxwell``, ``bistable``).
+
 Every artist carries a ``gid``: ``"branch:{b}:{stable|unstable|unknown}:{run}"`` for
 the line runs of panel (a), ``"free_energy:{b}:..."`` for panel (b), ``"special:{type}"``,
 ``"kappa_c:{mode}"`` (``"beta_c:{mode}"`` from the attrs ``critical_beta`` when the
@@ -56,11 +62,23 @@ def _is_scan(ds: Any) -> bool:
     return str(getattr(ds, "attrs", {}).get("mode", "")) == "scan"
 
 
+def _is_map(ds: Any) -> bool:
+    return str(getattr(ds, "attrs", {}).get("mode", "")) == "map"
+
+
+MAP_NEEDED = ("map_critical_kappa", "map_fold_kappa", "map_order_parameter",
+              "map_bistable")
+
+
 def _check(ds: Any) -> xr.Dataset:
     """The dataset if it is a continuation or scan bifurcation dataset; ConfigError naming
     what is missing otherwise."""
     variables = getattr(ds, "data_vars", {})
-    if _is_scan(ds):
+    if _is_map(ds):
+        missing = [n for n in MAP_NEEDED if n not in variables]
+        missing += [d for d in ("beta", "kappa") if d not in getattr(ds, "dims", {})]
+        what = "a bifurcation map dataset (mode 'map')"
+    elif _is_scan(ds):
         missing = [n for n in SCAN_NEEDED if n not in variables]
         missing += [d for d in ("sweep", "value") if d not in getattr(ds, "dims", {})]
         what = "a bifurcation scan dataset (mode 'scan')"
@@ -440,13 +458,60 @@ def bifurcation_figure(ds: xr.Dataset, scan: xr.Dataset | None = None) -> Any:
     return fig
 
 
+def map_figure(ds: xr.Dataset) -> Any:
+    """The (beta, kappa) map of a ``mode = "map"`` study: the order parameter of the
+    stable non-uniform state (colour; 0 where only the uniform state is stable), the
+    pitchfork kappa_c(beta) found (solid) over the closed form 1/a_1 (dashed), the fold
+    curve and the Maxwell points of the first-order part, the bistable region hatched.
+
+    Args:
+        ds: a map dataset (``meanfield.studies.bifurcation_map``).
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (Agg canvas, not registered with pyplot).
+    """
+    _check(ds)
+    beta, kappa = ds.beta.values, ds.kappa.values
+    with _style():
+        fig = _new_figure((5.2, 3.8))
+        ax = fig.add_subplot(1, 1, 1)
+        mesh = ax.pcolormesh(kappa, beta, ds.map_order_parameter.values, shading="nearest",
+                             cmap="viridis", vmin=0.0, vmax=1.0, gid="order_parameter")
+        fig.colorbar(mesh, ax=ax, label=r"order parameter $r$ of the stable state")
+        bistable = ds.map_bistable.values.astype(float)
+        if np.any(bistable > 0):
+            ax.contourf(kappa, beta, bistable, levels=[0.5, 1.5], colors="none",
+                        hatches=["////"], gid="bistable")
+        handles = [ax.plot(ds.map_critical_kappa.values, beta, color="white", lw=1.4,
+                           marker="o", ms=2.5, label=r"$\kappa_c(\beta)$ found",
+                           gid="kappa_c")[0]]
+        if "map_analytic_kappa" in ds:
+            handles += ax.plot(ds.map_analytic_kappa.values, beta, color="black", lw=0.8,
+                               ls="--", label=r"$1/a_1(\beta)$", gid="kappa_c_analytic")
+        fold = ds.map_fold_kappa.values
+        if np.any(np.isfinite(fold)):
+            handles += ax.plot(fold, beta, color="tab:red", lw=1.2, marker="v", ms=3,
+                               label="fold", gid="fold")
+        if "map_maxwell_kappa" in ds and np.any(np.isfinite(ds.map_maxwell_kappa.values)):
+            handles += ax.plot(ds.map_maxwell_kappa.values, beta, color="tab:orange",
+                               lw=1.0, ls=":", label="Maxwell point", gid="maxwell")
+        ax.set_xlabel(r"$\kappa$ (inverse noise)")
+        ax.set_ylabel(r"$\beta$")
+        ax.set_xlim(kappa.min(), kappa.max())
+        ax.legend(handles=handles, fontsize=6.5, loc="best")
+        fig.suptitle(_title(ds), fontsize=9)
+    return fig
+
+
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    return bifurcation_figure(ds)
+    return map_figure(ds) if _is_map(ds) else bifurcation_figure(ds)
 
 
 def _diagram_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
+    if _is_map(ds):
+        return map_figure(ds)
     with _style():
         fig = _new_figure((4.6, 3.6))
         ax = fig.add_subplot(1, 1, 1)

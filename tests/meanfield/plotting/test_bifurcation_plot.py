@@ -235,3 +235,49 @@ def test_beta_parameter_draws_beta_c_not_kappa_c():
     handles = bifurcation_diagram(ds, ax)
     assert [line.get_xdata()[0] for line in lines_by(ax, "beta_c:")] == [1.5]
     assert r"$\beta_c$ (linear theory)" in [h.get_label() for h in handles]
+
+
+def map_dataset() -> xr.Dataset:
+    """A (beta, kappa) map as ``bifurcation_map`` writes it, for USA on S^1: kappa_c =
+    beta / I_1(beta) (1 at beta = 0: 2), first order above beta* = 2.4469 with a fold
+    5 % below kappa_c, the order parameter r = sqrt(1 - kappa_c/kappa) where stable."""
+    beta = np.linspace(0.0, 4.0, 9)
+    kappa = np.linspace(0.3, 3.0, 40)
+    kc = np.array([2.0 if b == 0 else b / special.i1(b) for b in beta])
+    first = beta > 2.4469
+    fold = np.where(first, 0.95 * kc, np.nan)
+    r = np.sqrt(np.clip(1.0 - kc[:, None] / kappa[None], 0.0, None))
+    bistable = (first[:, None] & (kappa[None] > fold[:, None]) & (kappa[None] < kc[:, None]))
+    r = np.where(bistable, 0.5, r)
+    ds = xr.Dataset({
+        "map_critical_kappa": ("beta", kc), "map_analytic_kappa": ("beta", kc),
+        "map_fold_kappa": ("beta", fold), "map_maxwell_kappa": ("beta", np.where(
+            first, 0.97 * kc, np.nan)),
+        "map_order_parameter": (("beta", "kappa"), r),
+        "map_bistable": (("beta", "kappa"), bistable.astype(np.int8))},
+        coords={"beta": beta, "kappa": kappa})
+    ds.attrs.update(kind="bifurcation", mode="map", parameter="kappa", geometry="circle",
+                    model="USA")
+    return ds
+
+
+def test_map_figure_and_plot(tmp_path):
+    """A map dataset draws the order parameter, kappa_c found and analytic, the fold
+    curve (only where first order), the Maxwell points and the bistable hatching; the
+    command line writes it from netCDF."""
+    from meanfield.plotting.bifurcation import map_figure
+
+    ds = map_dataset()
+    fig = map_figure(ds)
+    ax = fig.axes[0]
+    gids = {a.get_gid() for a in [*ax.lines, *ax.collections]}
+    assert {"order_parameter", "kappa_c", "kappa_c_analytic", "fold", "maxwell",
+            "bistable"} <= gids
+    fold = next(line for line in ax.lines if line.get_gid() == "fold")
+    assert np.isfinite(fold.get_xdata()).sum() == 4  # beta = 2.5, 3, 3.5, 4: first order
+    path = tmp_path / "map.nc"
+    ds.to_netcdf(path)
+    assert main(["plot", str(path), "--out", str(tmp_path / "figs")]) == 0
+    assert list((tmp_path / "figs").glob("*.png"))
+    with pytest.raises(ConfigError, match="map_fold_kappa"):
+        map_figure(ds.drop_vars("map_fold_kappa"))
