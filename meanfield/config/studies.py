@@ -64,14 +64,18 @@ def _finish_convergence(cfg: dict) -> None:
                           "convergence.points")
 
 
-def _sources(key: str, value) -> list[str]:
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{key} = {ck.describe(value)} must be a non-empty list of "
-                          f"{', '.join(repr(s) for s in SOURCES)}", key)
-    names = [ck.choice(SOURCES)(f"{key}[{i}]", v) for i, v in enumerate(value)]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{key} = {ck.describe(value)} names a source twice", key)
-    return [s for s in SOURCES if s in names]  # a fixed order: the dataset's source axis
+def _subset(choices: tuple[str, ...], noun: str):
+    """The checker of a non-empty list of distinct names from ``choices``, returned in
+    the order of ``choices`` (a fixed order: a dataset axis is built from it)."""
+    def check(key: str, value) -> list[str]:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ConfigError(f"{key} = {ck.describe(value)} must be a non-empty list of "
+                              f"{', '.join(repr(s) for s in choices)}", key)
+        names = [ck.choice(choices)(f"{key}[{i}]", v) for i, v in enumerate(value)]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{key} = {ck.describe(value)} names a {noun} twice", key)
+        return [s for s in choices if s in names]
+    return check
 
 
 def _table(key: str, value) -> dict:
@@ -98,16 +102,6 @@ def _finish_contraction(cfg: dict) -> None:
 PARAMETERS = ("kappa", "beta")
 BIFURCATION_MODES = ("continuation", "scan", "map")
 SCAN_STARTS = ("uniform", "clustered")
-
-
-def _scan_starts(key: str, value) -> list[str]:
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{key} = {ck.describe(value)} must be a non-empty list of "
-                          f"{', '.join(repr(s) for s in SCAN_STARTS)}", key)
-    names = [ck.choice(SCAN_STARTS)(f"{key}[{i}]", v) for i, v in enumerate(value)]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{key} = {ck.describe(value)} names a start twice", key)
-    return [s for s in SCAN_STARTS if s in names]
 
 
 def _positive(k, v):
@@ -168,7 +162,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_convergence),
     Section("contraction", {
         "beta": (lambda k, v: ck.list_or_range(k, v, minimum=0.0), [0.5, 1.0, 2.0]),
-        "sources": (_sources, ["pde", "particles"]),
+        "sources": (_subset(SOURCES, "source"), ["pde", "particles"]),
         "fit_below": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 0.1),
         "fit_above": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 1e-8),
         "other": (_table, None),
@@ -185,7 +179,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "stride": (lambda k, v: ck.integer(k, v, minimum=1), 10),
         "tolerance": (_positive, 1e-10),
         "scan_num": (lambda k, v: ck.integer(k, v, minimum=2, maximum=ck.MAX_RANGE_NUM), 41),
-        "scan_starts": (_scan_starts, ["uniform", "clustered"]),
+        "scan_starts": (_subset(SCAN_STARTS, "start"), ["uniform", "clustered"]),
         "scan_t_max": (_positive, 2000.0),
         "scan_tolerance": (_positive, 1e-9),
         "map_start": (ck.finite_number, 0.0),
