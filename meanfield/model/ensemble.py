@@ -6,7 +6,9 @@ The batch is one array ``(B, n, m)`` (system, token, component). The fields are 
 
 - SA / USA (``AttentionParticles``): ``W = exp(beta G - max_j beta G_ij)`` row-wise,
   SA ``a_i = sum_j W_ij x_j / sum_j W_ij``, USA ``a_i = e^{max_j beta G_ij} (1/n)
-  sum_j W_ij x_j``; ``v_i = a_i - <x_i, a_i> x_i``.
+  sum_j W_ij x_j``; ``v_i = a_i - <x_i, a_i> x_i`` (also off the sphere, at the RK4
+  stages: the same ambient extension as the single-system field; at large beta the self
+  term dominates ``a_i`` and ``v_i`` holds round-off relative to ``|a_i|``, as there).
 - Pre-LN (``PreLNParticles``): the same ``a_i`` of the directions ``theta_i = x_i/|x_i|``,
   ``v_i = a_i`` (not projected).
 - hardmax (``HardmaxParticles``): ``a_i`` the mean of the ``x_j``, ``j != i``, with
@@ -253,11 +255,13 @@ class EnsembleRun:
         """``<x_i, x_j>`` (k, B, n, n): what the reduced run holds exactly."""
         return _gram(self.states)
 
-    def to_dataset(self, positions: bool = True, first: int = 0):
+    def to_dataset(self, positions: bool = True):
         """An ``xarray.Dataset`` with dims (time, system, particle, component):
         ``position`` (or ``coefficient`` on dim ``basis`` if not ``positions`` and reduced),
-        ``steps`` and ``rejected`` (system); ``attrs`` the run's info."""
+        ``steps`` and ``rejected`` (system; numbered from the run's ``first``);
+        ``attrs`` the run's info."""
         import xarray as xr
+        first = int(self.info.get("first", 0))
         systems = np.arange(first, first + self.states.shape[1])
         if positions or self.frame is None:
             var = ("position", ("time", "system", "particle", "component"), self.positions())
