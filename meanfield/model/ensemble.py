@@ -236,12 +236,13 @@ class EnsembleRun:
 
     ``states`` (k, B, n, m) at ``times`` (t = 0 first): the tokens (``m = d``) or, reduced,
     their coefficients (``m = n``) in the frames ``frame`` (B, n, d) (``positions``
-    recovers the tokens). ``steps``/``rejected``: per system.
+    recovers the tokens; an integer ``frame`` d: the Haar frames of R^d of the run's
+    seed, ``haar_frames``, made on the first request). ``steps``/``rejected``: per system.
     """
 
     times: np.ndarray
     states: np.ndarray
-    frame: np.ndarray | None
+    frame: np.ndarray | int | None
     steps: np.ndarray
     rejected: np.ndarray
     info: dict = field(default_factory=dict)
@@ -249,6 +250,10 @@ class EnsembleRun:
     def positions(self, time_index=slice(None)) -> np.ndarray:
         """Tokens in R^d at ``times[time_index]`` (``C Q`` for a reduced run)."""
         c = self.states[time_index]
+        if isinstance(self.frame, numbers.Integral):
+            b, n = self.states.shape[1:3]
+            self.frame = haar_frames(b, n, int(self.frame), self.info["seed"],
+                                     self.info["first"])
         return c if self.frame is None else c @ self.frame
 
     def gram(self) -> np.ndarray:
@@ -283,7 +288,8 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     Args:
         model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
         x0: ``(B, n, d)`` tokens (unit rows for the sphere models); with ``reduce`` and
-            ``frame`` given: coefficients ``(B, n, n)`` in that frame (``uniform_span``).
+            ``frame`` given: coefficients ``(B, n, n)`` in that frame (``uniform_span``:
+            then ``frame = d`` gives the frames of ``uniform_span``'s tokens).
         save_times: increasing times > 0; the result also holds t = 0.
         kappa: inverse noise strength > 0, ``inf`` for none (Pre-LN: only ``inf``).
         dt: fixed step; ``None``: adaptive RK4 (step doubling per system; no noise).
@@ -291,7 +297,9 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
         seed: system ``first + k`` draws its noise from ``system_rng(seed, first + k)``.
         first: index of the first system (for runs split into parts).
         reduce: step the coefficients in the span of the tokens (no noise, d >= n).
-        frame: ``(B, n, d)`` orthonormal rows with ``reduce``: ``x0`` are coefficients.
+        frame: ``(B, n, d)`` orthonormal rows with ``reduce``: ``x0`` are coefficients; or
+            an integer ``d >= n``: the Haar frames ``haar_frames(B, n, d, seed, first)``,
+            made only if ``positions`` asks (no ``(B, n, d)`` array otherwise).
 
     Raises:
         ConfigError: bad sizes or shapes, noise with the reduction or with Pre-LN, an
@@ -322,7 +330,12 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= 0 \
             or np.any(np.diff(save_times) <= 0):
         raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
-    if frame is not None:
+    if isinstance(frame, numbers.Integral) and not isinstance(frame, bool):
+        if not reduce or x0.shape[2] != x0.shape[1] or frame < x0.shape[1]:
+            raise ConfigError(f"frame = d goes with reduce = True, coefficients (B, n, n) "
+                              f"and d >= n; got d = {frame}, shape {x0.shape}", "domain.dim")
+        frame = int(frame)
+    elif frame is not None:
         frame = np.asarray(frame, dtype=float)
         if not reduce or frame.ndim != 3 or frame.shape[:2] != x0.shape[:2] \
                 or x0.shape[2] != x0.shape[1] or frame.shape[2] < x0.shape[1]:

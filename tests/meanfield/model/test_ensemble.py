@@ -299,6 +299,10 @@ def test_positions_from_bartlett_coefficients_and_haar_frames_are_uniform():
                               frame=q[:2])
     full = E.simulate_ensemble(MODELS["SA"](), x[:2], [0.5], dt=0.1)
     assert row_distance(run.positions(), full.states) < 1e-14
+    lazy = E.simulate_ensemble(MODELS["SA"](), c[:2], [0.5], dt=0.1, reduce=True,
+                               frame=d, seed=1)
+    assert isinstance(lazy.frame, int)   # no (B, n, d) array until asked
+    assert np.array_equal(lazy.positions(), run.positions())
 
 
 def test_dataset_has_a_system_dimension():
@@ -336,6 +340,8 @@ def no_work(monkeypatch):
     ((2, 3, 4), {"kappa": 0.0, "dt": 0.1}, "model.kappa"),
     ((2, 3, 4), {"kappa": 2.0, "dt": 0.1, "seed": None}, "particles.seed"),
     ((2, 3, 3), {"reduce": True, "frame": np.zeros((2, 4, 8))}, "initial"),
+    ((2, 3, 3), {"reduce": True, "frame": 2}, "domain.dim"),
+    ((2, 3, 3), {"frame": 8}, "domain.dim"),
 ])
 def test_bad_input_is_refused_before_any_work(no_work, shape, kw, key):
     x0 = np.ones(shape) / math.sqrt(shape[-1])
