@@ -259,6 +259,12 @@ class SpectralDiscretization(Discretization):
         ``tendency_jvp``): the derivative of the discrete operator to round-off."""
         return self.scheme.linear * v + self._nonlinear_jvp(u, v)
 
+    def jvp_many(self, u: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        """``F'(u) v`` for each state ``v`` of the stack ``vs`` (shape ``(B, *u.shape)``):
+        the columns of a dense Jacobian. One ``jvp`` each here; entries with a batched
+        derivative (the circle's) do the whole stack in one call."""
+        return np.stack([self.jvp(u, v) for v in vs]) if len(vs) else np.zeros_like(vs)
+
     exact_velocity_at = True
 
     def velocity_at(self, state: np.ndarray, points: np.ndarray) -> np.ndarray:

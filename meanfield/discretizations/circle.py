@@ -75,6 +75,15 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
         super().__init__(model, make_transport_operator(grid, model.velocity),
                          make_transport_jvp(grid, model.velocity, model.velocity_derivative),
                          dt, tolerance, negativity_tolerance, f"the {grid.n} points")
+        self._nonlinear_jvp_many = make_transport_jvp(
+            grid, model.velocity, model.velocity_derivative, batch=True)
+
+    def jvp_many(self, u: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        """``F'(u) v`` for a stack of states ``vs`` ``(B, n//2 + 1)`` in one batched call
+        (the transforms of the whole stack at once: a dense Jacobian of n = 256 in about
+        the time of ten single products)."""
+        vs = np.asarray(vs)
+        return self.scheme.linear * vs + self._nonlinear_jvp_many(u, vs)
 
     @classmethod
     def build(cls, cfg: dict, dt: float | str, threads: int | None) -> SpectralCircle:

@@ -77,6 +77,7 @@ from meanfield.errors import ConfigError
 from meanfield.runs.engine import Engine, RunTask
 from meanfield.studies import stationary as st
 from meanfield.studies import stationary_linear as lin
+from solvers.nonlinear.dense import DENSE_UP_TO
 
 PITCHFORK_RTOL = 1e-6  # detected kappa_c against the closed form (relative)
 ZERO_EIG_RTOL = 1e-9  # an eigenvalue at a located crossing counts as zero below this x radius
@@ -386,11 +387,27 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     def precondition(r: np.ndarray) -> np.ndarray:
         return scale * system.precondition(r)
 
+    formed: dict[str, Any] = {}
+
+    def bordered_jacobian(y: np.ndarray, lam: float) -> np.ndarray:
+        """The unscaled bordered Jacobian at (y, lam), kept for the eigenvalues of the
+        same point (the continuation forms it at each point for the tangent)."""
+        key = (lam, y.tobytes())
+        if formed.get("key") != key:
+            _set(disc, parameter, lam)
+            formed["key"], formed["matrix"] = key, system.jacobian(y / scale)
+        return formed["matrix"]
+
+    def jacobian(y: np.ndarray, lam: float) -> np.ndarray:
+        return bordered_jacobian(y, lam) / scale
+
+    dense = system.size + 1 <= DENSE_UP_TO
     last: dict[str, Any] = {}
 
     def eigenvalues(y: np.ndarray, lam: float) -> np.ndarray:
         _set(disc, parameter, lam)
-        stab = lin.stability(disc, system.state(y / scale), count=EIG_COUNT)
+        block = (bordered_jacobian(y, lam)[: view.size, : view.size] if dense else None)
+        stab = lin.stability(disc, system.state(y / scale), count=EIG_COUNT, jacobian=block)
         last["stability"] = stab
         return stab.eigenvalues
 
@@ -418,7 +435,8 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         ds=ds, ds_min=ds * DS_MIN_FACTOR, ds_max=b["ds_max"],
         lam_bounds=(b["start"], b["stop"]), max_points=b["points"],
         eigenvalues=eigenvalues, eig_tol=EIG_TOL, precondition=precondition,
-        callback=callback)
+        callback=callback, jacobian=jacobian if dense else None,
+        linear_solver="dense" if dense else "krylov")
     n = len(points["lam"])
     if n and (not saved_states or saved_states[-1][0] != n - 1):
         index, u = last["point"]

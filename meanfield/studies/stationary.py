@@ -324,6 +324,7 @@ class BorderedSystem:
         self.p = self.border.shape[1]
         self.size = view.size + self.p
         self._inverse_at: tuple[float, np.ndarray] | None = None
+        self._units: np.ndarray | None = None
 
     def state(self, z: np.ndarray) -> np.ndarray:
         """The state of the unknown ``z = (x, mu)``."""
@@ -343,6 +344,24 @@ class BorderedSystem:
         dx, dmu = dz[: view.size], dz[view.size:]
         f = view.to_real(self.disc.jvp(self.state(z), view.to_state(dx))) + self.border @ dmu
         return np.concatenate([f, [view.unit_mass * dx[view.constant]], dx[self.fixed]])
+
+    def jacobian(self, z: np.ndarray) -> np.ndarray:
+        """The bordered Jacobian at ``z``, dense ``(size, size)``: the columns of
+        ``jvp`` (``disc.jvp_many`` on the unit states of the real components, made
+        once) with the border blocks filled in directly."""
+        view = self.view
+        if self._units is None:
+            self._units = np.stack([view.to_state(e) for e in np.eye(view.size)])
+        columns = np.asarray(self.disc.jvp_many(self.state(z), self._units))
+        columns = columns.reshape(view.size, -1)
+        if view.complex:
+            columns = np.concatenate([columns.real, columns.imag], axis=1)
+        out = np.zeros((self.size, self.size))
+        out[: view.size, : view.size] = columns.real[:, view.used].T
+        out[: view.size, view.size:] = self.border
+        out[view.size, view.constant] = view.unit_mass
+        out[view.size + 1 + np.arange(len(self.fixed)), self.fixed] = 1.0
+        return out
 
     def precondition(self, v: np.ndarray) -> np.ndarray:
         """The inverse diffusion where it is not zero (module docstring), at the current

@@ -108,7 +108,8 @@ def _eigenvalues(disc, u: np.ndarray, count: int | None) -> tuple[np.ndarray, bo
     return lam[np.argsort(-lam.real)], dense
 
 
-def stability(disc, state: np.ndarray, count: int = 6) -> StabilityResult:
+def stability(disc, state: np.ndarray, count: int = 6,
+              jacobian: np.ndarray | None = None) -> StabilityResult:
     """Linear stability of a (stationary) state: leading eigenvalues of ``F'`` with the
     symmetries' zero modes removed and counted.
 
@@ -123,10 +124,23 @@ def stability(disc, state: np.ndarray, count: int = 6) -> StabilityResult:
         disc: the spectral discretization (at the state's parameters).
         state: its state.
         count: how many leading eigenvalues to return.
+        jacobian: ``F'(state)`` on the real components of ``RealView(disc, state)``
+            (dense, ``(size, size)``; e.g. the top-left block of
+            ``BorderedSystem.jacobian``) when already formed: its eigenvalues are taken
+            with the mean's row and column left out, no products made.
     """
     check_spectral(disc)
     u = np.asarray(state)
-    lam, dense = _eigenvalues(disc, u, count)
+    if jacobian is not None:
+        view = RealView(disc, u)
+        keep = np.arange(view.size) != view.constant
+        if np.shape(jacobian) != (view.size, view.size):
+            raise ValueError(f"jacobian has shape {np.shape(jacobian)}, expected "
+                             f"({view.size}, {view.size})")
+        lam = np.linalg.eigvals(np.asarray(jacobian)[np.ix_(keep, keep)])
+        lam, dense = lam[np.argsort(-lam.real)], True
+    else:
+        lam, dense = _eigenvalues(disc, u, count)
     scale = float(np.max(np.abs(lam))) if dense else float(np.max(np.abs(disc.linear)))
     zero = np.abs(lam) <= ZERO_RTOL * max(scale, 1.0)
     mode = lowest_mode(disc, u)

@@ -254,17 +254,22 @@ def test_a_newton_failure_keeps_the_branch(monkeypatch):
 
     from solvers.nonlinear import continuation
 
-    real, calls = continuation.newton_krylov, []
+    calls = []
 
-    def failing_after_four(*args, **kwargs):
-        calls.append(1)
-        result = real(*args, **kwargs)
-        if len(calls) <= 4:
-            return result
-        return dataclasses.replace(result, converged=False,
-                                   message="the corrector was made to fail (test)")
+    def failing_after_four(real):
+        def corrector(*args, **kwargs):
+            calls.append(1)
+            result = real(*args, **kwargs)
+            if len(calls) <= 4:
+                return result
+            return dataclasses.replace(result, converged=False,
+                                       message="the corrector was made to fail (test)")
+        return corrector
 
-    monkeypatch.setattr(continuation, "newton_krylov", failing_after_four)
+    # (both correctors: Newton-Krylov and the dense chord method small systems use)
+    for name in ("newton_krylov", "chord_newton"):
+        monkeypatch.setattr(continuation, name, failing_after_four(getattr(continuation,
+                                                                           name)))
     cfg = {**SMALL, "bifurcation": {**SMALL["bifurcation"], "modes": 1}}
     ds = bf.bifurcation(cfg)
     assert ds.attrs["status"] == 1 and "Newton failed" in ds.attrs["message"]

@@ -318,3 +318,28 @@ def test_arpack_stability_agrees_with_the_dense_one(circle, monkeypatch):
     sparse = lin.stability(disc, res.state)
     assert sparse.stable and sparse.zero_modes == 1
     np.testing.assert_allclose(sparse.eigenvalues, dense.eigenvalues, rtol=1e-9)
+
+
+@pytest.mark.parametrize("geometry, resolution, beta, normalized", [
+    ("circle", 64, 0.0, False), ("circle", 65, 0.5, False), ("circle", 48, 2.0, True),
+    ("sphere", 11, 1.0, True)])
+def test_dense_bordered_jacobian_equals_its_products(geometry, resolution, beta,
+                                                     normalized):
+    """``BorderedSystem.jacobian`` (the circle's batched ``jvp_many``; the sphere's loop)
+    against one ``jvp`` per unit vector, on a non-uniform state with its phase borders;
+    and ``stability`` from that matrix against ``stability`` from products."""
+    kappa = 4.0
+    disc, _ = build(geometry, resolution, beta, kappa, normalized)
+    res = st.stationary_state(disc, lin.branch_seed(disc, 1, kappa=kappa), tol=1e-10)
+    assert res.converged and res.mode == 1, res.message
+    view = st.RealView(disc, res.state)
+    system = st.BorderedSystem(disc, view, res.state, 1)
+    z = np.concatenate([view.to_real(res.state), np.zeros(system.p)])
+    dense = system.jacobian(z)
+    columns = np.column_stack([system.jvp(z, e) for e in np.eye(system.size)])
+    scale = np.abs(columns).max()
+    assert np.abs(dense - columns).max() <= 1e-13 * scale
+    a = lin.stability(disc, res.state, count=8)
+    b = lin.stability(disc, res.state, count=8, jacobian=dense[: view.size, : view.size])
+    assert (a.stable, a.zero_modes) == (b.stable, b.zero_modes)
+    np.testing.assert_allclose(b.eigenvalues, a.eigenvalues, rtol=1e-9, atol=1e-9 * scale)

@@ -1,11 +1,26 @@
 """Pseudo-arclength continuation against analytic branches, folds and bifurcations."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize_scalar
 
-from solvers.nonlinear import continue_branch, switch_branch
+from solvers.nonlinear import continuation
+from solvers.nonlinear.dense import DenseJacobian, chord_newton
+
+continue_branch, switch_branch = continuation.continue_branch, continuation.switch_branch
+
+
+@pytest.fixture(autouse=True, params=["krylov", "dense"])
+def linear_solver(request, monkeypatch):
+    """Every test runs with both correctors (Newton-Krylov and the dense chord method);
+    a test that names ``linear_solver`` itself keeps its own."""
+    for name in ("continue_branch", "switch_branch"):
+        monkeypatch.setitem(globals(), name, partial(getattr(continuation, name),
+                                                     linear_solver=request.param))
+    return request.param
 
 
 def pitchfork(x, lam):
@@ -180,7 +195,8 @@ def test_first_point_failure_and_stopping():
 
 @pytest.mark.parametrize("kwargs", [{"x0": np.array([np.nan])}, {"lam0": 2.0},
                                     {"ds": 0.0}, {"ds": 1.0, "ds_max": 0.5},
-                                    {"direction": 0}, {"max_points": 0}, {"tol": 0.0}])
+                                    {"direction": 0}, {"max_points": 0}, {"tol": 0.0},
+                                    {"linear_solver": "lu"}])
 def test_bad_arguments_raise(kwargs):
     args = {"x0": np.zeros(1), "lam0": 0.0, "lam_bounds": (-1.0, 1.0)}
     args.update(kwargs)
@@ -207,7 +223,8 @@ def test_preconditioner_gives_the_same_fold_with_fewer_products():
 
         br = continue_branch(bratu, np.zeros(N), 0.5, jvp_x=jvp,
                              dF_dlam=lambda u, lam: np.exp(u), ds=0.2, ds_max=1.0,
-                             lam_bounds=(0.5, 4.0), tol=1e-9, precondition=precondition)
+                             lam_bounds=(0.5, 4.0), tol=1e-9, precondition=precondition,
+                             linear_solver="krylov")
         counts.append(calls[0])
         return br
 
@@ -238,3 +255,49 @@ def test_hopf_pair_counts_two():
     assert abs(br.special[0].lam) < 1e-10
     assert np.allclose(np.sort(br.special[0].eigenvalues.imag), [-1.0, 1.0])
     np.testing.assert_array_equal(br.stable, br.lam <= 0)
+
+
+def test_dense_and_krylov_follow_the_same_bratu_branch_and_fold():
+    """The chord corrector (dense LU reused along the branch) against Newton-Krylov:
+    the same points (the same arclength steps) and the same fold to 1e-9, with the
+    Jacobian formed at a fraction of the points."""
+    refreshes = []
+
+    def jacobian(u, lam):
+        refreshes.append(lam)
+        return (np.diag(np.full(N, -2 / H ** 2)) + np.diag(np.full(N - 1, 1 / H ** 2), 1)
+                + np.diag(np.full(N - 1, 1 / H ** 2), -1) + lam * np.diag(np.exp(u)))
+
+    kw = {"jvp_x": bratu_jvp, "dF_dlam": lambda u, lam: np.exp(u), "ds": 0.2,
+          "ds_min": 0.2, "ds_max": 0.2, "lam_bounds": (0.5, 4.0), "tol": 1e-11}
+    krylov = continuation.continue_branch(bratu, np.zeros(N), 0.5, linear_solver="krylov",
+                                          **kw)
+    dense = continuation.continue_branch(bratu, np.zeros(N), 0.5, jacobian=jacobian, **kw)
+    assert krylov.status == dense.status == "completed"
+    assert krylov.lam.size == dense.lam.size
+    np.testing.assert_allclose(dense.lam, krylov.lam, atol=1e-9)
+    np.testing.assert_allclose(dense.x, krylov.x, atol=1e-9)
+    folds = [[p.lam for p in br.special if p.kind == "fold"] for br in (krylov, dense)]
+    assert len(folds[1]) == 1 and abs(folds[0][0] - folds[1][0]) < 1e-9
+    assert len(refreshes) < dense.lam.size / 2, (len(refreshes), dense.lam.size)
+
+
+def test_chord_newton_refreshes_a_stale_jacobian_and_converges():
+    """x^3 - a = 0 from far: the Jacobian of the start stops contracting, is formed
+    again at the iterates (Newton), and the root is reached; a problem without a root
+    fails with a message, never an exception."""
+    a = 5.0
+    jac = DenseJacobian(lambda y: np.array([[3 * y[0] ** 2, 0.0]]))
+    row = np.array([0.0, 1.0])
+
+    def g(y):
+        return np.array([y[0] ** 3 - a, y[1] - 0.0])
+
+    out = chord_newton(g, np.array([10.0, 0.0]), jac, row, tol=1e-12, max_iter=60)
+    assert out.converged, out.message
+    assert abs(out.x[0] - a ** (1 / 3)) < 1e-12
+    assert out.linear_iterations >= 2  # refreshed on the way
+    jac = DenseJacobian(lambda y: np.array([[2 * y[0], 0.0]]))
+    out = chord_newton(lambda y: np.array([y[0] ** 2 + 1.0, y[1]]), np.array([1.0, 0.0]),
+                       jac, row, tol=1e-12, max_iter=30)
+    assert not out.converged and out.message
