@@ -22,8 +22,24 @@ from its pitchfork. What is kept per beta (dim ``beta``):
   stable, NaN where neither; ``map_bistable`` (int8: 1 where the uniform state and the
   non-uniform one are both stable).
 
+The fold curve by two-parameter continuation (``meanfield.studies.fold_curve``): when
+every beta is done and some beta is subcritical, the fold at the largest subcritical beta
+is located again with its state (``fold_curve.locate_fold``: the same one-parameter
+continuation in kappa) and continued in (beta, kappa) down to ``map_start`` (the
+extended Moore-Spence system, pseudo-arclength in beta; ``ds``, ``points`` and
+``tolerance`` of ``[bifurcation]``, ``ds_max`` at most 0.2 so that the fit near the
+tricritical point has points). It stops where the fold's order parameter falls
+below ``fold_curve.fold_curve``'s ``r_min`` (the fold merges with the pitchfork at the
+tricritical point) or where Newton fails (the curve so far is kept). Kept on dim
+``fold_point``: ``fold_curve_beta``, ``fold_curve_kappa``, ``fold_curve_order_parameter``;
+attrs ``tricritical_beta`` (from the curve: the intercept at r = 0 of a fit of beta by a
+polynomial in r^2 near r = 0; NaN when the curve did not come near r = 0),
+``tricritical_beta_landau`` (the closed form ``landau.tricritical_beta``, NaN if none),
+``tricritical_fit``, ``fold_curve_status`` and ``fold_curve_message``. A curve whose
+Newton failed before any estimate is a problem (``status`` 1).
+
 Each beta is one point of the run engine: a checkpoint keeps those done and ``resume``
-goes on from them.
+goes on from them; the fold curve is computed (again) once every beta is done.
 """
 from __future__ import annotations
 
@@ -110,8 +126,48 @@ def map_point(cfg: dict, beta: float) -> dict:
     return out
 
 
-def map_dataset(cfg: dict, done: list[dict], info: dict) -> xr.Dataset:
-    """The map dataset (module docstring) of the betas done."""
+def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
+    """The fold curve of the map (module docstring) from the largest subcritical beta:
+    a dict of the ``fold_curve_*`` arrays and the tricritical attrs."""
+    from meanfield.model import landau
+    from meanfield.studies import fold_curve as fc
+
+    b, m = cfg["bifurcation"], cfg["model"]
+    betas = map_betas(cfg)[:len(done)]
+    exact = landau.tricritical_beta(cfg["domain"]["geometry"], bool(m["normalized"]))
+    out: dict[str, Any] = {"beta": np.zeros(0), "kappa": np.zeros(0),
+                           "order_parameter": np.zeros(0), "tricritical_beta": math.nan,
+                           "tricritical_beta_landau": math.nan if exact is None else exact,
+                           "tricritical_fit": "", "status": "none",
+                           "message": "no subcritical beta in the map: no fold curve"}
+    sub = [i for i, d in enumerate(done)
+           if d["transition"] == "subcritical" and math.isfinite(d["fold_kappa"])]
+    if not sub:
+        return out
+    beta0 = float(betas[sub[-1]])
+    disc = bf.build_discretization(_at_beta(cfg, float(map_betas(cfg)[-1])))
+    kappa0, state, message = fc.locate_fold(disc, beta0, kappa_min=b["start"], ds=b["ds"],
+                                            ds_max=b["ds_max"], points=b["points"],
+                                            tol=b["tolerance"])
+    if state is None:
+        out.update(status="failed", message=f"the fold at beta = {beta0:g} was not found "
+                                            f"again: {message}")
+        return out
+    curve = fc.fold_curve(disc, beta0, state, kappa0, beta_stop=float(b["map_start"]),
+                          ds=b["ds"], ds_max=max(b["ds"], min(b["ds_max"], 0.2)),
+                          points=b["points"], tol=b["tolerance"])
+    out.update(beta=curve.beta, kappa=curve.kappa, order_parameter=curve.order_parameter,
+               tricritical_beta=curve.tricritical_beta,
+               tricritical_fit=curve.tricritical_fit, status=curve.status,
+               message=f"from the fold at beta = {beta0:g}, kappa = {kappa0:.10g}: "
+                       f"{curve.message}")
+    return out
+
+
+def map_dataset(cfg: dict, done: list[dict], info: dict,
+                fold: dict | None = None) -> xr.Dataset:
+    """The map dataset (module docstring) of the betas done; ``fold``
+    (``map_fold_curve``) when every beta is done."""
     betas = map_betas(cfg)[:len(done)]
     nk = max([len(d["kappa"]) for d in done] + [1])
     kappa = done[0]["kappa"] if done else np.zeros(0)
@@ -135,13 +191,24 @@ def map_dataset(cfg: dict, done: list[dict], info: dict) -> xr.Dataset:
                                    {"units": "1", "long_name": "order parameter of the "
                                     "stable non-uniform state (0: only the uniform one)"})
     data["map_bistable"] = (("beta", "kappa"), bistable, {"units": "1"})
+    extra: dict[str, Any] = {}
+    if fold is not None:
+        for name, long in (("beta", "beta on the fold curve"),
+                           ("kappa", "kappa of the fold"),
+                           ("order_parameter", "order parameter of the state at the fold")):
+            data[f"fold_curve_{name}"] = ("fold_point", np.asarray(fold[name], dtype=float),
+                                          {"units": "1", "long_name": long})
+        extra = {"tricritical_beta": float(fold["tricritical_beta"]),
+                 "tricritical_beta_landau": float(fold["tricritical_beta_landau"]),
+                 "tricritical_fit": fold["tricritical_fit"],
+                 "fold_curve_status": fold["status"], "fold_curve_message": fold["message"]}
     ds = xr.Dataset(data, coords={"beta": ("beta", betas), "kappa": ("kappa", kappa[:nk])})
     m = cfg["model"]
     ds.attrs.update({"title": f"first bifurcation of {'SA' if m['normalized'] else 'USA'} "
                               f"on the {cfg['domain']['geometry']} over (beta, kappa)",
                      "geometry": cfg["domain"]["geometry"], "mode": "map",
                      "model": "SA" if m["normalized"] else "USA", "parameter": "kappa",
-                     **info})
+                     **extra, **info})
     return ds
 
 
@@ -168,6 +235,7 @@ class MapTask(RunTask):
     def __init__(self, cfg: dict):
         super().__init__(cfg)
         self.betas = map_betas(cfg)
+        self.fold: dict | None = None  # the fold curve, once every beta is done
 
     def points(self) -> list:
         return ["start", *range(self.betas.size)]
@@ -184,13 +252,21 @@ class MapTask(RunTask):
     def frame(self, state: Any) -> Any:
         return state
 
+    def finish(self, frames: list) -> None:
+        done = [f for f in frames[1:] if isinstance(f, dict)]
+        self.fold = map_fold_curve(self.cfg, done)
+
     def dataset(self, frames: list, info: dict) -> xr.Dataset:
         done = [f for f in frames[1:] if isinstance(f, dict)]
         problems = [f"beta = {b:g}: {d['message']}" for b, d in zip(self.betas, done)
                     if not d["check"]]
         problems += [f"beta = {b:g}: {d['branch_message']}" for b, d in zip(self.betas, done)
                      if d["branch_status"] == "failed"]
-        return map_dataset(self.cfg, done, {**info, "problems": "; ".join(problems)})
+        fold = self.fold if len(done) == self.betas.size else None
+        if fold is not None and fold["status"] == "failed" and not math.isfinite(
+                fold["tricritical_beta"]):
+            problems.append(f"fold curve: {fold['message']}")
+        return map_dataset(self.cfg, done, {**info, "problems": "; ".join(problems)}, fold)
 
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
         done = [f for f in frames[1:] if isinstance(f, dict)]

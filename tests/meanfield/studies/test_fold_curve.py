@@ -182,3 +182,58 @@ def test_newton_failure_keeps_the_curve(circle_curve, monkeypatch):
     np.testing.assert_allclose(curve.beta[:m], full.beta[:m], rtol=1e-12)
     np.testing.assert_allclose(curve.kappa[:m], full.kappa[:m], rtol=1e-9)
     assert np.all(curve.beta[m:] < full.beta[m - 1])
+
+
+# --- the map (mode = "map") ----------------------------------------------------------------
+def test_map_fold_curve_after_resume(tmp_path, monkeypatch):
+    """A USA S^1 map over beta = 2, 3.5, interrupted after the first beta and resumed:
+    the fold curve starts at the map's fold at beta = 3.5 (its one-parameter fold), its
+    kappa lies below 1/a_1, and the tricritical beta from it agrees with the closed
+    form."""
+    from meanfield.studies import bifurcation_map as bm
+
+    cfg = {"model": {"normalized": False}, "discretization": {"resolution": 48},
+           "bifurcation": {"mode": "map", "start": 0.4, "stop": 2.0, "ds": 0.02,
+                           "ds_max": 0.1, "map_start": 2.0, "map_stop": 3.5, "map_num": 2}}
+    out = tmp_path / "m.nc"
+    real, calls = bm.map_point, []
+
+    def interrupt_second(c, beta):
+        calls.append(beta)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(c, beta)
+
+    monkeypatch.setattr(bm, "map_point", interrupt_second)
+    part = bf.bifurcation(cfg, out=out)
+    assert part.attrs["status"] == -1 and "fold_curve_beta" not in part
+    monkeypatch.setattr(bm, "map_point", real)
+    ds = bf.bifurcation(cfg, out=out, resume=True)
+    assert ds.attrs["status"] == 0, ds.attrs["message"]
+    assert ds.attrs["fold_curve_status"] == "stopped", ds.attrs["fold_curve_message"]
+    beta, kappa = ds.fold_curve_beta.values, ds.fold_curve_kappa.values
+    r = ds.fold_curve_order_parameter.values
+    assert beta[0] == 3.5 and kappa[0] == pytest.approx(
+        float(ds.map_fold_kappa.sel(beta=3.5)), rel=1e-9)
+    assert np.all(np.diff(beta) < 0) and np.all(beta >= 2.0) and r[-1] < 0.03
+    assert np.all(kappa < [lin.critical_kappa("circle", b, False) for b in beta])
+    exact = landau.tricritical_beta("circle", False)
+    assert ds.attrs["tricritical_beta_landau"] == exact
+    assert ds.attrs["tricritical_beta"] == pytest.approx(exact, abs=TRICRITICAL_ATOL)
+    # (a map without a subcritical beta has an empty curve and no estimate: the
+    # resume test of test_bifurcation.py, beta = 1, 2)
+
+
+def test_map_without_subcritical_beta():
+    from meanfield.studies import bifurcation_map as bm
+
+    cfg = cfgmod.validate({"model": {"normalized": False},
+                           "discretization": {"resolution": 32},
+                           "bifurcation": {"mode": "map", "start": 0.8, "stop": 2.0,
+                                           "map_start": 1.0, "map_stop": 2.0,
+                                           "map_num": 2}})
+    done = [{"transition": "supercritical", "fold_kappa": math.nan}] * 2
+    fold = bm.map_fold_curve(cfg, done)
+    assert fold["beta"].size == 0 and math.isnan(fold["tricritical_beta"])
+    assert fold["tricritical_beta_landau"] == landau.tricritical_beta("circle", False)
+    assert fold["status"] == "none"
