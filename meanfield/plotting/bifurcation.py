@@ -462,7 +462,10 @@ def map_figure(ds: xr.Dataset) -> Any:
     """The (beta, kappa) map of a ``mode = "map"`` study: the order parameter of the
     stable non-uniform state (colour; 0 where only the uniform state is stable), the
     pitchfork kappa_c(beta) found (solid) over the closed form 1/a_1 (dashed), the fold
-    curve and the Maxwell points of the first-order part, the bistable region hatched.
+    curve and the Maxwell points of the first-order part, the bistable region hatched;
+    when the dataset has them, the fold curve continued in (beta, kappa)
+    (``fold_curve_kappa``/``fold_curve_beta``, a line) and the tricritical point (attr
+    ``tricritical_beta`` at kappa = 1/a_1 there, a star).
 
     Args:
         ds: a map dataset (``meanfield.studies.bifurcation_map``).
@@ -492,6 +495,22 @@ def map_figure(ds: xr.Dataset) -> Any:
         if np.any(np.isfinite(fold)):
             handles += ax.plot(fold, beta, color="tab:red", lw=1.2, marker="v", ms=3,
                                label="fold", gid="fold")
+        if "fold_curve_kappa" in ds and ds.fold_curve_kappa.size:
+            handles += ax.plot(ds.fold_curve_kappa.values, ds.fold_curve_beta.values,
+                               color="tab:red", lw=1.0, label="fold curve (continued)",
+                               gid="fold_curve")
+        star = float(ds.attrs.get("tricritical_beta", math.nan))
+        if math.isfinite(star):
+            from meanfield.model.landau import landau_critical_kappa
+
+            kc = landau_critical_kappa(str(ds.attrs.get("geometry", "circle")), star,
+                                       ds.attrs.get("model") == "SA")
+            exact = float(ds.attrs.get("tricritical_beta_landau", math.nan))
+            label = rf"tricritical $\beta^* = {star:.4f}$" + (
+                f" (Landau {exact:.4f})" if math.isfinite(exact) else "")
+            handles += ax.plot([kc], [star], ls="none", marker="*", ms=9,
+                               color="tab:red", mec="black", mew=0.5, label=label,
+                               gid="tricritical")
         if "map_maxwell_kappa" in ds and np.any(np.isfinite(ds.map_maxwell_kappa.values)):
             handles += ax.plot(ds.map_maxwell_kappa.values, beta, color="tab:orange",
                                lw=1.0, ls=":", label="Maxwell point", gid="maxwell")

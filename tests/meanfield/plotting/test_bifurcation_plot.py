@@ -254,17 +254,24 @@ def map_dataset() -> xr.Dataset:
         "map_fold_kappa": ("beta", fold), "map_maxwell_kappa": ("beta", np.where(
             first, 0.97 * kc, np.nan)),
         "map_order_parameter": (("beta", "kappa"), r),
-        "map_bistable": (("beta", "kappa"), bistable.astype(np.int8))},
+        "map_bistable": (("beta", "kappa"), bistable.astype(np.int8)),
+        "fold_curve_beta": ("fold_point", CURVE_BETA),
+        "fold_curve_kappa": ("fold_point", 0.95 * CURVE_BETA / special.i1(CURVE_BETA)),
+        "fold_curve_order_parameter": ("fold_point", np.sqrt(CURVE_BETA - 2.4469))},
         coords={"beta": beta, "kappa": kappa})
     ds.attrs.update(kind="bifurcation", mode="map", parameter="kappa", geometry="circle",
-                    model="USA")
+                    model="USA", tricritical_beta=2.4469, tricritical_beta_landau=2.4469183)
     return ds
+
+
+CURVE_BETA = np.linspace(4.0, 2.45, 12)  # the synthetic continued fold curve
 
 
 def test_map_figure_and_plot(tmp_path):
     """A map dataset draws the order parameter, kappa_c found and analytic, the fold
-    curve (only where first order), the Maxwell points and the bistable hatching; the
-    command line writes it from netCDF."""
+    curve (only where first order), the continued fold curve and the tricritical point,
+    the Maxwell points and the bistable hatching; the command line writes it from
+    netCDF."""
     from meanfield.plotting.bifurcation import map_figure
 
     ds = map_dataset()
@@ -275,6 +282,20 @@ def test_map_figure_and_plot(tmp_path):
             "bistable"} <= gids
     fold = next(line for line in ax.lines if line.get_gid() == "fold")
     assert np.isfinite(fold.get_xdata()).sum() == 4  # beta = 2.5, 3, 3.5, 4: first order
+    # the continued fold curve (a line) and the tricritical point at kappa = 1/a_1(beta*)
+    curve = next(line for line in ax.lines if line.get_gid() == "fold_curve")
+    np.testing.assert_array_equal(curve.get_ydata(), CURVE_BETA)
+    np.testing.assert_array_equal(curve.get_xdata(), ds.fold_curve_kappa.values)
+    (star,) = [line for line in ax.lines if line.get_gid() == "tricritical"]
+    assert list(star.get_ydata()) == [2.4469]
+    assert star.get_xdata()[0] == pytest.approx(2.4469 / special.i1(2.4469), rel=1e-12)
+    assert "2.4469" in star.get_label()
+    # without them (a map written before the fold curve, or NaN: no estimate), neither
+    bare = ds.drop_vars(["fold_curve_beta", "fold_curve_kappa",
+                         "fold_curve_order_parameter"])
+    bare.attrs["tricritical_beta"] = math.nan
+    gids = {line.get_gid() for line in map_figure(bare).axes[0].lines}
+    assert "fold" in gids and not {"fold_curve", "tricritical"} & gids
     path = tmp_path / "map.nc"
     ds.to_netcdf(path)
     assert main(["plot", str(path), "--out", str(tmp_path / "figs")]) == 0
