@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from meanfield.errors import ConfigError
+from meanfield.errors import ConfigError, SolverError
 from meanfield.model.particles import (
     AttentionParticles,
     HardmaxParticles,
@@ -304,6 +304,7 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     Raises:
         ConfigError: bad sizes or shapes, noise with the reduction or with Pre-LN, an
             adaptive step with noise, a bad ``dt`` (all before any work).
+        SolverError: the tokens became non-finite (checked at each save).
     """
     _check_model(model)
     kappa = check_kappa(kappa)
@@ -354,18 +355,35 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     def velocity(x):
         return batch_velocity(model, x)
 
+    def finite(t, x):
+        bad = ~np.all(np.isfinite(x), axis=(1, 2))
+        if np.any(bad):
+            raise SolverError(f"the tokens of system {first + int(np.argmax(bad))} became "
+                              f"non-finite by t = {t:.6g}; lower time.dt (or beta)")
+
+    # Overflow (USA speeds e^beta with too large a step) gives inf/NaN, which ``finite``
+    # reports at the next save with advice.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _run(model, x0, save_times, kappa, dt, tolerance, seed, first, reduce,
+                    frame, velocity, finite)
+
+
+def _run(model, x0, save_times, kappa, dt, tolerance, seed, first, reduce, frame,
+         velocity, finite) -> EnsembleRun:
+    noisy = not math.isinf(kappa)
     info = {"model": model.name, "kappa": kappa, "dt": "auto" if dt is None else dt,
             "reduced": bool(reduce), "seed": seed, "first": first}
     if noisy:
         rngs = [system_rng(seed, first + k) for k in range(x0.shape[0])]
         res = integrate_sde_batch(BatchGeodesicEulerMaruyama(velocity, kappa), x0,
-                                  save_times, float(dt), rngs)
+                                  save_times, float(dt), rngs, on_save=finite)
         steps = np.full(x0.shape[0], res["steps"])
         rejected = np.zeros(x0.shape[0], dtype=np.int64)
         info["integrator"] = "geodesic Euler-Maruyama"
     else:
         rk4 = BatchRK4(velocity, normalize_rows_batch if model.on_sphere else None)
-        res = integrate_batch(rk4, x0, save_times, dt=dt, tolerance=tolerance)
+        res = integrate_batch(rk4, x0, save_times, dt=dt, tolerance=tolerance,
+                              on_save=finite)
         steps, rejected = res["steps"], res["rejected"]
         info["integrator"] = "RK4 + retraction" + (", step doubling per system"
                                                    if dt is None else "")

@@ -204,11 +204,13 @@ class BatchGeodesicEulerMaruyama:
 def integrate_sde_batch(stepper: BatchGeodesicEulerMaruyama, x0: np.ndarray,
                         save_times: Sequence[float], dt: float,
                         rngs: Sequence[np.random.Generator], *, t0: float = 0.0,
+                        on_save: Callable[[float, np.ndarray], None] | None = None,
                         chunk_bytes: int = 1 << 26) -> dict:
     """Fixed steps through ``save_times`` (each interval cut into ``ceil(length/dt)``
     equal steps, as ``solvers.steppers.integrate_sde``); system ``s`` draws
     ``sqrt(h) * rngs[s].standard_normal((n, m))`` per step, in step order (drawn a block
     of steps at a time: the same numbers, as a generator fills arrays in order).
+    ``on_save(t, x)`` at each save.
 
     Returns:
         ``{"states": (k, B, n, m), "steps": number of steps}``.
@@ -237,4 +239,6 @@ def integrate_sde_batch(stepper: BatchGeodesicEulerMaruyama, x0: np.ndarray,
         steps += m
         t = float(t_save)
         states[k] = x
+        if on_save is not None:
+            on_save(t, x)
     return {"states": states, "steps": steps}

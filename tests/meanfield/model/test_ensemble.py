@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 from scipy.integrate import solve_ivp
 
-from meanfield.errors import ConfigError
+from meanfield.errors import ConfigError, SolverError
 from meanfield.initial.tokens import equiangular_tokens
 from meanfield.model import ensemble as E
 from meanfield.model.particles import (
@@ -373,3 +373,10 @@ def test_bad_sizes_of_the_samplers_and_bad_save_times():
         E.simulate_ensemble(AttentionParticles(1.0), 2 * x0, [1.0], dt=0.1)
     with pytest.raises(ConfigError):
         E.batch_velocity(object(), x0)
+
+
+def test_non_finite_tokens_stop_the_run_with_advice():
+    # USA at beta = 700 with dt = 1: the speeds carry e^700, the first step overflows.
+    x0 = E.uniform_ensemble(3, 4, 3, seed=1)
+    with pytest.raises(SolverError, match="lower time.dt"):
+        E.simulate_ensemble(AttentionParticles(700.0, normalized=False), x0, [1.0], dt=1.0)
