@@ -259,6 +259,8 @@ class SpectralDiscretization(Discretization):
         ``tendency_jvp``): the derivative of the discrete operator to round-off."""
         return self.scheme.linear * v + self._nonlinear_jvp(u, v)
 
+    batched_jvp = False  # whether jvp_many does a stack in one call (not one per state)
+
     def jvp_many(self, u: np.ndarray, vs: np.ndarray) -> np.ndarray:
         """``F'(u) v`` for each state ``v`` of the stack ``vs`` (shape ``(B, *u.shape)``):
         the columns of a dense Jacobian. One ``jvp`` each here; entries with a batched

@@ -78,6 +78,8 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
         self._nonlinear_jvp_many = make_transport_jvp(
             grid, model.velocity, model.velocity_derivative, batch=True)
 
+    batched_jvp = True
+
     def jvp_many(self, u: np.ndarray, vs: np.ndarray) -> np.ndarray:
         """``F'(u) v`` for a stack of states ``vs`` ``(B, n//2 + 1)`` in one batched call
         (the transforms of the whole stack at once: a dense Jacobian of n = 256 in about

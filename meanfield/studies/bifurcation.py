@@ -23,9 +23,16 @@ or in beta, their stability, the pitchforks of the uniform state and the folds.
   pseudo-arclength continuation (``continue_branch``) of the bordered stationary system
   of ``meanfield.studies.stationary`` (``BorderedSystem``: mass and phase conditions,
   exact Jacobian-vector products, the diffusion preconditioner; ``dF/dkappa`` exact,
-  ``dF/dbeta`` by a forward difference). The unknown is scaled by the area of the domain
-  (the mean coefficient is 1), so that the arclength weighs state and parameter alike.
-  Each point is labelled by ``stability`` (rotation zero modes dropped); folds (the
+  ``dF/dbeta`` by a forward difference). On S^2 the branch (zonal seed) is followed in
+  the invariant subspace of axisymmetric states (``RealView(axisymmetric=True)``: the
+  ``L + 1`` zonal coefficients, the mass condition only). Systems of at most
+  ``DENSE_UP_TO`` unknowns (S^1 up to n ~ 800, S^2 up to L ~ 400) take the dense chord
+  corrector (``solvers.nonlinear.dense``, the bordered Jacobian formed in one batched
+  call on S^1), larger ones Newton-Krylov. The unknown is scaled by the area of the
+  domain (the mean coefficient is 1), so that the arclength weighs state and parameter
+  alike. Each point is labelled by ``stability`` (rotation zero modes dropped; on S^1
+  from the corrector's own dense Jacobian, on S^2 by the blocks of each azimuthal order,
+  ``stationary_linear.axisymmetric_eigenvalues``); folds (the
   parameter's tangent changes sign) and eigenvalue crossings (type "bifurcation", with
   their multiplicity) are located on the branch by ``continue_branch``.
 - Transition type per mode branch (``transition``): "supercritical" when the branch
@@ -357,8 +364,11 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     _set(disc, parameter, lam_c)
     uniform = lin._uniform_state(disc)
     phi = lin.critical_modes(disc, mode)[0]
-    view = st.RealView(disc, uniform)
-    system = st.BorderedSystem(disc, view, phi, mode)
+    # S^2: the branch of a zonal seed stays axisymmetric, and is followed in that
+    # invariant subspace (RealView's docstring): L + 1 unknowns, the mass condition only
+    axisymmetric = disc.geometry == "sphere"
+    view = st.RealView(disc, uniform, axisymmetric=axisymmetric)
+    system = st.BorderedSystem(disc, view, phi, 0 if axisymmetric else mode)
     scale = 1.0 / float(view.to_real(uniform)[view.constant])  # the mean coefficient to 1
     z_bif = np.concatenate([view.to_real(uniform), np.zeros(system.p)])
     direction = np.concatenate([sign * view.to_real(phi), np.zeros(system.p)]) * scale
@@ -406,7 +416,10 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
 
     def eigenvalues(y: np.ndarray, lam: float) -> np.ndarray:
         _set(disc, parameter, lam)
-        block = (bordered_jacobian(y, lam)[: view.size, : view.size] if dense else None)
+        # (the continuation's Jacobian is F' itself on the circle; on the sphere only its
+        # axisymmetric block, and stability takes F' by blocks of each order m)
+        block = (bordered_jacobian(y, lam)[: view.size, : view.size]
+                 if dense and not axisymmetric else None)
         stab = lin.stability(disc, system.state(y / scale), count=EIG_COUNT, jacobian=block)
         last["stability"] = stab
         return stab.eigenvalues
@@ -435,7 +448,9 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         ds=ds, ds_min=ds * DS_MIN_FACTOR, ds_max=b["ds_max"],
         lam_bounds=(b["start"], b["stop"]), max_points=b["points"],
         eigenvalues=eigenvalues, eig_tol=EIG_TOL, precondition=precondition,
-        callback=callback, jacobian=jacobian if dense else None,
+        # (a Jacobian formed in one batched call is formed anew at each point; one made
+        # of products is refined first: the continuation's default)
+        callback=callback, jacobian=jacobian if dense and disc.batched_jvp else None,
         linear_solver="dense" if dense else "krylov")
     n = len(points["lam"])
     if n and (not saved_states or saved_states[-1][0] != n - 1):

@@ -82,9 +82,16 @@ class RealView:
     it comes back unchanged (``meanfield.discretizations.spectrum._real_operator`` finds
     the same set with one transform per component; it could use this).
 
+    With ``axisymmetric`` (sphere only) the view keeps only the order-0 components
+    ``a_l0``: the states axisymmetric about z, an invariant subspace of ``F`` (which
+    commutes with the rotations about z). A branch of axisymmetric states is followed
+    there exactly, in ``L + 1`` unknowns instead of ``(L + 1)^2``, with no phase
+    condition (rotations about z leave it alone; the others leave the subspace).
+
     Args:
         disc: a spectral discretization (``to_state``/``to_density``).
         template: a state of the right shape and dtype.
+        axisymmetric: keep only the order-0 components (sphere).
 
     Attributes:
         size: number of kept real components.
@@ -92,7 +99,7 @@ class RealView:
         unit_mass: mass of the density of a unit value of that component.
     """
 
-    def __init__(self, disc, template: np.ndarray):
+    def __init__(self, disc, template: np.ndarray, axisymmetric: bool = False):
         u = np.asarray(template)
         self.shape, self.complex = u.shape, np.iscomplexobj(u)
         n = u.size
@@ -100,6 +107,12 @@ class RealView:
         probe = np.random.default_rng(12345).standard_normal(full)
         back = self._full_real(disc.to_state(disc.to_density(self._full_state(probe))))
         self.used = np.abs(back - probe) <= 1e-8 * np.abs(probe).max()
+        self.axisymmetric = bool(axisymmetric)
+        if axisymmetric:
+            if disc.geometry != "sphere":
+                raise ValueError("an axisymmetric view is for the sphere")
+            order = np.asarray(disc.grid.m).ravel()
+            self.used &= np.concatenate([order, order]) == 0
         self.size = int(self.used.sum())
         # The constant density maps to one component: the mean.
         ones = self._full_real(disc.to_state(np.ones(disc.grid.shape)))[self.used]

@@ -39,6 +39,9 @@ from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.studies.stationary import RealView, check_spectral, lowest_mode
 
 GEOMETRIES = ("circle", "sphere")
+# order m >= 1 coefficients below this fraction of the mean: an axisymmetric state, whose
+# stability is computed by blocks (their coupling is then of this relative size)
+AXISYMMETRIC_RTOL = 1e-12
 
 
 # --- linear stability ------------------------------------------------------------------
@@ -93,7 +96,50 @@ def jacobian_eigenvalues(disc, u: np.ndarray, count: int | None = None) -> np.nd
     return _eigenvalues(disc, u, count)[0]
 
 
+def is_axisymmetric(disc, u: np.ndarray) -> bool:
+    """Whether a sphere state has no order ``m >= 1`` above ``AXISYMMETRIC_RTOL`` of its
+    mean coefficient (then ``F'`` at it is block-diagonal in ``m``)."""
+    if disc.geometry != "sphere":
+        return False
+    u = np.asarray(u)
+    rest = np.abs(u[np.asarray(disc.grid.m) >= 1])
+    return bool(rest.size == 0 or rest.max() <= AXISYMMETRIC_RTOL * abs(u.flat[0]))
+
+
+def axisymmetric_eigenvalues(disc, u: np.ndarray) -> np.ndarray:
+    """Every eigenvalue of ``mass_preserving_operator`` at an axisymmetric sphere state,
+    by its blocks, sorted by decreasing real part.
+
+    ``F`` commutes with the rotations about z, so at an axisymmetric state ``F'`` maps
+    the coefficients of order ``m`` to order ``m``: it is block-diagonal, a block of
+    ``L`` real components for ``m = 0`` (the mean left out) and ``2 (L + 1 - m)`` for
+    ``m >= 1``. One product ``F' w`` with ``w`` a unit vector in EVERY block at once
+    gives a column of each block (the blocks do not mix), so ``2L`` products form all
+    the blocks (instead of ``(L + 1)^2 - 1`` for the dense matrix) and the eigenvalue
+    problems are small: at L = 31, 62 products and 32 eigenvalue problems of at most
+    62 x 62, against 1023 products and one of 1023 x 1023.
+    """
+    u = np.asarray(u)
+    view = RealView(disc, u)
+    order = np.asarray(disc.grid.m).ravel()
+    kept_order = np.concatenate([order, order])[view.used]
+    kept = np.arange(view.size) != view.constant
+    blocks = [np.flatnonzero(kept & (kept_order == m)) for m in np.unique(kept_order)]
+    blocks = [b for b in blocks if b.size]
+    width = max(b.size for b in blocks)
+    probes = np.zeros((width, view.size))
+    for b in blocks:
+        probes[np.arange(b.size), b] = 1.0
+    states = np.stack([view.to_state(p) for p in probes])
+    out = np.asarray(disc.jvp_many(u, states))
+    columns = np.stack([view.to_real(w) for w in out])  # (width, size): row j = F' probe j
+    lam = np.concatenate([np.linalg.eigvals(columns[: b.size][:, b].T) for b in blocks])
+    return lam[np.argsort(-lam.real)]
+
+
 def _eigenvalues(disc, u: np.ndarray, count: int | None) -> tuple[np.ndarray, bool]:
+    if is_axisymmetric(disc, u):
+        return axisymmetric_eigenvalues(disc, u), True
     matvec, size = mass_preserving_operator(disc, u)
     dense = size <= DENSE_MAX
     if dense:
