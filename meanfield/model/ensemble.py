@@ -15,7 +15,11 @@ The batch is one array ``(B, n, m)`` (system, token, component). The fields are 
   ``G_ij >= max_{k != i} G_ik - tolerance``; ``v_i = P^perp_{x_i} a_i``.
 
 Cost per field evaluation: ``O(B n^2 m)`` (two batched GEMMs and ``B n^2`` exponentials);
-plain numpy (numba was not tried: the work is in BLAS and ``np.exp``).
+plain numpy. A fused numba kernel (one system per thread, Gram matrix, softmax, products
+and projection in cache) was measured against it at B = 2048, n = m = 32 on the 2-core
+machine under load: 60 ms against 63 ms per evaluation, no gain worth a compiled kernel;
+in numpy the time splits into the two GEMMs (~7 + 9 ms), ``exp`` (~12 ms) and the
+elementwise passes.
 
 Integrators (``solvers.steppers.batch``): RK4 with retraction at a fixed step (order 4),
 adaptive RK4 by step doubling with **one step per system** (error per system in the
