@@ -159,8 +159,8 @@ def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
     out.update(beta=curve.beta, kappa=curve.kappa, order_parameter=curve.order_parameter,
                tricritical_beta=curve.tricritical_beta,
                tricritical_fit=curve.tricritical_fit, status=curve.status,
-               message=f"from the fold at beta = {beta0:g}, kappa = {kappa0:.10g}: "
-                       f"{curve.message}")
+               message=f"from the fold at beta = {beta0:g}, kappa = {kappa0:.10g} (the "
+                       f"map's: {done[sub[-1]]['fold_kappa']:.10g}): {curve.message}")
     return out
 
 

@@ -1,6 +1,7 @@
 """Two-parameter continuation of the fold of the mode-1 branch in (beta, kappa): the fold
 curve of the first-order (subcritical) transition and the tricritical beta where the
-transition changes type. Spectral S^1 and S^2 (axisymmetric states), USA or SA.
+transition changes type. Spectral S^1 and S^2 (axisymmetric states); written for either
+model, tested for USA (SA has no subcritical first bifurcation: ``docs/bifurcation.md``).
 
 The stationary states solve the bordered system ``G(z; beta, kappa) = 0`` of
 ``meanfield.studies.stationary.BorderedSystem`` (``z = (x, mu)``: the state's real
@@ -100,6 +101,7 @@ class FoldCurve:
             tricritical point; or ``points`` were reached) or "failed" (Newton failed;
             the curve so far is kept).
         message: what happened (where and why on failure).
+        newton: the message of the Newton solve of the start (key "start").
     """
 
     beta: np.ndarray
