@@ -219,6 +219,15 @@ def test_reduced_and_full_runs_converge_together_fixed_step(name, d):
     assert np.all(orders(errors) > 3.7), orders(errors)
 
 
+def test_reduced_hardmax_equals_full_hardmax():
+    # The hardmax field is discontinuous (no convergence order); the reduced run still
+    # takes the same steps through the same argmax sets.
+    x0 = E.uniform_ensemble(3, 6, 64, seed=6)
+    full = E.simulate_ensemble(MODELS["hardmax"](), x0, [0.5, 1.0], dt=0.05)
+    red = E.simulate_ensemble(MODELS["hardmax"](), x0, [0.5, 1.0], dt=0.05, reduce=True)
+    assert row_distance(full.positions(), red.positions()) < 1e-13
+
+
 @pytest.mark.parametrize("name", ["SA", "USA", "Pre-LN"])
 def test_reduced_equiangular_tokens_follow_the_equiangular_ode(name):
     # Analytic reference: equiangular tokens stay equiangular (DESIGN.md section 1).
