@@ -113,18 +113,10 @@ def test_sphere_tricritical_beta(sphere_curve):
         curve.tricritical_fit
 
 
-def test_sphere_curve_against_one_parameter_folds(sphere_curve, monkeypatch):
-    """Two points of the S^2 curve against mode_branch (its eigenvalues stubbed: the
-    fold's location does not use them, and the S^2 spectra at every point take long)."""
+def test_sphere_curve_against_one_parameter_folds(sphere_curve):
+    """Two points of the S^2 curve against mode_branch's folds at the same beta."""
     curve = sphere_curve
     assert curve.beta.size >= 6
-
-    def no_spectrum(disc, state, count=6, **kwargs):
-        return lin.StabilityResult(eigenvalues=np.array([-1.0]), stable=True,
-                                   zero_modes=2, symmetry_modes=2, leading=-1.0,
-                                   message="stub")
-
-    monkeypatch.setattr(bf.lin, "stability", no_spectrum)
     for i in (curve.beta.size // 3, int(np.flatnonzero(curve.order_parameter < 0.25)[0])):
         expected = one_parameter_fold("sphere", 15, float(curve.beta[i]))
         assert curve.kappa[i] == pytest.approx(expected, rel=FOLD_RTOL), (i, curve.beta[i])
