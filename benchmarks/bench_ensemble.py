@@ -2,6 +2,7 @@
 
     nice -n 19 python benchmarks/bench_ensemble.py            # B = 2048, n = 32
     nice -n 19 python benchmarks/bench_ensemble.py --quick    # B = 256
+    OPENBLAS_NUM_THREADS=2 nice -n 19 python benchmarks/bench_ensemble.py  # 2 BLAS threads
 
 Timed (best of ``--repeat`` rounds, SA, beta = 4, tokens i.i.d. uniform on S^{d-1}):
 
@@ -25,6 +26,15 @@ Timed (best of ``--repeat`` rounds, SA, beta = 4, tokens i.i.d. uniform on S^{d-
   than a full one: the step timings above are the fairer ratio).
 """
 from __future__ import annotations
+
+import os
+
+# One BLAS thread unless the caller says otherwise (set before numpy loads OpenBLAS): on
+# the shared 2-core machine, OpenBLAS threads waiting for a core taken by another job
+# made single calls 10-50x slower at random (measured: a d = 4096 Euler step 0.64 s with
+# one thread, 4.7 s with two). Both approaches run with the same threads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import time
@@ -68,34 +78,36 @@ def main():
     systems = 256 if args.quick else 2048
     model = AttentionParticles(BETA)
     rk4 = BatchRK4(lambda x: E.batch_velocity(model, x))
-    print(f"B = {systems} systems, n = {N} tokens, SA beta = {BETA}; best of {args.repeat}")
+    print(f"B = {systems} systems, n = {N} tokens, SA beta = {BETA}; best of {args.repeat}; "
+          f"OPENBLAS_NUM_THREADS = {os.environ['OPENBLAS_NUM_THREADS']}")
 
-    print("\nreduced (coefficients (B, n, n)), one RK4 step of dt = 0.1:")
-    reduced, sample, coeffs = {}, {}, {}
-    for d in (32, 1024, 4096):
+    dims = (32, 1024, 4096)
+    reduced, papers, sample, coeffs, tokens, subs = {}, {}, {}, {}, {}, {}
+    for d in dims:
         t0 = time.perf_counter()
         coeffs[d] = E.uniform_span(systems, N, d, seed=0)
         sample[d] = time.perf_counter() - t0
-    # Interleaved rounds (d = 32, 1024, 4096, then again): load from other jobs on the
-    # machine falls on all three alike; the best of the rounds is kept.
+        subs[d] = systems if d <= 32 else systems // 8
+        tokens[d] = E.uniform_ensemble(subs[d], N, d, seed=0)
+    # Interleaved rounds (every d, both ways, then again): load from other jobs on the
+    # machine falls on all alike; the best of the rounds is kept.
     for _ in range(args.repeat):
-        for d in (32, 1024, 4096):
+        for d in dims:
             t = best(lambda c=coeffs[d]: rk4.step(c, DT), 1)
             reduced[d] = min(reduced.get(d, np.inf), t)
-    for d in (32, 1024, 4096):
+            t = best(lambda x=tokens[d]: papers_euler_step(x), 1) * systems / subs[d]
+            papers[d] = min(papers.get(d, np.inf), t)
+    print("\nreduced (coefficients (B, n, n)), one RK4 step of dt = 0.1:")
+    for d in dims:
         print(f"  d = {d:5d}: step {1e3 * reduced[d]:8.2f} ms  (ratio to d = 32: "
               f"{reduced[d] / reduced[32]:.3f}); sampling C0 {1e3 * sample[d]:.1f} ms")
-
     print("\npapers' approach (full (B, n, d) tokens), one explicit Euler step, dt = 0.1:")
-    papers = {}
-    for d in (32, 1024, 4096):
-        sub = systems if d <= 32 else systems // 8
-        x = E.uniform_ensemble(sub, N, d, seed=0)
-        papers[d] = best(lambda x=x: papers_euler_step(x), args.repeat) * systems / sub
-        note = "" if sub == systems else f"  (timed on {sub} systems, x {systems // sub})"
+    for d in dims:
+        note = "" if subs[d] == systems else \
+            f"  (timed on {subs[d]} systems, x {systems // subs[d]})"
         print(f"  d = {d:5d}: step {1e3 * papers[d]:8.2f} ms  (papers / reduced: "
               f"{papers[d] / reduced[d]:.2f}){note}")
-        del x
+    del tokens
 
     d, steps, sub = 1024, 300, min(64, systems)
     print(f"\na subset of the phase diagram: one beta, {sub} systems, d = {d}, t <= 30 "
