@@ -11,8 +11,8 @@
    preconditioner (what the study used before), and the dense chord method
    (``solvers.nonlinear.dense``, the Jacobian from ``BorderedSystem.jacobian``: what the
    study uses now), without and with the stability of every point; and the study's own
-   branch (``bifurcation.mode_branch``: switch at the pitchfork, stability, free energy
-   and states of every point) over the same range and number of points. Against: the
+   branch (``bifurcation_branches.mode_branch``: switch at the pitchfork, stability, free
+   energy and states of every point) over the same range and number of points. Against: the
    brute-force scan of the SAME kappa values (those the continuation landed on) at
    EQUAL ACCURACY: fixed-step ETDRK4 (``bifurcation_scan.steady_state``, dt =
    ``AUTO_DT``) until ``||F|| <`` the continuation's tolerance, then on with the
@@ -41,6 +41,7 @@ import numpy as np
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.studies import bifurcation as bf
+from meanfield.studies import bifurcation_branches as bb
 from meanfield.studies import bifurcation_scan as bs
 from meanfield.studies import stationary as st
 from meanfield.studies import stationary_linear as lin
@@ -60,8 +61,8 @@ def build(geometry: str, resolution: int, kappa: float, dt: float | str = "auto"
 
 class Branch:
     """The bordered stationary system of a discretization as ``F(y, kappa)`` for
-    ``continue_branch`` (as ``meanfield.studies.bifurcation.mode_branch`` sets it up: the
-    state scaled so that its mean coefficient is 1, ``dF/dkappa`` exact, the diffusion
+    ``continue_branch`` (as ``meanfield.studies.bifurcation_branches.mode_branch`` sets it
+    up: the state scaled so that its mean coefficient is 1, ``dF/dkappa`` exact, the diffusion
     preconditioner for Newton-Krylov, the dense bordered Jacobian for the chord
     method)."""
 
@@ -180,7 +181,7 @@ def circle_benchmark(points: int, tol: float, n: int) -> None:
               f"{kappas[0]:.3f} .. {kappas[-1]:.3f} ({branch.status}), Newton tol {tol:g}, "
               f"{label}: {elapsed:.3f} s ({1e3 * elapsed / kappas.size:.2f} ms/point); "
               f"max |r - r_exact| = {err:.2e}")
-    # the study's own branch: bifurcation.mode_branch from the pitchfork at kappa = 2
+    # the study's own branch: bifurcation_branches.mode_branch from the pitchfork at kappa = 2
     cfg = cfgmod.validate({
         "domain": {"geometry": "circle"}, "model": {"beta": 0.0, "kappa": 2.0},
         "discretization": {"method": "spectral", "resolution": n},
@@ -189,10 +190,10 @@ def circle_benchmark(points: int, tol: float, n: int) -> None:
                         "tolerance": tol}})
     plan = bf.check_bifurcation_config(cfg)
     study_disc = bf.build_discretization(cfg)
-    uniform = bf.uniform_branch(study_disc, cfg, plan)
+    uniform = bb.uniform_branch(study_disc, cfg, plan)
     pitch = next(p for p in uniform["special"] if p["mode"] == 1)
     t0 = time.perf_counter()
-    study = bf.mode_branch(study_disc, cfg, plan, pitch, 1, 1)
+    study = bb.mode_branch(study_disc, cfg, plan, pitch, 1, 1)
     elapsed = time.perf_counter() - t0
     exact_study = np.array([lin.noisy_order_parameter("circle", k) for k in study["kappa"]])
     err = float(np.abs(study["order_parameter"] - exact_study).max())

@@ -52,6 +52,11 @@ import xarray as xr
 from meanfield.errors import ConfigError
 from meanfield.runs.engine import RunTask
 from meanfield.studies import bifurcation as bf
+from meanfield.studies.bifurcation_branches import (
+    mode_branch,
+    pitchfork_check,
+    uniform_branch,
+)
 
 _SCALARS = ("critical_kappa", "analytic_kappa", "fold_kappa", "maxwell_kappa")
 
@@ -84,10 +89,10 @@ def map_point(cfg: dict, beta: float) -> dict:
     c = _at_beta(cfg, beta)
     plan = bf.check_bifurcation_config(c)
     disc = bf.build_discretization(c)
-    uniform = bf.uniform_branch(disc, c, plan)
-    ok, check = bf.pitchfork_check(plan, c, uniform["special"])
+    uniform = uniform_branch(disc, c, plan)
+    ok, check = pitchfork_check(plan, c, uniform["special"])
     pitch = next((p for p in uniform["special"] if p["mode"] == 1), None)
-    branch = bf.mode_branch(disc, c, plan, pitch, 1, 1)
+    branch = mode_branch(disc, c, plan, pitch, 1, 1)
     kappa = uniform["kappa"]
     out: dict[str, Any] = {name: math.nan for name in _SCALARS}
     out.update(transition=branch["transition"], check=int(ok), message=check,

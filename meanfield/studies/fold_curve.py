@@ -33,10 +33,10 @@ it passes turning points of the curve). The pieces and their accuracy:
   preconditioned by the inverse diffusion on the ``z`` and ``phi`` blocks.
 - On S^2 ``z`` holds only the zonal coefficients (the invariant subspace of
   axisymmetric states, ``RealView(axisymmetric=True)``, mass condition only), as in
-  ``bifurcation.mode_branch``: ``2(L + 2) + 1`` unknowns, so the continuation takes the
-  dense chord corrector (L = 15: 2 s for the curve, against 12-25 s in all components).
+  ``bifurcation_branches.mode_branch``: ``2(L + 2) + 1`` unknowns, so the continuation
+  takes the dense chord corrector (L = 15: 2 s for the curve, against 12-25 s in all components).
 - Unknowns: ``z`` is scaled so that the mean coefficient is 1 (as in
-  ``bifurcation.mode_branch``), ``phi`` has ``<l, phi> = 1`` with ``|l| = 1``, so the
+  ``bifurcation_branches.mode_branch``), ``phi`` has ``<l, phi> = 1`` with ``|l| = 1``, so the
   arclength weighs state, null vector, kappa and beta alike.
 
 The start (``fold_curve``'s ``fold_state``, ``kappa0`` at ``beta0``) is checked before
@@ -46,8 +46,8 @@ the smallest singular value of the dense ``G_z`` (built from ``G_z e_j``), must 
 to a kappa within ``fold_rtol`` (relative) of ``kappa0``; otherwise ``ValueError`` says
 how far it is. ``locate_fold`` gives such a start: the mode-1 branch from the pitchfork
 at ``1/a_1(beta)`` (``switch_branch`` then ``continue_branch`` in kappa, as
-``bifurcation.mode_branch`` does), its fold located by the sign change of the tangent's
-kappa component (Brent, ``locate_tol`` 1e-12 in arclength).
+``bifurcation_branches.mode_branch`` does), its fold located by the sign change of the
+tangent's kappa component (Brent, ``locate_tol`` 1e-12 in arclength).
 
 The tricritical point. As beta decreases to the tricritical ``beta*`` the fold merges
 with the pitchfork at the uniform state: its order parameter ``r`` goes to 0 and its
@@ -221,7 +221,7 @@ def _start(disc, beta0: float, fold_state, kappa0: float) -> tuple[Any, np.ndarr
         raise ValueError(f"the start is not a state of the mode-1 branch: its lowest mode "
                          f"is {mode} (0: uniform)")
     u0 = st.align(disc, u0)
-    # S^2: the axisymmetric subspace (as bifurcation.mode_branch), no phase condition
+    # S^2: the axisymmetric subspace (as bifurcation_branches.mode_branch), no phase condition
     axisymmetric = disc.geometry == "sphere"
     view = st.RealView(disc, u0, axisymmetric=axisymmetric)
     x0 = view.to_real(u0)

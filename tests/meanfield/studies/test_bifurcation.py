@@ -22,7 +22,10 @@ from meanfield.errors import ConfigError
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.studies import bifurcation as bf
+from meanfield.studies import bifurcation_branches as bb
+from meanfield.studies import bifurcation_map as bm
 from meanfield.studies import stationary as st
+from meanfield.studies import stationary_linear as lin
 
 KURAMOTO = {"model": {"beta": 0.0, "normalized": True},
             "discretization": {"resolution": 64},
@@ -127,8 +130,8 @@ def _uniform_pitchforks(geometry: str, beta: float, normalized: bool):
                                            "ds": 0.01 * kc, "ds_max": 0.05 * kc}})
     plan = bf.check_bifurcation_config(cfg)
     disc = bf.build_discretization(cfg)
-    branch = bf.uniform_branch(disc, cfg, plan)
-    return kc, branch, bf.pitchfork_check(plan, cfg, branch["special"])
+    branch = bb.uniform_branch(disc, cfg, plan)
+    return kc, branch, bb.pitchfork_check(plan, cfg, branch["special"])
 
 
 @pytest.mark.parametrize("beta", [0.5, 1.0, 2.0, 4.0])
@@ -146,8 +149,8 @@ def test_critical_kappa_matches_the_closed_form(geometry, normalized, beta):
 
 def test_a_wrong_closed_form_is_reported(monkeypatch):
     """The check is live: a closed form off by 1e-5 makes the check fail."""
-    real = bf.lin.critical_kappa
-    monkeypatch.setattr(bf.lin, "critical_kappa", lambda *a: real(*a) * (1 + 1e-5))
+    real = lin.critical_kappa
+    monkeypatch.setattr(lin, "critical_kappa", lambda *a: real(*a) * (1 + 1e-5))
     _, _, (ok, message) = _uniform_pitchforks("circle", 1.0, True)
     assert not ok and "differs from the closed form" in message
 
@@ -176,7 +179,9 @@ def test_a_wrong_closed_form_is_reported(monkeypatch):
     ({"discretization": {"method": "finite-volume"}}, "discretization.method"),
 ])
 def test_bad_input_before_any_work(change, key, monkeypatch):
-    monkeypatch.setattr(bf, "uniform_branch", lambda *a: pytest.fail("work started"))
+    # (patched where it is called: the continuation task and the map)
+    for module in (bf, bm):
+        monkeypatch.setattr(module, "uniform_branch", lambda *a: pytest.fail("work started"))
     cfg = {s: {**KURAMOTO.get(s, {}), **change.get(s, {})} for s in {*KURAMOTO, *change}}
     with pytest.raises(ConfigError) as err:
         bf.bifurcation(cfg)
@@ -218,7 +223,7 @@ def test_cli_run(tmp_path, capsys):
 def test_resume_skips_the_branches_done(tmp_path, monkeypatch):
     full = bf.bifurcation(SMALL)
     out = tmp_path / "b.nc"
-    real_mode, real_uniform = bf.mode_branch, bf.uniform_branch
+    real_mode, real_uniform = bb.mode_branch, bb.uniform_branch
     calls: list = []
 
     def interrupt_second(disc, cfg, plan, pitchfork, mode, sign):
@@ -227,6 +232,7 @@ def test_resume_skips_the_branches_done(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real_mode(disc, cfg, plan, pitchfork, mode, sign)
 
+    # (patched where the continuation task looks them up: the names bifurcation imports)
     monkeypatch.setattr(bf, "mode_branch", interrupt_second)
     part = bf.bifurcation(SMALL, out=out)
     assert part.attrs["status"] == -1 and checkpoint_path(out).exists()
@@ -292,7 +298,7 @@ def test_transition_type_of_usa_against_the_landau_coefficient(geometry, beta, r
     stable beyond."""
     from meanfield.model import landau
 
-    kc = bf.lin.critical_kappa(geometry, beta, False)
+    kc = lin.critical_kappa(geometry, beta, False)
     ds = bf.bifurcation({"model": {"beta": beta, "normalized": False},
                          "domain": {"geometry": geometry},
                          "discretization": {"resolution": resolution},
@@ -333,7 +339,7 @@ def test_map_of_usa_on_the_circle():
     np.testing.assert_allclose(ds.map_critical_kappa, ds.map_analytic_kappa, rtol=1e-6)
     for beta in (2.0, 3.5):
         assert ds.map_analytic_kappa.sel(beta=beta) == pytest.approx(
-            bf.lin.critical_kappa("circle", beta, False), rel=1e-14)
+            lin.critical_kappa("circle", beta, False), rel=1e-14)
         row = ds.sel(beta=beta)
         assert str(row.map_transition.values) == landau.transition_type("circle", beta,
                                                                          False)

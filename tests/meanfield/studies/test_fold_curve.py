@@ -1,10 +1,11 @@
 """Tests of the two-parameter continuation of the fold (``meanfield.studies.fold_curve``)
 for USA on S^1 (64 points) and S^2 (L = 15), against independent results:
 
-- points of the fold curve against the fold kappa that ``bifurcation.mode_branch`` finds
-  by one-parameter continuation in kappa at that point's beta (a different method: the
-  sign change of the tangent's kappa component located by Brent on the branch), to 1e-9
-  relative (both solve to Newton tolerances 1e-9 / 1e-10; observed 1e-12 to 3e-11);
+- points of the fold curve against the fold kappa that
+  ``bifurcation_branches.mode_branch`` finds by one-parameter continuation in kappa at
+  that point's beta (a different method: the sign change of the tangent's kappa
+  component located by Brent on the branch), to 1e-9 relative (both solve to Newton
+  tolerances 1e-9 / 1e-10; observed 1e-12 to 3e-11);
 - the tricritical beta estimated from the curve against the closed form
   ``landau.tricritical_beta`` (the root of ``I_2/I_1 = 1/2`` on S^1, ``i_2/i_1 = 1/3`` on
   S^2; the spectral discretization carries the multipliers of modes 0-2 exactly, so its
@@ -25,6 +26,7 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.model import landau
 from meanfield.studies import bifurcation as bf
+from meanfield.studies import bifurcation_branches as bb
 from meanfield.studies import fold_curve as fc
 from meanfield.studies import stationary as st
 from meanfield.studies import stationary_linear as lin
@@ -41,7 +43,7 @@ def make_disc(geometry: str, resolution: int, beta: float):
 
 
 def one_parameter_fold(geometry: str, resolution: int, beta: float) -> float:
-    """The fold kappa of the mode-1 branch at ``beta`` by ``bifurcation.mode_branch``
+    """The fold kappa of the mode-1 branch at ``beta`` by ``bifurcation_branches.mode_branch``
     (the map's ``fold_kappa``), from the pitchfork at the closed form ``1/a_1``."""
     kc = lin.critical_kappa(geometry, beta, False)
     # (the branch is followed past its fold up to 1.02 kappa_c: the fold is all it needs)
@@ -53,7 +55,7 @@ def one_parameter_fold(geometry: str, resolution: int, beta: float) -> float:
                                            "ds": 0.02, "ds_max": 0.1, "modes": 1}})
     plan = bf.check_bifurcation_config(cfg)
     disc = bf.build_discretization(cfg)
-    branch = bf.mode_branch(disc, cfg, plan, {"lam": plan["critical_kappa"][0], "side": 1},
+    branch = bb.mode_branch(disc, cfg, plan, {"lam": plan["critical_kappa"][0], "side": 1},
                             1, 1)
     assert branch["transition"] == "subcritical", branch["message"]
     return float(branch["fold_lam"])
