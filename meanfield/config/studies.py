@@ -193,3 +193,117 @@ STUDY_TASKS: dict[str, tuple[str, ...]] = {
     "contraction": CORE_TASKS["compare"] + ("contraction",),
     "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
 }
+
+
+# --- [normalization] and [long_context] (issue 12, items 5 and 6) ----------------------
+#
+#   [normalization] dim [512] (d >= 2), systems [256], chunk [64] (systems per task),
+#                   times [{start = 0.05, stop = 1e4, num = 281, scale = "log"}] (> 0,
+#                   strictly increasing; a list, or a range with scale "linear" | "log"),
+#                   tolerance [1e-9] (error per adaptive RK4 step), fit_floor [1e-14] <
+#                   fit_ceiling [1e-3] (the band of 1 - rho fitted), offset_ratio [0.01]
+#                   (Pre-LN fit from t >= |c|/offset_ratio), band [0.9] (of the systems,
+#                   shaded). n from particles.n (32 when absent), seed from particles.seed,
+#                   beta and normalized from [model] (kappa must be inf).
+#   [long_context]  rho [0.5] in (0, 1), gamma [[0.5, 1, 1.5] / (1 - rho)] (> 0, increasing),
+#                   n [{start = 2, stop = 1e15, num = 57, scale = "log"}] (integers >= 2,
+#                   <= 1e18, increasing), direct_max [1024] (explicit tokens up to this n;
+#                   0: none), seed [0] (their random rotation), tolerance [1e-2].
+
+SCALES = ("linear", "log")
+
+
+def _grid(key: str, value, *, minimum: float, strict: bool = False,
+          integers: bool = False, maximum: float | None = None) -> list:
+    """A non-empty strictly increasing list, or a range ``{start, stop, num, scale}``
+    (``scale`` "linear": ``numpy.linspace``; "log": ``numpy.geomspace``, start > 0;
+    integers: rounded, repeats dropped)."""
+    import numpy as np
+
+    if isinstance(value, dict) and "scale" in value:
+        scale = ck.choice(SCALES)(f"{key}.scale", value["scale"])
+        rest = {k: v for k, v in value.items() if k != "scale"}
+        if scale == "log":
+            start = ck.finite_number(f"{key}.start", rest.get("start"), minimum=0.0,
+                                     strict=True)
+            stop = ck.finite_number(f"{key}.stop", rest.get("stop"), minimum=0.0,
+                                    strict=True)
+            num = ck.integer(f"{key}.num", rest.get("num"), minimum=1,
+                             maximum=ck.MAX_RANGE_NUM)
+            for name in rest:
+                if name not in ck.RANGE_KEYS:
+                    raise ConfigError(f"{key}.{name} is not a key of a range; "
+                                      f"{ck.suggest(name, ck.RANGE_KEYS + ('scale',))}",
+                                      f"{key}.{name}")
+            values = [float(v) for v in np.geomspace(start, stop, num)]
+            if integers:
+                values = sorted({round(v) for v in values})
+            value = values
+        else:
+            value = rest
+    values = ck.list_or_range(key, value, minimum=minimum, strict=strict,
+                              integers=integers)
+    for i in range(1, len(values)):
+        if values[i] <= values[i - 1]:
+            raise ConfigError(f"{key} = {ck.describe(value)} must be strictly increasing "
+                              f"(entry {i}: {values[i]!r} after {values[i - 1]!r})", key)
+    if maximum is not None and values[-1] > maximum:
+        raise ConfigError(f"{key} = {ck.describe(value)}: values must be <= {maximum:g}",
+                          key)
+    return values
+
+
+def _open_unit(key: str, value) -> float:
+    x = ck.finite_number(key, value)
+    if not 0.0 < x < 1.0:
+        raise ConfigError(f"{key} = {ck.describe(value)} must lie in (0, 1)", key)
+    return x
+
+
+def _finish_normalization(cfg: dict) -> None:
+    c = cfg["normalization"]
+    if isinstance(c["times"], dict):
+        c["times"] = _grid("normalization.times", c["times"], minimum=0.0, strict=True)
+    if c["fit_floor"] >= c["fit_ceiling"]:
+        raise ConfigError(f"normalization.fit_floor = {c['fit_floor']:g} must be below "
+                          f"normalization.fit_ceiling = {c['fit_ceiling']:g} (the band of "
+                          "1 - rho that is fitted)", "normalization.fit_floor")
+
+
+def _finish_long_context(cfg: dict) -> None:
+    c = cfg["long_context"]
+    if isinstance(c["n"], dict):
+        c["n"] = _grid("long_context.n", c["n"], minimum=2, integers=True, maximum=1e18)
+    if c["gamma"] is None:
+        c["gamma"] = [f / (1.0 - c["rho"]) for f in (0.5, 1.0, 1.5)]
+
+
+STUDY_SECTIONS += (
+    Section("normalization", {
+        "dim": (lambda k, v: ck.integer(k, v, minimum=2, maximum=10**7), 512),
+        "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**7), 256),
+        "chunk": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 64),
+        "times": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
+                  {"start": 0.05, "stop": 1e4, "num": 281, "scale": "log"}),
+        "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
+                                                    maximum=1e-2), 1e-9),
+        "fit_floor": (_positive, 1e-14),
+        "fit_ceiling": (_positive, 1e-3),
+        "offset_ratio": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
+                                                       maximum=1.0), 0.01),
+        "band": (_open_unit, 0.9),
+    }, finish=_finish_normalization),
+    Section("long_context", {
+        "rho": (_open_unit, 0.5),
+        "gamma": (lambda k, v: _grid(k, v, minimum=0.0, strict=True), None),
+        "n": (lambda k, v: _grid(k, v, minimum=2, integers=True, maximum=1e18),
+              {"start": 2, "stop": 1e15, "num": 57, "scale": "log"}),
+        "direct_max": (lambda k, v: ck.integer(k, v, minimum=0, maximum=4096), 1024),
+        "seed": (lambda k, v: ck.integer(k, v, minimum=0, maximum=2**63 - 1), 0),
+        "tolerance": (_positive, 1e-2),
+    }, finish=_finish_long_context),
+)
+STUDY_TASKS.update({
+    "normalization": ("model", "output", "particles", "parallel", "normalization"),
+    "long_context": ("output", "parallel", "long_context"),
+})

@@ -1,0 +1,482 @@
+"""``normalization(config)``: Post-LN against Pre-LN from random tokens in high dimension.
+
+``[normalization] systems`` token systems of ``n = particles.n`` (32 when absent) i.i.d.
+uniform tokens on S^{d-1}, ``d = normalization.dim``, each run twice from the same start:
+
+- Post-LN (``AttentionParticles``, SA or USA by ``model.normalized``): tokens on the sphere;
+- Pre-LN (``PreLNParticles``): ``x_i' = A_i(theta)``, tokens in R^d, attention on the
+  directions ``theta_i = x_i/|x_i|`` (module docstring of ``meanfield.model.particles``).
+
+At each time of ``normalization.times`` (and t = 0) it keeps per system the mean
+pairwise gap ``1 - rho = mean_{i != j} (1 - <theta_i, theta_j>) = sum_i |theta_i -
+mean|^2/(n - 1)`` (``meanfield.model.particles.correlation_gap``: accurate down to
+round-off, no cancellation) and the mean radius ``mean_i |x_i|``; the dataset gives the
+mean cosine ``rho(t)`` over the systems with a band holding ``band`` of them (quantiles),
+and the equiangular predictions from ``rho_0`` = the systems' mean initial cosine.
+
+Dimension: for ``d >= n`` the systems run in the span of their initial tokens
+(``meanfield.model.ensemble``: coefficients ``(n, n)``, Bartlett sampling, exact in law),
+so ``d`` costs nothing; for ``d < n`` the full tokens are stepped.
+
+**beta.** The figure this reproduces (Karagodin et al., Figure 4 of the review) is of a
+Transformer with random weights at ``beta = sqrt(d)``: there the query-key products of
+near-orthogonal tokens are O(1) whatever the pair, self included. In this model
+(``Q = K = V = I``) the self term carries ``e^beta`` against ``e^{beta <x_i, x_j>} ~ 1``
+for near-orthogonal tokens, and at ``beta = sqrt(512)`` the equiangular ODE below moves
+``rho`` from 0 at the speed ``2 e^{-beta}`` (``~3e-10``): nothing happens for times of order
+``e^beta/n``. The comparable regime is ``beta = O(1)``: ``model.beta`` (default 1).
+
+**Equiangular predictions** (DESIGN.md section 1; ``equiangular_rhs`` of the models), written
+for ``eps = 1 - rho`` in logarithmic form so that they stay accurate down to ``eps ~ 1e-300``
+(``1 - rho`` is not representable below 1e-16):
+
+- Post-LN SA: ``(log eps)' = -2 (n - (n - 1) eps) / (e^{beta eps} + n - 1)``;
+  USA: ``(log eps)' = -(2/n) e^{beta (1 - eps)} (n - (n - 1) eps)``.
+- Pre-LN (equal radii ``r``): ``(log eps)' = -(that of Post-LN)/r`` and ``r' = <theta_i,
+  A_i>`` = SA ``(e^{beta eps} + (n - 1)(1 - eps))/(e^{beta eps} + n - 1)``, USA
+  ``(e^beta + (n - 1)(1 - eps) e^{beta (1 - eps)})/n``.
+
+**Asymptotics tested** (SA; USA: multiply the rates by ``e^beta``). Near ``eps = 0``:
+
+- Post-LN: ``(log eps)' = -2 (1 - eps (n - 1 + beta)/n + O(eps^2))``, so ``eps(t) = K
+  e^{-2t} (1 + O(eps))``: the rate of ``1 - rho`` is 2, the local rate differing from it
+  by ``2 (n - 1 + beta) eps/n`` (``2e-3`` at ``eps = 1e-3``, n = 32, beta = 1). For random
+  (not equiangular) tokens the same holds: near a cluster the softmax weights are
+  ``1/n (1 + O(beta eps))``, the tangent deviations ``y_i`` of the tokens from the
+  cluster's centre follow ``y_i' = mean(y) - y_i`` (rate 1) and ``1 - rho`` is quadratic in
+  them (rate 2). USA: ``y_i' = e^beta (mean(y) - y_i)``, rate ``2 e^beta``.
+- Pre-LN: ``r' = 1 - (n - 1) eps/n + O(eps^2)`` and ``(log eps)' = -(2/r)(1 + O(eps))``.
+  With ``eps = O(t^{-2})`` the integral of ``1 - r'`` converges: ``r = t + c + O(1/t)``
+  (``c`` the radius offset), so ``log eps = log K - 2 log(t + c) + O(t^{-2})``:
+  ``eps ~ K (t + c)^{-2}``, power -2. The local power ``d log eps/d log t = -2 t/(t + c)
+  + O(t^{-2})`` is off by ``2c/t`` relative to 2: the asymptotic regime starts where
+  ``|c|/t`` is small, not where ``eps`` is (measured for n = 32, d = 512, beta = 1: ``c =
+  -1.52``, so t = 150 is still 1 % off). The directions slow down by ``1/r``: the speed
+  regulation of the literature (``s_i = r_i``). USA: ``r ~ e^beta t``, the same power.
+
+**Fits** (of the mean gap over the systems, ``gap_mean``, and of each system's gap):
+
+- ``fitted_rate`` (Post-LN): ``-slope`` of ``log eps`` against ``t`` over the first run of
+  saves with ``fit_floor <= eps <= fit_ceiling`` (above: the ``O(eps)`` corrections; below:
+  round-off; defaults 1e-14 and 1e-3), with its 95 % interval (Student t);
+- ``fitted_power`` (Pre-LN): the slope of ``log eps`` against ``log t`` over the saves with
+  ``eps`` in the same band and ``t >= |c|/offset_ratio`` (default 0.01), ``c = r(t_last) -
+  t_last`` measured from the mean radius at the last save (so the ``2c/t`` bias is at most
+  2 %, and averaged over the window, which spans decades, far less);
+- ``shifted_power`` (Pre-LN): the slope against ``log(t + c)`` over the same window, where
+  the ``2c/t`` bias is gone (what is left is ``O(t^{-2})``);
+- ``equiangular_rate`` / ``equiangular_power``: the same fits of the equiangular
+  predictions over the same windows (what the fit itself gives on the ODE).
+
+Runs: members ``(architecture, chunk of chunk systems)`` through the executor (serial or
+dask; each system's tokens come from its own seed ``system_rng(particles.seed, s)`` and it
+takes its own adaptive steps, so the numbers do not depend on the chunks or the workers);
+adaptive RK4 by step doubling with error ``tolerance`` per step. A checkpoint keeps the
+members done (``output.checkpoint_every``) and ``resume`` goes on from them: the default
+study is short (seconds) but ``systems`` in the thousands with long ``times`` take
+minutes, and a checkpoint costs one small array per member.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.integrate import solve_ivp
+
+from meanfield import config as cfgmod
+from meanfield.errors import ConfigError
+from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, uniform_span
+from meanfield.model.particles import AttentionParticles, PreLNParticles
+from meanfield.runs.executor import Executor
+from meanfield.studies.contraction import fit_rate
+from meanfield.studies.members import MemberStudy, run_study
+
+ARCHITECTURES = ("post-ln", "pre-ln")
+DEFAULT_N = 32
+PREDICTED_POWER = -2.0
+ODE_TOLERANCE = 1e-12  # relative tolerance of the equiangular ODE (DOP853)
+
+
+# ---------------------------------------------------------------------------------------
+# Plan and models.
+
+def build_model(cfg: dict, architecture: str):
+    """``AttentionParticles`` (post-ln) or ``PreLNParticles`` (pre-ln) of ``[model]``."""
+    m = cfg["model"]
+    cls = AttentionParticles if architecture == "post-ln" else PreLNParticles
+    return cls(m["beta"], m["normalized"])
+
+
+def check_normalization_config(cfg: dict) -> dict:
+    """Checks across sections before any work; the plan (sizes, times, members)."""
+    m, c = cfg["model"], cfg["normalization"]
+    if not math.isinf(m["kappa"]):
+        raise ConfigError(f"model.kappa = {m['kappa']:g}: the normalization study is "
+                          "deterministic (Pre-LN has no noise, and the span reduction holds "
+                          "without noise only); set model.kappa = \"inf\"", "model.kappa")
+    n = cfg["particles"]["n"] or DEFAULT_N
+    d = c["dim"]
+    for a in ARCHITECTURES:
+        build_model(cfg, a)  # (USA beta beyond overflow: ConfigError)
+    times = np.asarray(c["times"], dtype=float)
+    members = [(a, first, min(c["chunk"], c["systems"] - first))
+               for a in ARCHITECTURES for first in range(0, c["systems"], c["chunk"])]
+    return {"n": n, "dim": d, "reduce": d >= n, "times": times, "members": members,
+            "predicted_rate": 2.0 if m["normalized"] else 2.0 * math.exp(m["beta"])}
+
+
+# ---------------------------------------------------------------------------------------
+# Diagnostics and the equiangular ODE.
+
+def gaps_and_radii(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(gap, radius)`` of token systems ``(..., n, m)``: ``mean_{i != j}(1 - <theta_i,
+    theta_j>) = sum_i |theta_i - mean|^2/(n - 1)`` and ``mean_i |x_i|``."""
+    r = np.sqrt(np.einsum("...ij,...ij->...i", states, states))
+    th = states / r[..., None]
+    dev = th - th.mean(axis=-2, keepdims=True)
+    n = states.shape[-2]
+    return np.einsum("...ij,...ij->...", dev, dev) / (n - 1), r.mean(axis=-1)
+
+
+def equiangular_log_rhs(architecture: str, n: int, beta: float, normalized: bool):
+    """``f(t, [log eps, r]) -> [(log eps)', r']`` of the equiangular model in
+    ``eps = 1 - rho`` (module docstring; Post-LN ignores and keeps ``r = 1``)."""
+    pre = architecture == "pre-ln"
+
+    def rhs(t, y):
+        eps, r = math.exp(y[0]), y[1]
+        rho = 1.0 - eps
+        if normalized:
+            den = math.exp(beta * eps) + n - 1
+            rate = 2.0 * (n - (n - 1) * eps) / den  # -(log eps)'
+            radial = (math.exp(beta * eps) + (n - 1) * rho) / den
+        else:
+            e = math.exp(beta * rho)
+            rate = 2.0 / n * e * (n - (n - 1) * eps)
+            radial = (math.exp(beta) + (n - 1) * rho * e) / n
+        return [-rate / r, radial] if pre else [-rate, 0.0]
+
+    return rhs
+
+
+def equiangular_prediction(architecture: str, n: int, beta: float, normalized: bool,
+                           rho0: float, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(eps, r)`` of the equiangular model from ``rho0`` (``r = 1``) at ``times`` (t = 0
+    first); DOP853 at relative tolerance ``ODE_TOLERANCE``."""
+    y0 = [math.log(1.0 - rho0), 1.0]
+    sol = solve_ivp(equiangular_log_rhs(architecture, n, beta, normalized),
+                    (0.0, float(times[-1])), y0, method="DOP853", t_eval=times,
+                    rtol=ODE_TOLERANCE, atol=ODE_TOLERANCE)
+    if not sol.success:  # pragma: no cover - a smooth scalar ODE
+        raise RuntimeError(f"equiangular ODE: {sol.message}")
+    return np.exp(sol.y[0]), sol.y[1]
+
+
+# ---------------------------------------------------------------------------------------
+# Fits.
+
+def fit_exponential(times: np.ndarray, gap: np.ndarray, floor: float,
+                    ceiling: float) -> tuple[float, ...]:
+    """``(rate, low, high, start, stop)``: ``-slope`` of ``log gap`` against ``t`` over
+    the first run of saves with the gap in ``[floor, ceiling]`` (``contraction.fit_rate``)."""
+    return fit_rate(times, gap, floor, ceiling)
+
+
+def fit_power(times: np.ndarray, gap: np.ndarray, floor: float, ceiling: float,
+              t_min: float) -> tuple[float, ...]:
+    """``(power, low, high, start, stop)``: the slope of ``log gap`` against ``log t`` over
+    the first run of saves with ``t >= t_min`` (and ``t > 0``) and the gap in ``[floor,
+    ceiling]``, its 95 % interval; NaN with fewer than 3 points."""
+    t = np.asarray(times, dtype=float)
+    g = np.where((t > 0) & (t >= t_min), np.asarray(gap, dtype=float), np.nan)
+    with np.errstate(divide="ignore"):
+        logt = np.log(np.where(t > 0, t, np.nan))
+    rate, low, high, start, stop = fit_rate(logt, g, floor, ceiling)
+    return -rate, -high, -low, math.exp(start), math.exp(stop)
+
+
+def radius_offset(times: np.ndarray, radius: np.ndarray) -> float:
+    """``c = r(t) - t`` at the last finite save (Pre-LN radii: ``r = t + c + O(1/t)``)."""
+    ok = np.flatnonzero(np.isfinite(radius))
+    if ok.size == 0:
+        return math.nan
+    return float(radius[ok[-1]] - times[ok[-1]])
+
+
+# ---------------------------------------------------------------------------------------
+# One member: a chunk of systems of one architecture.
+
+def run_member(cfg: dict, plan: dict, params: dict) -> dict:
+    """Gaps and mean radii ``(count, 1 + len(times))`` of systems ``first ..
+    first + count - 1`` of ``params["architecture"]`` (module docstring)."""
+    n, d, seed = plan["n"], plan["dim"], cfg["particles"]["seed"]
+    first, count = params["first"], params["count"]
+    model = build_model(cfg, params["architecture"])
+    tol = cfg["normalization"]["tolerance"]
+    if plan["reduce"]:
+        c0 = uniform_span(count, n, d, seed, first)
+        run = simulate_ensemble(model, c0, plan["times"], tolerance=tol, seed=seed,
+                                first=first, reduce=True, frame=d)
+    else:
+        x0 = uniform_ensemble(count, n, d, seed, first)
+        run = simulate_ensemble(model, x0, plan["times"], tolerance=tol, seed=seed,
+                                first=first)
+    gap, radius = gaps_and_radii(run.states)  # (k, count)
+    return {"gap": gap.T.copy(), "radius": radius.T.copy(),
+            "steps": np.asarray(run.steps, dtype=np.int64)}
+
+
+# ---------------------------------------------------------------------------------------
+# The study on the run engine.
+
+class NormalizationTask(MemberStudy):
+    """Points: the start, then each (architecture, chunk) member; a checkpoint keeps
+    those done."""
+
+    kind = "normalization"
+    first_member = 1
+    members_bar = True
+
+    def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
+        super().__init__(cfg, executor, progress)
+        self.plan = plan
+        self.members = plan["members"]
+
+    def points(self) -> list:
+        return ["start", *range(len(self.members))]
+
+    def where(self, done: int) -> str:
+        return f"{max(done - 1, 0)} of {len(self.members)} members"
+
+    def start(self) -> Any:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if self._results is None:
+            todo = list(range(point, len(self.members)))
+            fn = functools.partial(run_member, self.cfg, self.plan)
+            self._results = self.executor.imap(
+                fn, [dict(zip(("architecture", "first", "count"), self.members[i]))
+                     for i in todo])
+        result = next(self._results)
+        self.member_done()
+        return result.value if result.ok else result
+
+    def frame(self, state: Any) -> Any:
+        return state
+
+    def describe(self, params: dict) -> str:
+        return (f"member {params['architecture']}, systems {params['first']}.."
+                f"{params['first'] + params['count'] - 1}")
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        return study_dataset(self.cfg, self.plan, frames[1:], info)
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        frames = self.kept(frames)
+        done = [f for f in frames[1:] if isinstance(f, dict)]
+        if not done:
+            return xr.Dataset()
+        return xr.Dataset({
+            f"member_{name}": (("member_system", f"member_{axis}"),
+                               np.concatenate([f[name].reshape(len(f["steps"]), -1)
+                                               for f in done]))
+            for name, axis in (("gap", "time"), ("radius", "time"), ("steps", "one"))
+        } | {"member_count": ("member", np.array([len(f["steps"]) for f in done]))})
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        frames: list = [None]
+        if "member_count" in ckpt:
+            start = 0
+            for count in ckpt["member_count"].values:
+                part = slice(start, start + int(count))
+                frames.append({"gap": ckpt["member_gap"].values[part],
+                               "radius": ckpt["member_radius"].values[part],
+                               "steps": ckpt["member_steps"].values[part, 0]})
+                start += int(count)
+        return frames[-1], frames
+
+
+# ---------------------------------------------------------------------------------------
+# The dataset.
+
+def _quantiles(values: np.ndarray, band: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per time, the ``(1 - band)/2`` and ``(1 + band)/2`` quantiles over the systems with
+    finite values (axis 0); NaN where none."""
+    ok = np.isfinite(values).any(axis=0)
+    low = np.full(values.shape[1], np.nan)
+    high = np.full(values.shape[1], np.nan)
+    if ok.any():
+        low[ok], high[ok] = np.nanquantile(values[:, ok], [(1 - band) / 2, (1 + band) / 2],
+                                           axis=0)
+    return low, high
+
+
+def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
+    """The normalization dataset of the members done (NaN for the others)."""
+    c, m = cfg["normalization"], cfg["model"]
+    n, systems = plan["n"], c["systems"]
+    times = np.concatenate([[0.0], plan["times"]])
+    shape = (len(ARCHITECTURES), systems, times.size)
+    gap, radius = np.full(shape, np.nan), np.full(shape, np.nan)
+    steps = np.zeros(shape[:2], dtype=np.int64)
+    for i, value in enumerate(done):
+        if not isinstance(value, dict):
+            continue
+        arch, first, count = plan["members"][i]
+        a = ARCHITECTURES.index(arch)
+        gap[a, first:first + count] = value["gap"]
+        radius[a, first:first + count] = value["radius"]
+        steps[a, first:first + count] = value["steps"]
+    floor, ceiling, band = c["fit_floor"], c["fit_ceiling"], c["band"]
+    data: dict[str, Any] = {}
+    with np.errstate(invalid="ignore"), _quiet_nan_means():
+        gap_mean = np.nanmean(gap, axis=1)
+        start = gap[:, :, 0][np.isfinite(gap[:, :, 0])]
+    rho0 = 1.0 - float(start.mean()) if start.size else 0.0
+    eq_gap = np.full((len(ARCHITECTURES), times.size), np.nan)
+    eq_radius = np.full_like(eq_gap, np.nan)
+    for a, arch in enumerate(ARCHITECTURES):
+        eq_gap[a], eq_radius[a] = equiangular_prediction(arch, n, m["beta"],
+                                                         m["normalized"], rho0, times)
+    bands = [_quantiles(gap[a], band) for a in range(len(ARCHITECTURES))]
+    gap_low = np.stack([b[0] for b in bands])
+    gap_high = np.stack([b[1] for b in bands])
+    coords = {"architecture": ("architecture", np.array(ARCHITECTURES)),
+              "system": ("system", np.arange(systems)),
+              "time": ("time", times, {"units": "1"})}
+    pair = "mean over pairs i != j of 1 - <theta_i, theta_j>"
+    data["gap"] = (("architecture", "system", "time"), gap,
+                   {"units": "1", "long_name": f"1 - rho: {pair}, per system"})
+    data["radius"] = (("architecture", "system", "time"), radius,
+                      {"units": "1", "long_name": "mean token length |x_i| (1 for Post-LN)"})
+    data["steps"] = (("architecture", "system"), steps,
+                     {"units": "1", "long_name": "accepted RK4 steps"})
+    data["gap_mean"] = (("architecture", "time"), gap_mean,
+                        {"units": "1", "long_name": "1 - rho, mean over the systems"})
+    data["gap_low"] = (("architecture", "time"), gap_low,
+                       {"units": "1", "long_name": f"1 - rho, {(1 - band) / 2:g} quantile"})
+    data["gap_high"] = (("architecture", "time"), gap_high,
+                        {"units": "1", "long_name": f"1 - rho, {(1 + band) / 2:g} quantile"})
+    data["cosine"] = (("architecture", "time"), 1.0 - gap_mean,
+                      {"units": "1", "long_name": "mean pairwise cosine rho, mean over "
+                       "the systems"})
+    data["cosine_low"] = (("architecture", "time"), 1.0 - gap_high,
+                          {"units": "1", "long_name": f"rho, {(1 - band) / 2:g} quantile"})
+    data["cosine_high"] = (("architecture", "time"), 1.0 - gap_low,
+                           {"units": "1", "long_name": f"rho, {(1 + band) / 2:g} quantile"})
+    data["equiangular_gap"] = (("architecture", "time"), eq_gap,
+                               {"units": "1", "long_name": "1 - rho of the equiangular "
+                                "model from rho_0"})
+    data["equiangular_cosine"] = (("architecture", "time"), 1.0 - eq_gap,
+                                  {"units": "1", "long_name": "rho of the equiangular model"})
+    data["equiangular_radius"] = (("architecture", "time"), eq_radius,
+                                  {"units": "1", "long_name": "r of the equiangular model"})
+    # fits (module docstring)
+    post, pre = ARCHITECTURES.index("post-ln"), ARCHITECTURES.index("pre-ln")
+    with _quiet_nan_means():
+        mean_radius = np.nanmean(radius[pre], axis=0)
+    offset = radius_offset(times, mean_radius)
+    t_min = abs(offset) / c["offset_ratio"] if math.isfinite(offset) else math.inf
+    rate = fit_exponential(times, gap_mean[post], floor, ceiling)
+    power = fit_power(times, gap_mean[pre], floor, ceiling, t_min)
+    eq_rate = fit_exponential(times, np.where((times >= rate[3]) & (times <= rate[4]),
+                                              eq_gap[post], np.nan), floor, ceiling)[0]
+    eq_power = fit_power(times, np.where((times >= power[3]) & (times <= power[4]),
+                                         eq_gap[pre], np.nan), floor, ceiling, t_min)[0]
+    shifted = (fit_power(times + offset, np.where((times >= power[3]) & (times <= power[4]),
+                                                  gap_mean[pre], np.nan), floor, ceiling,
+                         -math.inf)[0] if math.isfinite(offset) else math.nan)
+    for name, value, text in (
+            ("fitted_rate", rate[0], "Post-LN: -slope of log(1 - rho) against t"),
+            ("fitted_rate_low", rate[1], "Post-LN rate, 95 % low"),
+            ("fitted_rate_high", rate[2], "Post-LN rate, 95 % high"),
+            ("rate_fit_start", rate[3], "first time of the Post-LN fit"),
+            ("rate_fit_stop", rate[4], "last time of the Post-LN fit"),
+            ("fitted_power", power[0], "Pre-LN: slope of log(1 - rho) against log t"),
+            ("fitted_power_low", power[1], "Pre-LN power, 95 % low"),
+            ("fitted_power_high", power[2], "Pre-LN power, 95 % high"),
+            ("power_fit_start", power[3], "first time of the Pre-LN fit"),
+            ("power_fit_stop", power[4], "last time of the Pre-LN fit"),
+            ("radius_offset", offset, "Pre-LN c = r - t at the last save"),
+            ("shifted_power", shifted, ("Pre-LN: slope of log(1 - rho) against log(t + c) "
+             "over the same window")),
+            ("predicted_rate", plan["predicted_rate"], "2 (SA) or 2 e^beta (USA)"),
+            ("predicted_power", PREDICTED_POWER, "-2: 1 - rho ~ t^-2"),
+            ("equiangular_rate", eq_rate, ("the rate fitted to the equiangular model over "
+             "the same window")),
+            ("equiangular_power", eq_power, ("the power fitted to the equiangular model "
+             "over the same window"))):
+        units = "1" if "power" in name or "offset" in name or "start" in name \
+            or "stop" in name else "1/time"
+        data[name] = ((), float(value), {"units": units, "long_name": text})
+    # per-system fits
+    sys_rate = np.full(systems, np.nan)
+    sys_power = np.full(systems, np.nan)
+    for s in range(systems):
+        if np.isfinite(gap[post, s]).any():
+            sys_rate[s] = fit_exponential(times, gap[post, s], floor, ceiling)[0]
+        if np.isfinite(gap[pre, s]).any():
+            c_s = radius_offset(times, radius[pre, s])
+            sys_power[s] = fit_power(times, gap[pre, s], floor, ceiling,
+                                     abs(c_s) / c["offset_ratio"])[0]
+    data["system_rate"] = ("system", sys_rate, {"units": "1/time", "long_name":
+                                                "Post-LN rate fitted per system"})
+    data["system_power"] = ("system", sys_power, {"units": "1", "long_name":
+                                                  "Pre-LN power fitted per system"})
+    ds = xr.Dataset(data, coords=coords)
+    name = "SA" if m["normalized"] else "USA"
+    ds.attrs.update({
+        "title": f"Post-LN against Pre-LN ({name}), n = {n}, d = {plan['dim']}, beta = "
+                 f"{m['beta']:g}: mean pairwise cosine",
+        "model": name, "beta": m["beta"], "n": n, "dim": plan["dim"],
+        "systems": systems, "reduced": int(plan["reduce"]), "band": band,
+        "initial_cosine": rho0, "fit_floor": floor, "fit_ceiling": ceiling,
+        "offset_ratio": c["offset_ratio"], "tolerance": c["tolerance"],
+        "seed": cfg["particles"]["seed"], **info})
+    return ds
+
+
+class _quiet_nan_means:
+    """Silence numpy's 'mean of empty slice' for the members not done (NaN rows)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        self._w.__exit__(*exc)
+
+
+def normalization(config: dict | None = None, *, out: str | Path | None = None,
+                  overwrite: bool = False, resume: bool = False,
+                  progress: bool = False) -> xr.Dataset:
+    """The normalization study of one config (module docstring).
+
+    Args:
+        config: the config; ``[normalization]`` dim, systems, chunk, times, tolerance,
+            fit_floor, fit_ceiling, offset_ratio, band; ``[model]`` beta, normalized
+            (kappa must be inf); ``[particles]`` n (32 when absent), seed.
+        out: where to write the netCDF result (default ``output.path``).
+        overwrite: replace an existing result.
+        resume: continue from ``<out>.checkpoint.nc`` (the members done are kept).
+        progress: a bar over the members.
+
+    Returns:
+        The study dataset; ``status`` -1 when interrupted (the members done so far).
+
+    Raises:
+        ConfigError: bad input, before any work.
+        TaskFailed: a member failed (named); the others are kept in the checkpoint.
+    """
+    cfg = cfgmod.validate(config)
+    plan = check_normalization_config(cfg)
+    return run_study(cfg, lambda executor: NormalizationTask(cfg, plan, executor, progress),
+                     out, overwrite=overwrite, resume=resume, progress=progress)
