@@ -31,7 +31,8 @@ from meanfield.runs.evolve import evolve
 __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
-           "contraction", "convergence", "evolve", "load_config", "particles"]
+           "contraction", "convergence", "evolve", "load_config", "long_context",
+           "normalization", "particles"]
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -77,4 +78,10 @@ def __getattr__(name: str):
     if name == "bifurcation":
         from meanfield.studies.bifurcation import bifurcation
         return bifurcation
+    if name == "normalization":
+        from meanfield.studies.normalization import normalization
+        return normalization
+    if name == "long_context":
+        from meanfield.studies.long_context import long_context
+        return long_context
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

@@ -7,6 +7,7 @@
     meanfield particles CONFIG.toml [same options as evolve]
     meanfield compare CONFIG.toml [same options as evolve]
     meanfield convergence | contraction | bifurcation CONFIG.toml [same options]
+    meanfield normalization | long-context CONFIG.toml [same options]
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
@@ -29,6 +30,8 @@ AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contracti
              "bifurcation", "plot")
 RUNS = ("evolve", "particles", "compare", "convergence", "contraction",
         "bifurcation")  # a config in, a result out
+AVAILABLE += ("normalization", "long-context")  # issue 12, items 5-6
+RUNS += ("normalization", "long-context")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                        ("compare", "the PDE and a particle ensemble of one config"),
                        ("convergence", "tokens against the PDE as n grows"),
                        ("contraction", "W_2 decay rates over beta, PDE and tokens"),
-                       ("bifurcation", "branches of stationary states in kappa or beta")):
+                       ("bifurcation", "branches of stationary states in kappa or beta"),
+                       ("normalization", "Post-LN against Pre-LN from random tokens"),
+                       ("long-context", "one attention layer as n grows, beta = gamma log n")):
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -83,6 +88,10 @@ def _run(args) -> int:
         from meanfield.studies.contraction import contraction as task
     elif args.command == "bifurcation":
         from meanfield.studies.bifurcation import bifurcation as task
+    elif args.command == "normalization":
+        from meanfield.studies.normalization import normalization as task
+    elif args.command == "long-context":
+        from meanfield.studies.long_context import long_context as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -106,6 +115,14 @@ def _run(args) -> int:
         print(f"wrote {out}  ({_bifurcation_summary(ds)})")
         if ds.attrs["status"] == 1:
             print(f"meanfield: warning: {ds.attrs['message']}", file=sys.stderr)
+    elif args.command == "normalization":
+        print(f"wrote {out}  (Post-LN rate of 1 - rho {float(ds.fitted_rate):.4f} "
+              f"(predicted {float(ds.predicted_rate):.4g}), Pre-LN power "
+              f"{float(ds.fitted_power):.4f} (predicted -2))")
+    elif args.command == "long-context":
+        print(f"wrote {out}  (output cosine at n = {int(ds.n[-1]):.3g}: " + ", ".join(
+            f"gamma = {float(g):.4g}: {float(ds.cosine[i, -1]):.6f} (limit "
+            f"{float(ds.limit[i]):.6f})" for i, g in enumerate(ds.gamma.values)) + ")")
     elif args.command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "
