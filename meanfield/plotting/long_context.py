@@ -1,0 +1,108 @@
+"""Figures of a long-context study (``kind = "long_context"``): one attention layer on
+equiangular inputs with β_n = γ log n.
+
+(a) the output cosine against n (log axis) for each γ, the closed form as a line, the
+explicit-token computation as dots, Theorem 7's limit (1, 4ρ/(1+3ρ), ρ) dotted; (b) the
+distance to the limit against n on log–log axes with the predicted K n^{−e} (dashed).
+
+The dataset (``meanfield.studies.long_context``): coords ``gamma``, ``n``; ``cosine``,
+``direct_cosine``, ``distance`` (gamma, n); ``limit``, ``regime``, ``predicted_exponent``,
+``predicted_constant``, ``fitted_exponent`` (gamma); attrs ``rho``. Every line has a
+``gid``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from meanfield.errors import ConfigError
+from meanfield.plotting.common import _KindPlots, _register_kind
+from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+
+NEEDED = ("cosine", "direct_cosine", "distance", "limit", "regime", "predicted_exponent",
+          "predicted_constant", "fitted_exponent")
+
+
+def _check(ds: Any) -> xr.Dataset:
+    missing = [name for name in NEEDED if name not in getattr(ds, "data_vars", {})]
+    missing += [name for name in ("gamma", "n") if name not in getattr(ds, "coords", {})]
+    if missing:
+        raise ConfigError(f"a long_context dataset needs {', '.join(missing)}", "result")
+    return ds
+
+
+def _label(ds: xr.Dataset, i: int) -> str:
+    g = float(ds["gamma"][i])
+    rho = float(ds.attrs.get("rho", np.nan))
+    ratio = g * (1 - rho)
+    return f"γ = {g:.4g} (γ(1−ρ) = {ratio:.3g}, {ds['regime'].values[i]})"
+
+
+def cosine_vs_n(ds: xr.Dataset, ax) -> None:
+    """Output cosine against n per γ: ``gid``s ``"cosine:{γ}"``, ``"direct:{γ}"``,
+    ``"limit:{γ}"``."""
+    n = ds["n"].values.astype(float)
+    for i, g in enumerate(ds["gamma"].values):
+        color = f"C{i}"
+        ax.plot(n, ds["cosine"].values[i], "-", color=color, gid=f"cosine:{g:g}",
+                label=_label(ds, i))
+        direct = ds["direct_cosine"].values[i]
+        ok = np.isfinite(direct)
+        if ok.any():
+            ax.plot(n[ok], direct[ok], "o", mfc="none", ms=4, color=color,
+                    gid=f"direct:{g:g}")
+        ax.axhline(float(ds["limit"][i]), color=color, ls=":", lw=1.0, gid=f"limit:{g:g}")
+    ax.plot([], [], "o", mfc="none", ms=4, color="0.3", label="explicit tokens")
+    ax.plot([], [], ":", color="0.3", label="Theorem 7 limit")
+    ax.set_xscale("log")
+    ax.set_xlabel("context length n")
+    ax.set_ylabel(r"output cosine $\langle\theta_i,\theta_j\rangle$")
+    ax.set_title(f"ρ = {float(ds.attrs.get('rho', np.nan)):g}, β_n = γ log n", fontsize=8)
+    ax.legend(fontsize=6.5, loc="center right")
+
+
+def distance_vs_n(ds: xr.Dataset, ax) -> None:
+    """|cosine − limit| against n per γ with the predicted K n^{−e}: ``gid``s
+    ``"distance:{γ}"``, ``"predicted:{γ}"``."""
+    n = ds["n"].values.astype(float)
+    for i, g in enumerate(ds["gamma"].values):
+        color = f"C{i}"
+        d = ds["distance"].values[i]
+        d = np.where(np.isfinite(d) & (d > 0), d, np.nan)
+        e = float(ds["predicted_exponent"][i])
+        k = float(ds["predicted_constant"][i])
+        ax.loglog(n, d, "-", color=color, gid=f"distance:{g:g}",
+                  label=f"γ = {g:.4g}: fitted e = {float(ds['fitted_exponent'][i]):.4f}")
+        ax.loglog(n, k * n ** -e, "--", color=color, lw=0.9, alpha=0.7,
+                  gid=f"predicted:{g:g}", label=f"predicted {k:.3g} n^−{e:.3g}")
+    tol = ds.attrs.get("tolerance")
+    if tol is not None:
+        ax.axhline(float(tol), color="0.5", lw=0.8, ls="-.", gid="tolerance",
+                   label=f"tolerance {float(tol):g}")
+    ax.set_xlabel("context length n")
+    ax.set_ylabel("|cosine − limit|")
+    ax.set_title("approach to the limit", fontsize=8)
+    ax.legend(fontsize=6, loc="lower left")
+
+
+def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
+    del log
+    with _style():
+        fig = _new_figure((9.0, 3.5))
+        axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)]
+        cosine_vs_n(ds, axes[0])
+        distance_vs_n(ds, axes[1])
+        _letter_panels(axes)
+        fig.suptitle(str(ds.attrs.get("title", "long context")), fontsize=9)
+    return fig
+
+
+def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:
+    raise ConfigError("a long_context study has no animation; plot it without --animate",
+                      "--animate")
+
+
+_register_kind("long_context", _KindPlots(check=_check, summary=_summary, pages=(),
+                                          animate=_animate))
