@@ -126,11 +126,11 @@ class _System:
         dense = (linear_solver == "dense" or jacobian is not None
                  or (linear_solver == "auto" and m + 1 <= DENSE_UP_TO))
         self.jacobian_x = jacobian
-        # a user's jacobian is one call: cheaper to form anew at each tangent than to
-        # refine a stale one with products (measured: 1.2 against 1.6 ms a point on S^1,
-        # 65 unknowns). Formed column by column (m + 1 products) the refinement may
-        # spend up to half that first (Bratu, m = 40: 0.54 formations a point, against
-        # 1.2 with 4 refinement steps).
+        # A user's jacobian is one call (S^1: the cost of 5-15 products): the tangent
+        # forms it anew at each point (2 refinement products first never sufficed on
+        # the S^1 branches: 150 formations for 149 points). Formed column by column
+        # (m + 1 products) the refinement may spend up to half that first (Bratu,
+        # m = 40: 0.54 formations a point, against 1.2 with 4 refinement steps).
         refine = 0 if jacobian is not None else max(2, (m + 1) // 2)
         self.dense = (DenseJacobian(self._dense_jacobian, refine_steps=refine)
                       if dense else None)

@@ -39,6 +39,7 @@ from solvers.nonlinear.newton import NewtonResult
 __all__ = ["DENSE_UP_TO", "DenseJacobian", "chord_newton"]
 
 DENSE_UP_TO = 400
+SM_MIN = 1e-2  # a border row's rank-one update is solved from the old LU above this
 _ARMIJO = 1e-4
 _MIN_STEP = 1.0 / 64
 
@@ -67,6 +68,7 @@ class DenseJacobian:
         self.refreshes = 0
         self._row: np.ndarray | None = None
         self._lu = None
+        self._u: np.ndarray | None = None
 
     def refresh(self, y: np.ndarray) -> None:
         """Form the Jacobian at ``y`` (drops the factorisation)."""
@@ -81,18 +83,35 @@ class DenseJacobian:
 
     def solve(self, row: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """``[[F_x, F_lam], [row]]^{-1} rhs`` with the current Jacobian (NaN where the
-        bordered matrix is singular)."""
+        bordered matrix is singular).
+
+        One LU serves every border row: the matrix with another row is a rank-one change
+        of the factored one (``+ e_last w^T``, ``w = row - row_0``), solved by the
+        Sherman-Morrison formula with ``u = A_0^{-1} e_last`` (kept); the matrix is
+        factored anew only when ``|1 + w^T u| < SM_MIN`` (the update nearly singular)."""
+        if self._row is not None and not np.array_equal(self._row, row):
+            w = np.asarray(row, dtype=float) - self._row
+            denominator = 1.0 + float(w @ self._u)
+            if abs(denominator) >= SM_MIN:
+                z = self._lu_solve(rhs)
+                return z - self._u * (float(w @ z) / denominator)
         if self._row is None or not np.array_equal(self._row, row):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LinAlgWarning)
                 self._lu = lu_factor(np.vstack([self.matrix, row]), check_finite=False)
             self._row = np.array(row, dtype=float)
+            e_last = np.zeros(self._row.size)
+            e_last[-1] = 1.0
+            self._u = self._lu_solve(e_last)
+        return self._lu_solve(rhs)
+
+    def _lu_solve(self, rhs: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return lu_solve(self._lu, rhs, check_finite=False)
 
     def solve_exact(self, y: np.ndarray, row: np.ndarray, rhs: np.ndarray,
                     jvp: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                    rtol: float = 1e-12, max_iter: int = 12) -> np.ndarray:
+                    rtol: float = 1e-10, max_iter: int = 12) -> np.ndarray:
         """Solve ``[[F_x(y), F_lam(y)], [row]] z = rhs`` with the Jacobian at ``y``.
 
         From the current factorisation by iterative refinement with the exact products
