@@ -57,6 +57,7 @@ beta = 0 are in ``meanfield.studies.stationary_linear``.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,6 +73,9 @@ MU_FACTOR = 100.0
 
 
 # --- the real components of a spectral state ---------------------------------------------
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # disc -> {layout: parts}
+
+
 class RealView:
     """A spectral state as a vector of the real components that change the density.
 
@@ -102,13 +106,23 @@ class RealView:
     def __init__(self, disc, template: np.ndarray, axisymmetric: bool = False):
         u = np.asarray(template)
         self.shape, self.complex = u.shape, np.iscomplexobj(u)
-        n = u.size
+        self.axisymmetric = bool(axisymmetric)
+        # (the components depend only on the discretization and the state's layout:
+        # found once per discretization, a round trip of transforms each time otherwise)
+        key = (self.shape, self.complex, self.axisymmetric)
+        known = _VIEWS.setdefault(disc, {})
+        if key not in known:
+            self._find_components(disc)
+            known[key] = (self.used, self.size, self.constant, self.unit_mass)
+        self.used, self.size, self.constant, self.unit_mass = known[key]
+
+    def _find_components(self, disc) -> None:
+        n = int(np.prod(self.shape))
         full = 2 * n if self.complex else n
         probe = np.random.default_rng(12345).standard_normal(full)
         back = self._full_real(disc.to_state(disc.to_density(self._full_state(probe))))
         self.used = np.abs(back - probe) <= 1e-8 * np.abs(probe).max()
-        self.axisymmetric = bool(axisymmetric)
-        if axisymmetric:
+        if self.axisymmetric:
             if disc.geometry != "sphere":
                 raise ValueError("an axisymmetric view is for the sphere")
             order = np.asarray(disc.grid.m).ravel()
