@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
            "contraction", "convergence", "evolve", "load_config", "long_context",
-           "normalization", "particles"]
+           "normalization", "particles", "phase_diagram"]
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -78,6 +78,9 @@ def __getattr__(name: str):
     if name == "bifurcation":
         from meanfield.studies.bifurcation import bifurcation
         return bifurcation
+    if name == "phase_diagram":
+        from meanfield.studies.phase_diagram import phase_diagram
+        return phase_diagram
     if name == "normalization":
         from meanfield.studies.normalization import normalization
         return normalization

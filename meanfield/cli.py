@@ -6,7 +6,8 @@
                      [--overwrite] [--resume] [--no-progress]
     meanfield particles CONFIG.toml [same options as evolve]
     meanfield compare CONFIG.toml [same options as evolve]
-    meanfield convergence | contraction | bifurcation CONFIG.toml [same options]
+    meanfield convergence | contraction | bifurcation | phase-diagram CONFIG.toml
+                     [same options]
     meanfield normalization | long-context CONFIG.toml [same options]
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
@@ -25,11 +26,11 @@ from meanfield.errors import ConfigError, OutputError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
 # typed anyway, they get one line saying so instead of argparse's list of choices.
-PLANNED = ("phase-diagram", "metastability")
+PLANNED = ("metastability",)
 AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contraction",
-             "bifurcation", "plot")
+             "bifurcation", "phase-diagram", "plot")
 RUNS = ("evolve", "particles", "compare", "convergence", "contraction",
-        "bifurcation")  # a config in, a result out
+        "bifurcation", "phase-diagram")  # a config in, a result out
 AVAILABLE += ("normalization", "long-context")  # issue 12, items 5-6
 RUNS += ("normalization", "long-context")
 
@@ -55,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                        ("convergence", "tokens against the PDE as n grows"),
                        ("contraction", "W_2 decay rates over beta, PDE and tokens"),
                        ("bifurcation", "branches of stationary states in kappa or beta"),
+                       ("phase-diagram", "pair clustering probability over (d, beta, t)"),
                        ("normalization", "Post-LN against Pre-LN from random tokens"),
                        ("long-context", "one attention layer as n grows, beta = gamma log n")):
         e = sub.add_parser(name, help=what)
@@ -77,7 +79,10 @@ def _run(args) -> int:
     out."""
     from meanfield import config as cfgmod
 
-    cfg = cfgmod.load(args.config, args.set)
+    # (the phase diagram takes only its sections: [model], [particles], [parallel],
+    # [output], [phase_diagram])
+    task_name = "phase_diagram" if args.command == "phase-diagram" else None
+    cfg = cfgmod.load(args.config, args.set, task_name)
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
     progress = not args.no_progress
     if args.command == "compare":
@@ -92,6 +97,8 @@ def _run(args) -> int:
         from meanfield.studies.normalization import normalization as task
     elif args.command == "long-context":
         from meanfield.studies.long_context import long_context as task
+    elif args.command == "phase-diagram":
+        from meanfield.studies.phase_diagram import phase_diagram as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -123,6 +130,8 @@ def _run(args) -> int:
         print(f"wrote {out}  (output cosine at n = {int(ds.n[-1]):.3g}: " + ", ".join(
             f"gamma = {float(g):.4g}: {float(ds.cosine[i, -1]):.6f} (limit "
             f"{float(ds.limit[i]):.6f})" for i, g in enumerate(ds.gamma.values)) + ")")
+    elif args.command == "phase-diagram":
+        print(f"wrote {out}  ({_phase_summary(ds)})")
     elif args.command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "
@@ -131,6 +140,18 @@ def _run(args) -> int:
         print(f"wrote {out}  (t = {float(ds.time[-1]):g}, {ds.attrs['steps']} steps, "
               f"{ds.attrs['wall_time_s']:.1f} s)")
     return 0
+
+
+def _phase_summary(ds) -> str:
+    """One line on a phase diagram: the probability at the last time, per d, at the
+    smallest and largest beta, and the run's time."""
+    t = float(ds.time[-1])
+    last = ds.pair_probability.isel(time=-1)
+    parts = [f"d = {int(d)}: {float(last.isel(dim=i, beta=0)):.3f} .. "
+             f"{float(last.isel(dim=i, beta=-1)):.3f}" for i, d in enumerate(ds.dim.values)]
+    return (f"pair probability at t = {t:g} from beta = {float(ds.beta[0]):g} to "
+            f"{float(ds.beta[-1]):g}: " + "; ".join(parts)
+            + f"; {ds.attrs.get('wall_time_s', float('nan')):.1f} s")
 
 
 def _bifurcation_summary(ds) -> str:

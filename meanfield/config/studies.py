@@ -28,8 +28,18 @@
                     map_start [0.0], map_stop [4.0], map_num [9] >= 2. Needs
                     discretization.method = "spectral".
 
-Tasks: convergence, contraction, bifurcation (model, domain, discretization, initial,
-time, output, particles, parallel, and their own section).
+    [phase_diagram] dims [[2, 8, 32, 128, 1024]] (token dimensions d >= 2), beta
+                    [{start = 0.1, stop = 9.0, num = 50}] (a list or {start, stop, num},
+                    >= 0, increasing), times [{start = 0.0, stop = 30.0, num = 121}]
+                    (>= 0, increasing), systems [2048] per beta, threshold [0.999] in
+                    (-1, 1), tolerance [1e-5] (error per Dormand-Prince step), engine
+                    ["numba" | "numpy" (the batched reference)], batch [4096] (systems in one
+                    task), freeze [true] (stop a system once every pair is past the
+                    threshold with the margin that keeps it there). n from particles.n
+                    (default 32 here), seed from particles.seed.
+
+Tasks: convergence, contraction, bifurcation, phase_diagram (model, domain,
+discretization, initial, time, output, particles, parallel, and their own section).
 """
 from __future__ import annotations
 
@@ -152,6 +162,45 @@ def _finish_bifurcation(cfg: dict) -> None:
                           f"{top}; lower modes or raise the resolution", "bifurcation.modes")
 
 
+ENGINES = ("numba", "numpy")
+
+
+def _increasing_grid(key: str, value, minimum: float) -> list[float]:
+    """A non-empty, strictly increasing list (or range) of numbers >= ``minimum``."""
+    values = ck.list_or_range(key, value, minimum=minimum)
+    for i in range(1, len(values)):
+        if values[i] <= values[i - 1]:
+            raise ConfigError(f"{key} = {ck.describe(value)} must be strictly increasing "
+                              f"(entry {i}: {values[i]!r} after {values[i - 1]!r})", key)
+    return values
+
+
+def _dims(key: str, value) -> list[int]:
+    dims = ck.list_or_range(key, value, integers=True)
+    for i, d in enumerate(dims):
+        if d < 2:
+            raise ConfigError(f"{key}[{i}] = {d!r}: tokens live on S^(d-1) with d >= 2", key)
+    if len(set(dims)) != len(dims):
+        raise ConfigError(f"{key} = {ck.describe(value)} names a dimension twice", key)
+    return sorted(dims)
+
+
+def _threshold(key: str, value) -> float:
+    x = ck.finite_number(key, value)
+    if not -1.0 < x < 1.0:
+        raise ConfigError(f"{key} = {ck.describe(value)} must lie in (-1, 1) (a cosine "
+                          "<x_i, x_j>; 1 is reached only in infinite time)", key)
+    return x
+
+
+def _finish_phase_diagram(cfg: dict) -> None:
+    """The defaults given as ranges become lists (as a range given by the user does)."""
+    p = cfg["phase_diagram"]
+    for key in ("beta", "times"):
+        if isinstance(p[key], dict):
+            p[key] = _increasing_grid(f"phase_diagram.{key}", p[key], 0.0)
+
+
 STUDY_SECTIONS: tuple[Section, ...] = (
     Section("convergence", {
         "n": (_token_counts, [100, 1000, 10000]),
@@ -186,12 +235,27 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "map_stop": (ck.finite_number, 4.0),
         "map_num": (lambda k, v: ck.integer(k, v, minimum=2, maximum=ck.MAX_RANGE_NUM), 9),
     }, finish=_finish_bifurcation),
+    Section("phase_diagram", {
+        "dims": (_dims, [2, 8, 32, 128, 1024]),
+        "beta": (lambda k, v: _increasing_grid(k, v, 0.0),
+                 {"start": 0.1, "stop": 9.0, "num": 50}),
+        "times": (lambda k, v: _increasing_grid(k, v, 0.0),
+                  {"start": 0.0, "stop": 30.0, "num": 121}),
+        "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**7), 2048),
+        "threshold": (_threshold, 0.999),
+        "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
+                                                   maximum=1e-2), 1e-5),
+        "engine": (ck.choice(ENGINES), "numba"),
+        "batch": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 4096),
+        "freeze": (ck.boolean, True),
+    }, finish=_finish_phase_diagram),
 )
 
 STUDY_TASKS: dict[str, tuple[str, ...]] = {
     "convergence": CORE_TASKS["compare"] + ("convergence",),
     "contraction": CORE_TASKS["compare"] + ("contraction",),
     "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
+    "phase_diagram": ("model", "output", "particles", "parallel", "phase_diagram"),
 }
 
 

@@ -242,3 +242,196 @@ def integrate_sde_batch(stepper: BatchGeodesicEulerMaruyama, x0: np.ndarray,
         if on_save is not None:
             on_save(t, x)
     return {"states": states, "steps": steps}
+
+
+# ---------------------------------------------------------------------------------------
+# Dormand-Prince 5(4) with one step per system, dense output and systems leaving early.
+
+# The Dormand-Prince pair (Dormand & Prince 1980; the coefficients of
+# ``scipy.integrate.RK45``): order 5 with local extrapolation, embedded order 4, FSAL
+# (6 field evaluations per step), and Shampine's continuous extension of order 4 (``P``).
+DOPRI_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
+DOPRI_A = (
+    (),
+    (1 / 5,),
+    (3 / 40, 9 / 40),
+    (44 / 45, -56 / 15, 32 / 9),
+    (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+    (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+)
+DOPRI_B = np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
+# the order-5 result minus the order-4 one, per stage (the seventh is f(y_new), FSAL)
+DOPRI_E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525,
+                    -1 / 40])
+DOPRI_P = np.array([
+    [1.0, -2.8535800653862835, 3.0717434641059005, -1.1270175653862835],
+    [0.0, 0.0, 0.0, 0.0],
+    [0.0, 4.023133379230305, -6.249321565289, 2.675424484351598],
+    [0.0, -3.7324019615885042, 10.068970589843675, -5.685526961588504],
+    [0.0, 2.5548038301849423, -6.399112377351017, 3.5219323679207912],
+    [0.0, -1.3744241142186024, 3.272657752246729, -1.7672812570757455],
+    [0.0, 1.3824689317781436, -3.764937863556287, 2.382468931778144],
+])
+
+
+def _combine(x: np.ndarray, h: np.ndarray, coefs, ks: list) -> np.ndarray:
+    """``x + h sum_j coefs[j] ks[j]`` (``h`` per system, shape (B, 1, 1))."""
+    acc = None
+    for c, k in zip(coefs, ks):
+        if c == 0.0:
+            continue
+        acc = c * k if acc is None else acc + c * k
+    return x + h * acc
+
+
+def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                          x0: np.ndarray, save_times: Sequence[float], *,
+                          tolerance: float = 1e-6, observe: Callable | None = None,
+                          leave: Callable | None = None, t0: float = 0.0,
+                          h0: float = 0.05, h_max: float | None = None,
+                          max_steps: int = 1_000_000) -> dict:
+    """Dormand-Prince 5(4) on a batch, one adaptive step per system (order 5).
+
+    Each system has its own time and step: a system's path does not depend on the rest of
+    the batch (a batch can be split anywhere; ``field`` must act row by row on systems).
+    The error of a step is ``h |sum_j E_j k_j|_rms`` (rms over the entries of the system's
+    array) relative to ``tolerance`` (absolute: for states whose entries are O(1), as unit
+    rows or Gram matrices); the step update is ``0.9 err^{-1/5}`` clipped to [0.2, 5]
+    (at most 1 after a rejection). Steps are not cut at the save times: states there
+    come from the continuous extension of order 4 (Shampine), so saves cost no steps.
+    Nothing projects the states back to a manifold: for fields under which it is
+    invariant and attracting (unit rows, unit Gram diagonals) it is kept to the
+    tolerance.
+
+    Args:
+        field: ``f(x, index) -> dx/dt`` for ``x`` (B', ...) the systems ``index`` (B',)
+            of the batch (per-system parameters are looked up by ``index``).
+        x0: ``(B, ...)`` initial states at ``t0``; the dtype is kept (float32 allowed).
+        save_times: increasing times >= ``t0``.
+        tolerance: error per step (see above).
+        observe: ``observe(k, index, x)`` with the states ``x`` of the systems ``index``
+            at ``save_times[k]`` (each system once per save it reaches; a save at ``t0``
+            is observed from ``x0``).
+        leave: ``leave(x, index) -> mask`` after each accepted step: the systems whose
+            mask is true stop there (they are not observed at later saves; the caller
+            knows what their later saves hold, ``"left"`` gives their times).
+        h0: first step; h_max: largest step (default: the span of the saves).
+        max_steps: steps (accepted or not) per system before ``StepSizeError``.
+
+    Returns:
+        ``{"steps": (B,) accepted, "rejected": (B,), "left": (B,) time a system left
+        (``inf`` if it did not), "evaluations": field evaluations (row-weighted sum /
+        B, i.e. per system on average)}``.
+    """
+    s = np.atleast_1d(np.asarray(save_times, dtype=float))
+    if s.size == 0 or not np.all(np.isfinite(s)) or s[0] < t0 or np.any(np.diff(s) <= 0):
+        raise ValueError(f"save times must be finite, increasing and >= t0 = {t0}")
+    x = np.array(x0)
+    batch = x.shape[0]
+    dtype = x.dtype
+    t_end = float(s[-1])
+    h_max = t_end - t0 if h_max is None else float(h_max)
+    t = np.full(batch, float(t0))
+    h = np.full(batch, min(float(h0), h_max))
+    steps = np.zeros(batch, dtype=np.int64)
+    rejected = np.zeros(batch, dtype=np.int64)
+    left = np.full(batch, math.inf)
+    nxt = np.zeros(batch, dtype=np.int64)  # the next save each system has to reach
+    index = np.arange(batch)
+    if s[0] == t0:
+        if observe is not None:
+            observe(0, index, x)
+        nxt[:] = 1
+    live = index[nxt < s.size]
+    k1 = field(x, index) if live.size else None
+    evaluations = batch
+    shape1 = (-1,) + (1,) * (x.ndim - 1)
+    ns = x[0].size
+    while live.size:
+        xs = x[live] if live.size < batch else x
+        ts, hs = t[live], h[live]
+        hs = np.minimum(hs, t_end - ts)
+        hb = hs.reshape(shape1).astype(dtype)
+        ks = [k1]  # (kept aligned with ``live``)
+        for a in DOPRI_A[1:]:
+            ks.append(field(_combine(xs, hb, a, ks), live))
+        new = _combine(xs, hb, DOPRI_B, ks)
+        k7 = field(new, live)
+        ks.append(k7)
+        evaluations += 6 * live.size
+        err_vec = _combine(np.zeros_like(xs), hb, DOPRI_E, ks)
+        with np.errstate(invalid="ignore", over="ignore"):
+            flat = err_vec.reshape(err_vec.shape[0], -1)
+            err = np.sqrt(np.einsum("bi,bi->b", flat, flat).astype(float) / ns) / tolerance
+        finite = np.isfinite(err)
+        accept = finite & (err <= 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(err > 0, 0.9 * err ** -0.2, 5.0)
+        factor = np.where(accept, np.clip(factor, 0.2, 5.0), np.clip(factor, 0.2, 1.0))
+        h_new = np.where(finite, hs * factor, hs / 10)
+        h_new = np.minimum(h_new, h_max)
+        rejected[live[~accept]] += 1
+        acc = np.nonzero(accept)[0]
+        if acc.size:
+            sys_acc = live[acc]
+            t_old, t_new = ts[acc], ts[acc] + hs[acc]
+            t_new = np.where(t_end - t_new <= 1e-12 * max(1.0, abs(t_end)), t_end, t_new)
+            if observe is not None:
+                _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new)
+            x[sys_acc] = new[acc]
+            t[sys_acc] = t_new
+            steps[sys_acc] += 1
+        h[live] = h_new
+        # FSAL: the last stage is the next step's first for the accepted systems
+        k1_next = np.where(accept.reshape(shape1), k7, ks[0])
+        stay = nxt[live] < s.size
+        if leave is not None and acc.size:
+            out = np.zeros(live.size, dtype=bool)
+            out[acc] = np.asarray(leave(new[acc], live[acc]), dtype=bool)
+            left[live[out]] = t[live[out]]
+            stay &= ~out
+        if np.any(steps[live] + rejected[live] > max_steps):
+            raise StepSizeError(f"more than {max_steps} steps for one system: loosen the "
+                                "tolerance")
+        if np.any(h[live] < 1e-14 * max(1.0, t_end)):
+            bad = int(live[np.argmin(h[live])])
+            raise StepSizeError(f"the time step of system {bad} fell to {h[bad]:.3g} at "
+                                f"t = {t[bad]:.6g}: loosen the tolerance")
+        live, k1 = live[stay], k1_next[stay]
+    return {"steps": steps, "rejected": rejected, "left": left,
+            "evaluations": evaluations / max(batch, 1)}
+
+
+def _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new) -> None:
+    """Observe the saves in ``(t_old, t_new]`` of the accepted systems from the
+    continuous extension ``x + h sum_j k_j (P theta)_j``."""
+    while True:
+        has = nxt[sys_acc] < s.size
+        when = np.where(has, s[np.minimum(nxt[sys_acc], s.size - 1)], np.inf)
+        due = np.nonzero(when <= t_new)[0]
+        if due.size == 0:
+            return
+        rows = acc[due]
+        theta = (when[due] - t_old[due]) / hs[rows]
+        # the weight of stage j: sum_q P[j, q] theta^{q+1} (elementwise: the same
+        # numbers whatever the number of systems, unlike a BLAS product)
+        w = np.zeros((theta.size, DOPRI_P.shape[0]))
+        power = np.ones_like(theta)
+        for q in range(DOPRI_P.shape[1]):
+            power = power * theta
+            w += power[:, None] * DOPRI_P[:, q]
+        xv = xs[rows]
+        hv = hs[rows].reshape((-1,) + (1,) * (xv.ndim - 1))
+        acc_sum = None
+        for j, k in enumerate(ks):
+            if not np.any(w[:, j]):
+                continue
+            term = w[:, j].reshape(hv.shape).astype(xv.dtype) * k[rows]
+            acc_sum = term if acc_sum is None else acc_sum + term
+        values = xv + hv.astype(xv.dtype) * acc_sum
+        # group by save index: each call sees one save time
+        ks_idx = nxt[sys_acc[due]]
+        for k in np.unique(ks_idx):
+            pick = ks_idx == k
+            observe(int(k), sys_acc[due][pick], values[pick])
+        nxt[sys_acc[due]] += 1

@@ -157,7 +157,7 @@ def test_cli_unknown_command_and_missing_result(capsys, tmp_path):
     assert main(["frobnicate"]) == 2
     assert main(["plot", str(tmp_path / "none.nc")]) == 2
     assert main(["particles", str(tmp_path / "x.toml")]) == 2
-    assert main(["phase-diagram", "x.toml"]) == 2
+    assert main(["metastability", "x.toml"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 4 and "does not exist" in lines[2]
     assert "not available yet" in lines[3]

@@ -1,0 +1,304 @@
+"""``phase_diagram(config)``: how likely two tokens are clustered, over (d, beta, t).
+
+For each token dimension ``d`` of ``[phase_diagram] dims`` and each ``beta`` of
+``[phase_diagram] beta``, ``systems`` independent systems of ``n = [particles] n`` tokens
+(default 32), i.i.d. uniform on S^{d-1}, follow the deterministic SA (``[model]
+normalized = true``, the default) or USA dynamics (DESIGN.md section 1). At each time of
+``[phase_diagram] times`` the dataset holds
+
+- ``pair_probability`` (dim, beta, time): the fraction, over the systems and the pairs
+  ``i < j`` of each, of ``<x_i(t), x_j(t)> >= threshold``; it is the mean over the
+  systems of the per-system fractions ``f_s`` (every system has ``n(n-1)/2`` pairs);
+- ``pair_probability_low``/``_high``: a 95 % interval from the number of systems. The
+  pairs of one system are dependent, the systems are i.i.d.: the interval is on the mean
+  of the ``f_s``. A variable in [0, 1] with mean ``p`` has variance at most
+  ``p(1 - p)`` (that of a 0/1 variable), so the Wilson score interval with ``systems``
+  trials (``|p_hat - p| <= z sqrt(p(1 - p)/S)`` solved for ``p``) covers at least as
+  well as for 0/1 outcomes, and it does not collapse to a point at 0 or 1 as the normal
+  interval with the sample variance does. ``pair_probability_stderr`` is the sample
+  standard error ``sd(f_s)/sqrt(S)`` (smaller: it uses the actual spread);
+- ``equiangular_time`` (beta): the time at which the equiangular ODE
+  (``AttentionParticles.equiangular_rhs(n)``) started from ``rho(0) = 0`` reaches the
+  threshold (``solve_ivp``, DOP853, with an event; ``inf`` if it does not by
+  ``EQUIANGULAR_HORIZON``). ``rho(0) = 0``: i.i.d. uniform tokens have ``E<x_i, x_j> =
+  0`` and, as d grows, ``<x_i, x_j> = O(d^{-1/2})``: in high dimension the start is
+  equiangular with ``rho = 0`` to that order (an equiangular set with rho = 0 needs d >=
+  n: the curve is a prediction for d >= n only).
+
+How the systems are run (``meanfield.studies.phase_kernels``): for d >= n the span
+reduction, on the Gram matrices ``G = X X^T`` (n x n per system, whatever d), started
+from ``uniform_span`` (exact in law, no d-dimensional tokens); for d < n the tokens
+themselves (``uniform_ensemble``). System ``s`` starts from the same tokens at every
+beta (common random numbers: the beta dependence is not blurred by the draw) and its
+numbers do not depend on the batch it runs in (per-system steps and seeds
+``system_rng(seed, s)``). The integrator is Dormand-Prince 5(4) with one adaptive step
+per system (``solvers.steppers.batch.integrate_batch_dopri``, order 5, saves from its
+order-4 continuous extension), all betas of a task in one batch (a beta per system).
+
+A system leaves the batch once every pair is past ``freeze_level = c + (1 - c)/2``,
+``c = max(threshold, 0)``: along the exact flow the smallest cosine ``m(t) = min_{i,j}
+<x_i, x_j>`` never decreases once ``m >= 0``. (For the pair attaining it, ``d/dt <x_i,
+x_j> = <v_i, x_j> + <x_i, v_j>`` with ``<v_i, x_j> = <a_i, x_j> - <x_i, a_i> m``; ``a_i =
+sum_k A_ik x_k`` with ``A_ik >= 0`` gives ``<a_i, x_j> >= m sum_k A_ik`` and ``<x_i,
+a_i> <= sum_k A_ik``, so ``<v_i, x_j> >= 0`` for SA and USA alike.) Its later saves are
+1; the numerical path could only differ if its error exceeded ``(1 - c)/2`` (5e-4 at the
+default threshold, against a tolerance of 1e-5 per step).
+
+Noise (finite ``model.kappa``) is refused: the study is deterministic (the Brownian
+increments leave the span, and a noisy diagram is another study). Other architectures
+than post-ln are refused. Tasks (dim, block of ``batch`` (beta, system) pairs) run
+through the executor (``[parallel]``: serial or dask, the same numbers); a checkpoint
+keeps the tasks done and ``resume`` goes on from them.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy import integrate as sint
+from scipy import stats
+
+from meanfield import config as cfgmod
+from meanfield.errors import ConfigError
+from meanfield.model.particles import AttentionParticles
+from meanfield.runs.executor import Executor
+from meanfield.studies import phase_kernels as pk
+from meanfield.studies.members import MemberStudy, run_study
+
+DEFAULT_N = 32
+LEVEL = 0.95
+EQUIANGULAR_HORIZON = 1e6
+SUMS = ("sum", "sumsq")
+
+
+def equiangular_time(beta: float, n: int, threshold: float, normalized: bool = True,
+                     rho0: float = 0.0, horizon: float = EQUIANGULAR_HORIZON) -> float:
+    """The time at which the equiangular cosine ``rho`` (DESIGN.md section 1), from
+    ``rho0``, reaches ``threshold`` (``inf`` if not by ``horizon``; 0 if ``rho0`` is
+    already past it). DOP853 with rtol 1e-10 and a terminal event."""
+    if rho0 >= threshold:
+        return 0.0
+    rhs = AttentionParticles(float(beta), normalized).equiangular_rhs(int(n))
+
+    def hit(t, y):
+        return y[0] - threshold
+    hit.terminal, hit.direction = True, 1
+    sol = sint.solve_ivp(rhs, (0.0, horizon), [rho0], method="DOP853", rtol=1e-10,
+                         atol=1e-13, events=hit)
+    return float(sol.t_events[0][0]) if sol.t_events[0].size else math.inf
+
+
+def check_phase_config(cfg: dict) -> dict:
+    """Checks across sections before any work; the plan (n, tasks)."""
+    p, m = cfg["phase_diagram"], cfg["model"]
+    if not math.isinf(m["kappa"]):
+        raise ConfigError(f"model.kappa = {m['kappa']:g}: the phase diagram is of the "
+                          "deterministic dynamics (its span reduction for d >= n does not "
+                          "hold with noise: the Brownian increments leave the span); set "
+                          "model.kappa = \"inf\"", "model.kappa")
+    if cfg["particles"]["architecture"] != "post-ln":
+        raise ConfigError("the phase diagram runs the post-ln (sphere) model; give "
+                          "particles.architecture = \"post-ln\"", "particles.architecture")
+    n = cfg["particles"]["n"] or DEFAULT_N
+    if n < 2:
+        raise ConfigError(f"particles.n = {n}: a pair needs n >= 2", "particles.n")
+    if p["times"][-1] > 1e6:
+        raise ConfigError(f"phase_diagram.times ends at {p['times'][-1]:g}: give times up "
+                          "to 1e6", "phase_diagram.times")
+    pairs = [(b, s) for b in range(len(p["beta"])) for s in range(p["systems"])]
+    batch = p["batch"]
+    tasks = [{"dim": d, "first": k, "count": min(batch, len(pairs) - k)}
+             for d in p["dims"] for k in range(0, len(pairs), batch)]
+    return {"n": n, "tasks": tasks}
+
+
+# ---------------------------------------------------------------------------------------
+# One task: a block of (beta, system) pairs in one dimension.
+
+def run_member(cfg: dict, plan: dict, params: dict) -> dict:
+    """The sums over the task's systems, per beta and time, of the per-system fractions
+    ``f_s`` and of ``f_s^2``; the counts of systems; steps and evaluations."""
+    p = cfg["phase_diagram"]
+    systems, nbeta = p["systems"], len(p["beta"])
+    flat = np.arange(params["first"], params["first"] + params["count"])
+    beta_index, system = flat // systems, flat % systems
+    res = pk.pair_fractions(
+        n=plan["n"], d=params["dim"], beta=np.asarray(p["beta"])[beta_index],
+        systems=system, times=np.asarray(p["times"]), threshold=p["threshold"],
+        normalized=cfg["model"]["normalized"], seed=cfg["particles"]["seed"],
+        tolerance=p["tolerance"], engine=p["engine"], freeze=p["freeze"])
+    f = res["fractions"]  # (B, T)
+    out = {"sum": np.zeros((nbeta, f.shape[1])), "sumsq": np.zeros((nbeta, f.shape[1])),
+           "count": np.bincount(beta_index, minlength=nbeta).astype(float)}
+    np.add.at(out["sum"], beta_index, f)
+    np.add.at(out["sumsq"], beta_index, f * f)
+    out["steps"] = float(res["steps"].sum())
+    out["evaluations"] = float(res["evaluations"] * f.shape[0])
+    out["left"] = float(np.isfinite(res["left"]).sum())
+    return out
+
+
+class PhaseDiagramTask(MemberStudy):
+    """Points: the start, then each task; a checkpoint keeps the tasks done."""
+
+    kind = "phase_diagram"
+    first_member = 1
+    members_bar = True
+
+    def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
+        super().__init__(cfg, executor, progress)
+        self.plan = plan
+        self.tasks = plan["tasks"]
+
+    def points(self) -> list:
+        return ["start", *range(len(self.tasks))]
+
+    def where(self, done: int) -> str:
+        return f"{max(done - 1, 0)} of {len(self.tasks)} tasks"
+
+    def start(self) -> None:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if self._results is None:
+            fn = functools.partial(run_member, self.cfg, self.plan)
+            self._results = self.executor.imap(fn, self.tasks[point:])
+        result = next(self._results)
+        self.member_done()
+        return result.value if result.ok else result
+
+    def frame(self, state: Any) -> Any:
+        return state
+
+    def describe(self, params: dict) -> str:
+        return (f"task d = {params['dim']}, (beta, system) pairs {params['first']}.."
+                f"{params['first'] + params['count'] - 1}")
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        return study_dataset(self.cfg, self.plan, frames[1:], info)
+
+    def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
+        frames = self.kept(frames)
+        done = [f for f in frames[1:] if isinstance(f, dict)]
+        if not done:
+            return xr.Dataset()
+        ds = xr.Dataset({f"member_{k}": (("member", "beta", "time"),
+                                         np.stack([f[k] for f in done])) for k in SUMS})
+        for k in ("count",):
+            ds[f"member_{k}"] = (("member", "beta"), np.stack([f[k] for f in done]))
+        for k in ("steps", "evaluations", "left"):
+            ds[f"member_{k}"] = ("member", np.array([f[k] for f in done]))
+        return ds
+
+    def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
+        frames: list = [None]
+        if "member_sum" in ckpt:
+            for i in range(ckpt.sizes["member"]):
+                frames.append({k: ckpt[f"member_{k}"].values[i]
+                               for k in (*SUMS, "count", "steps", "evaluations", "left")})
+        return frames[-1], frames
+
+
+# ---------------------------------------------------------------------------------------
+# The dataset.
+
+def wilson(p: np.ndarray, count: np.ndarray, level: float = LEVEL
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval of a mean ``p`` of ``count`` i.i.d. variables in [0, 1]
+    (module docstring: conservative for non-binary ones); NaN where ``count`` is 0."""
+    z = stats.norm.ppf(0.5 + level / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denom = 1 + z * z / count
+        centre = (p + z * z / (2 * count)) / denom
+        half = z * np.sqrt(p * (1 - p) / count + z * z / (4 * count * count)) / denom
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
+def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
+    """The phase-diagram dataset (DESIGN.md section 3) of the tasks done (NaN where no
+    system of a (dim, beta) is done)."""
+    p, m = cfg["phase_diagram"], cfg["model"]
+    dims, betas, times = p["dims"], np.asarray(p["beta"]), np.asarray(p["times"])
+    shape = (len(dims), betas.size, times.size)
+    total = {k: np.zeros(shape) for k in SUMS}
+    count = np.zeros(shape[:2])
+    steps = evaluations = left = 0.0
+    for task, value in zip(plan["tasks"], done):
+        if not isinstance(value, dict):
+            continue
+        i = dims.index(task["dim"])
+        for k in SUMS:
+            total[k][i] += value[k]
+        count[i] += value["count"]
+        steps += float(value["steps"])
+        evaluations += float(value["evaluations"])
+        left += float(value["left"])
+    c = count[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prob = total["sum"] / c
+        var = np.maximum(total["sumsq"] / c - prob * prob, 0) * c / np.maximum(c - 1, 1)
+        stderr = np.sqrt(var / c)
+    low, high = wilson(prob, np.broadcast_to(c, shape))
+    n, thr = plan["n"], p["threshold"]
+    eq = np.array([equiangular_time(b, n, thr, m["normalized"]) for b in betas])
+    what = f"fraction of pairs i < j with <x_i(t), x_j(t)> >= {thr:g}"
+    data = {
+        "pair_probability": (("dim", "beta", "time"), prob,
+                             {"units": "1", "long_name": what}),
+        "pair_probability_low": (("dim", "beta", "time"), low, {
+            "units": "1", "long_name": f"{LEVEL:.0%} Wilson interval on systems, low"}),
+        "pair_probability_high": (("dim", "beta", "time"), high, {
+            "units": "1", "long_name": f"{LEVEL:.0%} Wilson interval on systems, high"}),
+        "pair_probability_stderr": (("dim", "beta", "time"), stderr, {
+            "units": "1", "long_name": "sd of the per-system fractions / sqrt(systems)"}),
+        "systems_done": (("dim", "beta"), count.astype(np.int64),
+                         {"units": "1", "long_name": "systems run"}),
+        "equiangular_time": ("beta", eq, {
+            "units": "1", "long_name": f"time at which the equiangular cosine from 0 "
+                                       f"reaches {thr:g} (d >= n)"}),
+    }
+    ds = xr.Dataset(data, coords={"dim": ("dim", np.asarray(dims, dtype=np.int64)),
+                                  "beta": ("beta", betas, {"units": "1"}),
+                                  "time": ("time", times, {"units": "1"})})
+    model = "SA" if m["normalized"] else "USA"
+    ds.attrs.update({
+        "title": f"pair clustering probability, {model}, n = {n}, "
+                 f"{p['systems']} systems per beta",
+        "model": model, "n": n, "threshold": thr, "systems": p["systems"],
+        "interval": f"{LEVEL:.0%} Wilson score on the mean of the per-system fractions",
+        "tolerance": p["tolerance"], "engine": p["engine"],
+        "integrator": "Dormand-Prince 5(4), per-system steps; Gram matrices for d >= n",
+        "steps": int(steps), "evaluations_per_system": evaluations / max(count.sum(), 1),
+        "systems_frozen": int(left), **info})
+    return ds
+
+
+def phase_diagram(config: dict | None = None, *, out: str | Path | None = None,
+                  overwrite: bool = False, resume: bool = False,
+                  progress: bool = False) -> xr.Dataset:
+    """The (t, beta) clustering phase diagram of one config (module docstring).
+
+    Args:
+        config: the config; ``[phase_diagram]`` dims, beta, times, systems, threshold,
+            tolerance, engine, batch, freeze; ``[particles]`` n, seed; ``[model]``
+            normalized.
+        out: where to write the netCDF result (default ``output.path``).
+        overwrite: replace an existing result.
+        resume: continue from ``<out>.checkpoint.nc`` (the tasks done are kept).
+        progress: a bar over the tasks.
+
+    Returns:
+        The study dataset; ``status`` -1 when interrupted (the tasks done so far).
+
+    Raises:
+        ConfigError: bad input, before any work.
+        TaskFailed: a task failed (named); the others are kept in the checkpoint.
+    """
+    cfg = cfgmod.validate(config, "phase_diagram")
+    plan = check_phase_config(cfg)
+    return run_study(cfg, lambda executor: PhaseDiagramTask(cfg, plan, executor, progress),
+                     out, overwrite=overwrite, resume=resume, progress=progress)

@@ -1,0 +1,163 @@
+"""The batched fields and the run of a block of systems for the phase diagram.
+
+Two states, both stepped by ``solvers.steppers.batch.integrate_batch_dopri`` with a
+``beta`` per system (row ``k`` of a batch is system ``index[k]``):
+
+- d >= n: the Gram matrices ``G`` (B, n, n) of the span reduction (``meanfield.model.
+  ensemble``): ``G' = AG + (AG)^T - DG - GD``, ``D = diag(AG)``, with SA ``A =
+  softmax(beta G)`` row-wise, USA ``A = e^{beta G}/n``. One batched product per
+  evaluation (the coefficient form needs two: ``C C^T`` and ``A C``). The exponent is
+  shifted by ``beta`` (``G_ij <= G_ii = 1``) instead of by the row maximum. ``G`` stays
+  exactly symmetric (``AG + (AG)^T`` and ``(D_i + D_j) G_ij`` are), and the unit
+  diagonal is invariant and attracting (``G_ii' = 2 D_i (1 - G_ii)``): it is kept to the
+  tolerance without a projection.
+- d < n: the tokens ``X`` (B, n, d): ``v_i = a_i - <x_i, a_i> x_i``, ``a = A X``.
+
+The initial states: ``uniform_span`` (Bartlett, no d-dimensional tokens; ``G0 = C0
+C0^T``) or ``uniform_ensemble``, system ``s`` from ``system_rng(seed, s, "initial")``
+whatever the block: the numbers of a system do not depend on the batch it is run in
+(up to the round-off of the batch's vectorised arithmetic).
+
+The study runs the compiled engine (``phase_numba``, float64); this numpy engine is the
+batched reference it is tested against (float64, or float32: a cosine is then held to
+~1e-7, inside the threshold's margin ``1 - 0.999 = 1e-3``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from meanfield.model.ensemble import system_rng
+from solvers.errors import StepSizeError
+from solvers.steppers.batch import integrate_batch_dopri, normalize_rows_batch
+
+H0 = 0.05  # first step (then adapted per system)
+
+
+def gram_field(beta: np.ndarray, normalized: bool):
+    """``f(G, index)`` of the Gram flow, ``beta[index]`` per system."""
+    def f(g: np.ndarray, index: np.ndarray) -> np.ndarray:
+        b = beta[index].astype(g.dtype)[:, None, None]
+        a = g - 1
+        a *= b
+        np.exp(a, out=a)
+        if normalized:
+            a /= a.sum(axis=-1, keepdims=True)
+        else:
+            a *= np.exp(b) / g.shape[-1]
+        ag = a @ g
+        dg = np.einsum("bii->bi", ag)
+        out = ag + ag.swapaxes(1, 2)
+        out -= (dg[:, :, None] + dg[:, None, :]) * g
+        return out
+    return f
+
+
+def token_field(beta: np.ndarray, normalized: bool):
+    """``f(X, index)`` of the tokens (SA or USA), ``beta[index]`` per system."""
+    def f(x: np.ndarray, index: np.ndarray) -> np.ndarray:
+        b = beta[index].astype(x.dtype)[:, None, None]
+        a = x @ x.swapaxes(1, 2)
+        a -= 1
+        a *= b
+        np.exp(a, out=a)
+        if normalized:
+            a /= a.sum(axis=-1, keepdims=True)
+        else:
+            a *= np.exp(b) / x.shape[1]
+        v = a @ x
+        v -= np.einsum("bij,bij->bi", x, v)[..., None] * x
+        return v
+    return f
+
+
+def initial_states(n: int, d: int, systems: np.ndarray, seed: int) -> np.ndarray:
+    """Gram matrices (d >= n) or tokens (d < n), float64, of systems ``systems``."""
+    out = np.empty((systems.size, n, min(n, d)))
+    dof = d - np.arange(n)
+    low = np.tril_indices(n, -1)
+    for k, s in enumerate(systems):
+        g = system_rng(seed, int(s), "initial")
+        if d >= n:  # as ensemble.uniform_span, one system (Bartlett)
+            c = np.zeros((n, n))
+            c[np.arange(n), np.arange(n)] = np.sqrt(g.chisquare(dof))
+            c[low] = g.standard_normal(low[0].size)
+            c /= np.linalg.norm(c, axis=1, keepdims=True)
+            out[k] = c @ c.T
+            np.fill_diagonal(out[k], 1.0)
+        else:  # as ensemble.uniform_ensemble
+            out[k] = normalize_rows_batch(g.standard_normal((n, d)))
+    return out
+
+
+def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
+                   times: np.ndarray, threshold: float, normalized: bool, seed: int,
+                   tolerance: float, engine: str = "numba", freeze: bool = True,
+                   precision: str = "float64") -> dict:
+    """Per system (a beta each), the fraction of pairs ``i < j`` with ``<x_i, x_j> >=
+    threshold`` at each of ``times``.
+
+    ``engine`` "numba": ``meanfield.studies.phase_numba`` (float64, a system at a time
+    in cache, the systems over the thread policy's threads); "numpy": the batched
+    ``integrate_batch_dopri`` (``precision`` float64 or float32), the same scheme.
+
+    Returns:
+        ``{"fractions": (B, T), "steps": (B,), "left": (B,) time a system froze (inf if
+        not), "evaluations": field evaluations per system}``.
+    """
+    beta = np.asarray(beta, dtype=float)
+    times = np.asarray(times, dtype=float)
+    # the same initial state for the same system at every beta: drawn once per system
+    uniq, where = np.unique(systems, return_inverse=True)
+    x0 = initial_states(n, d, uniq, seed)[where]
+    gram = d >= n
+    c = max(threshold, 0.0)
+    h_max = max(1.0, float(times[-1]) / 8)
+    if engine == "numba":
+        from meanfield.studies import phase_numba as pn
+
+        frac, steps, _, evals, left, failed = pn.run_block(
+            pn.GRAM if gram else pn.TOKENS, np.ascontiguousarray(x0), beta,
+            bool(normalized), times, float(threshold), c + (1 - c) / 2, bool(freeze),
+            float(tolerance), H0, h_max)
+        if failed.any():
+            s = int(systems[np.argmax(failed)])
+            raise StepSizeError(f"the time step of system {s} (beta = "
+                                f"{beta[np.argmax(failed)]:g}) fell below 1e-14: loosen "
+                                "phase_diagram.tolerance")
+        return {"fractions": frac, "steps": steps, "left": left,
+                "evaluations": float(evals.mean())}
+    dtype = np.float32 if precision == "float32" else np.float64
+    x0 = x0.astype(dtype)
+    field = (gram_field if gram else token_field)(beta, normalized)
+    iu, ju = np.triu_indices(n, 1)
+    fractions = np.full((beta.size, np.asarray(times).size), np.nan)
+    thr = dtype(threshold)
+
+    def cosines(x: np.ndarray) -> np.ndarray:
+        g = x if gram else x @ x.swapaxes(1, 2)
+        return g[:, iu, ju]
+
+    def observe(k: int, index: np.ndarray, x: np.ndarray) -> None:
+        fractions[index, k] = np.mean(cosines(x) >= thr, axis=1)
+
+    level = dtype(c + (1 - c) / 2)
+
+    def leave(x: np.ndarray, index: np.ndarray) -> np.ndarray:
+        return cosines(x).min(axis=1) >= level
+
+    res = integrate_batch_dopri(field, x0, times, tolerance=tolerance, observe=observe,
+                                leave=leave if freeze else None,
+                                h0=H0, h_max=h_max)
+    frozen = np.isfinite(res["left"])
+    rows = np.nonzero(frozen)[0]
+    later = np.asarray(times)[None, :] > res["left"][rows, None]
+    fr = fractions[rows]
+    fr[later & np.isnan(fr)] = 1.0  # every pair stays past the threshold (module doc)
+    fractions[rows] = fr
+    if np.isnan(fractions).any():  # pragma: no cover - the integrator saves every time
+        raise RuntimeError("a save was missed")
+    return {"fractions": fractions, "steps": res["steps"], "left": res["left"],
+            "evaluations": res["evaluations"]}
+
+
+__all__ = ["gram_field", "initial_states", "pair_fractions", "token_field"]
