@@ -1,0 +1,58 @@
+"""The figure of a long-context study (``kind = "long_context"``): the study itself is
+instantaneous for the closed form, so the dataset is a real one (explicit tokens to
+n = 32)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from meanfield.errors import ConfigError
+from meanfield.plotting import SUPPORTED_KINDS, figure, plot_result
+from meanfield.plotting.long_context import cosine_vs_n, distance_vs_n
+from meanfield.studies import long_context as lc
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return lc.long_context({"long_context": {"direct_max": 32,
+                                             "n": {"start": 2, "stop": 1e9, "num": 30,
+                                                   "scale": "log"}}})
+
+
+def gids(ax) -> dict:
+    return {line.get_gid(): line for line in ax.lines if line.get_gid()}
+
+
+def test_the_panels_and_their_lines(ds):
+    assert "long_context" in SUPPORTED_KINDS
+    ax = Figure().add_subplot(1, 1, 1)
+    cosine_vs_n(ds, ax)
+    lines = gids(ax)
+    for g in ds.gamma.values:
+        assert {f"cosine:{g:g}", f"direct:{g:g}", f"limit:{g:g}"} <= set(lines)
+        n, _ = lines[f"direct:{g:g}"].get_data()
+        assert np.max(n) <= 32
+    assert lines["limit:2"].get_ydata()[0] == pytest.approx(0.8)
+    assert ax.get_xscale() == "log"
+    ax = Figure().add_subplot(1, 1, 1)
+    distance_vs_n(ds, ax)
+    lines = gids(ax)
+    for i, g in enumerate(ds.gamma.values):
+        n, k = (np.asarray(v, dtype=float) for v in lines[f"predicted:{g:g}"].get_data())
+        expected = float(ds.predicted_constant[i]) * n ** -float(ds.predicted_exponent[i])
+        np.testing.assert_allclose(k, expected, rtol=1e-12)
+    assert "tolerance" in lines and ax.get_yscale() == "log"
+
+
+def test_plot_result_and_errors(ds, tmp_path):
+    written = plot_result(ds, tmp_path, stem="l", dpi=50)
+    assert [p.name for p in written] == ["l_summary.png"]
+    assert written[0].read_bytes().startswith(PNG_MAGIC)
+    assert len(figure(ds).axes) == 2
+    with pytest.raises(ConfigError, match="needs limit"):
+        figure(ds.drop_vars("limit"))
+    with pytest.raises(ConfigError, match="no animation"):
+        plot_result(ds, tmp_path, stem="l", animate=True)
