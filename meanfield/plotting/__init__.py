@@ -73,6 +73,7 @@ from meanfield.plotting.comparison import (  # registers "compare"
 )
 from meanfield.plotting.convergence import error_vs_n, error_vs_time  # "convergence"
 from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
+from meanfield.plotting.phase_diagram import phase_figure  # registers "phase_diagram"
 from meanfield.plotting.sphere_maps import map_mollweide, map_orthographic
 
 SUPPORTED_GEOMETRIES: tuple[str, ...] = tuple(_PLOTTERS)
@@ -95,6 +96,7 @@ __all__ = [
     "map_mollweide",
     "map_orthographic",
     "order_comparison",
+    "phase_figure",
     "plot_result",
     "snapshots",
     "spacetime",

@@ -145,9 +145,11 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     def leave(x: np.ndarray, index: np.ndarray) -> np.ndarray:
         return cosines(x).min(axis=1) >= level
 
-    res = integrate_batch_dopri(field, x0, times, tolerance=tolerance, observe=observe,
-                                leave=leave if freeze else None,
-                                h0=H0, h_max=h_max)
+    # (a trial step too long for USA's speeds e^beta overflows: it is rejected, err = inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        res = integrate_batch_dopri(field, x0, times, tolerance=tolerance,
+                                    observe=observe, leave=leave if freeze else None,
+                                    h0=H0, h_max=h_max)
     frozen = np.isfinite(res["left"])
     rows = np.nonzero(frozen)[0]
     later = np.asarray(times)[None, :] > res["left"][rows, None]

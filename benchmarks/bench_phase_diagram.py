@@ -1,0 +1,128 @@
+"""The phase diagram (issue 12, item 3): the full d = 1024 diagram, d = 32 against
+d = 4096, the papers' approach on a subset, and the tolerance check, in one run.
+
+    nice -n 19 python benchmarks/bench_phase_diagram.py             # everything
+    nice -n 19 python benchmarks/bench_phase_diagram.py --fraction 0.1   # 5 of 50 beta
+    nice -n 19 python benchmarks/bench_phase_diagram.py --workers 1      # serial
+
+Timed (SA, n = 32, threshold 0.999, t <= 30 on 121 saves, tolerance 1e-5):
+
+1. the default d = 1024 diagram, 50 beta in [0.1, 9] x 2048 systems (or ``--fraction``
+   of the betas, evenly spread, the time extrapolated linearly: the cost per beta is
+   not uniform, the spread keeps the mix), through ``meanfield.phase_diagram`` with
+   ``[parallel] workers`` (default 2: one dask worker per core);
+2. d = 32 against d = 4096 on the same subset (10 beta x 256 systems, serial): the Gram
+   matrices are n x n whatever d, so a field evaluation costs the same; the runs differ
+   by their dynamics (the initial cosines are O(d^{-1/2})), so the time per field
+   evaluation is the ratio that measures the cost of d, and the total time is printed
+   too;
+3. the papers' approach in plain numpy: full (B, n, d) tokens, explicit Euler with
+   dt = 0.1 (``x <- normalize(x + dt P^perp softmax(beta X X^T) X)``, O(n^2 d) per
+   system and step), on 64 systems at one beta for t <= 30 (300 steps), extrapolated
+   linearly to the 50 x 2048 systems of the diagram;
+4. the tolerance: the d = 1024 and d = 8 diagrams on a subset at tolerance 1e-5 and
+   1e-6: the largest change of the probability against the half-width of its 95 %
+   interval.
+
+The machine is shared: timings vary with the load (``uptime`` is printed); compare the
+ratios within one run.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import time
+
+import numpy as np
+
+from meanfield.model.ensemble import uniform_ensemble
+from meanfield.studies import phase_kernels as pk
+from meanfield.studies.phase_diagram import phase_diagram
+from solvers.steppers.batch import normalize_rows_batch, tangent_projection_batch
+
+N, THR = 32, 0.999
+BETAS = np.linspace(0.1, 9.0, 50)
+TIMES = np.linspace(0.0, 30.0, 121)
+
+
+def config(dims, betas, systems, workers=1, tolerance=1e-5):
+    return {"particles": {"n": N, "seed": 0}, "parallel": {"workers": workers},
+            "phase_diagram": {"dims": list(dims), "beta": [float(b) for b in betas],
+                              "systems": systems, "tolerance": tolerance}}
+
+
+def papers_step(x, beta, dt=0.1):
+    g = beta * (x @ x.swapaxes(1, 2))
+    g -= g.max(axis=-1, keepdims=True)
+    np.exp(g, out=g)
+    g /= g.sum(axis=-1, keepdims=True)
+    return normalize_rows_batch(x + dt * tangent_projection_batch(x, g @ x))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fraction", type=float, default=1.0, help="of the 50 beta (item 1)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--skip-full", action="store_true")
+    args = ap.parse_args()
+    print(f"load: {os.getloadavg()}; cores: {os.cpu_count()}")
+    # compile (cached) before timing
+    pk.pair_fractions(n=N, d=64, beta=np.ones(2), systems=np.arange(2), times=TIMES[:5],
+                      threshold=THR, normalized=True, seed=0, tolerance=1e-5)
+    pk.pair_fractions(n=N, d=8, beta=np.ones(2), systems=np.arange(2), times=TIMES[:5],
+                      threshold=THR, normalized=True, seed=0, tolerance=1e-5)
+
+    full = None
+    if not args.skip_full:
+        k = max(1, round(50 * args.fraction))
+        betas = BETAS[np.unique(np.linspace(0, 49, k).round().astype(int))]
+        t0 = time.perf_counter()
+        ds = phase_diagram(config([1024], betas, 2048, args.workers))
+        el = time.perf_counter() - t0
+        full = el * 50 / betas.size
+        print(f"\n1. d = 1024 diagram, {betas.size} beta x 2048 systems, workers = "
+              f"{args.workers}: {el:.1f} s" + (f" -> 50 beta: {full:.1f} s (extrapolated)"
+                                              if betas.size < 50 else "")
+              + f"; {ds.attrs['evaluations_per_system']:.0f} field evaluations per system, "
+              f"{ds.attrs['systems_frozen']} of {betas.size * 2048} systems frozen")
+
+    sub_b, sub_s = BETAS[::5], 256
+    res = {}
+    for d in (32, 4096):
+        t0 = time.perf_counter()
+        ds = phase_diagram(config([d], sub_b, sub_s))
+        el = time.perf_counter() - t0
+        ev = ds.attrs["evaluations_per_system"] * sub_b.size * sub_s
+        res[d] = (el, el / ev)
+        print(f"\n2. d = {d}: {sub_b.size} beta x {sub_s} systems: {el:.2f} s, "
+              f"{1e6 * el / ev:.2f} us per field evaluation per system")
+    print(f"   ratio d = 4096 / d = 32: total {res[4096][0] / res[32][0]:.3f}, per field "
+          f"evaluation {res[4096][1] / res[32][1]:.3f}")
+
+    x = uniform_ensemble(64, N, 1024, seed=1)
+    t0 = time.perf_counter()
+    for _ in range(300):
+        x = papers_step(x, 4.0)
+    papers = (time.perf_counter() - t0) * 50 * 2048 / 64
+    print(f"\n3. papers' approach (numpy, full tokens, Euler dt = 0.1), 64 systems d = 1024 "
+          f"t <= 30, extrapolated to 50 x 2048: {papers:.0f} s")
+    if full is not None:
+        print(f"   ratio papers / ours (d = 1024 diagram): {papers / full:.1f}")
+
+    for d in (1024, 8):
+        p = {}
+        for tol in (1e-5, 1e-6):
+            p[tol] = phase_diagram(config([d], BETAS[::7], 512, tolerance=tol))
+        diff = np.abs(p[1e-5].pair_probability - p[1e-6].pair_probability).values
+        half = (p[1e-6].pair_probability_high - p[1e-6].pair_probability_low).values / 2
+        print(f"\n4. d = {d}, 512 systems, tolerance 1e-5 vs 1e-6: max |dp| = "
+              f"{diff.max():.4f}; 95 % half-width at p = 0.5: {half.max():.4f}; max of "
+              f"|dp| / half-width {np.nanmax(diff / np.where(half > 0, half, np.nan)):.3f}")
+
+
+if __name__ == "__main__":
+    main()
