@@ -34,7 +34,7 @@
                     (>= 0, increasing), systems [2048] per beta, threshold [0.999] in
                     (-1, 1), tolerance [1e-5] (error per Dormand-Prince step), engine
                     ["numba" | "numpy" (the batched reference)], batch [4096] (systems in one
-                    task), freeze [true] (stop a system once every pair is past the
+                    member), freeze [true] (stop a system once every pair is past the
                     threshold with the margin that keeps it there). n from particles.n
                     (default 32 here), seed from particles.seed.
 

@@ -33,7 +33,7 @@ beta (common random numbers: the beta dependence is not blurred by the draw) and
 numbers do not depend on the batch it runs in (per-system steps and seeds
 ``system_rng(seed, s)``). The integrator is Dormand-Prince 5(4) with one adaptive step
 per system (``solvers.steppers.batch.integrate_batch_dopri``, order 5, saves from its
-order-4 continuous extension), all betas of a task in one batch (a beta per system).
+order-4 continuous extension), all betas of a member in one batch (a beta per system).
 
 A system leaves the batch once every pair is past ``freeze_level = c + (1 - c)/2``,
 ``c = max(threshold, 0)``: along the exact flow the smallest cosine ``m(t) = min_{i,j}
@@ -46,9 +46,9 @@ default threshold, against a tolerance of 1e-5 per step).
 
 Noise (finite ``model.kappa``) is refused: the study is deterministic (the Brownian
 increments leave the span, and a noisy diagram is another study). Other architectures
-than post-ln are refused. Tasks (dim, block of ``batch`` (beta, system) pairs) run
+than post-ln are refused. The members (dim, block of ``batch`` (beta, system) pairs) run
 through the executor (``[parallel]``: serial or dask, the same numbers); a checkpoint
-keeps the tasks done and ``resume`` goes on from them.
+keeps the members done and ``resume`` goes on from them.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def equiangular_time(beta: float, n: int, threshold: float, normalized: bool = T
 
 
 def check_phase_config(cfg: dict) -> dict:
-    """Checks across sections before any work; the plan (n, tasks)."""
+    """Checks across sections before any work; the plan (n, the members as "tasks")."""
     p, m = cfg["phase_diagram"], cfg["model"]
     if not math.isinf(m["kappa"]):
         raise ConfigError(f"model.kappa = {m['kappa']:g}: the phase diagram is of the "
@@ -117,10 +117,10 @@ def check_phase_config(cfg: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# One task: a block of (beta, system) pairs in one dimension.
+# One member: a block of (beta, system) pairs in one dimension.
 
 def run_member(cfg: dict, plan: dict, params: dict) -> dict:
-    """The sums over the task's systems, per beta and time, of the per-system fractions
+    """The sums over the member's systems, per beta and time, of the per-system fractions
     ``f_s`` and of ``f_s^2``; the counts of systems; steps and evaluations."""
     p = cfg["phase_diagram"]
     systems, nbeta = p["systems"], len(p["beta"])
@@ -143,7 +143,7 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
 
 
 class PhaseDiagramTask(MemberStudy):
-    """Points: the start, then each task; a checkpoint keeps the tasks done."""
+    """Points: the start, then each member; a checkpoint keeps the members done."""
 
     kind = "phase_diagram"
     first_member = 1
@@ -158,7 +158,7 @@ class PhaseDiagramTask(MemberStudy):
         return ["start", *range(len(self.tasks))]
 
     def where(self, done: int) -> str:
-        return f"{max(done - 1, 0)} of {len(self.tasks)} tasks"
+        return f"{max(done - 1, 0)} of {len(self.tasks)} members"
 
     def start(self) -> None:
         return None
@@ -175,7 +175,7 @@ class PhaseDiagramTask(MemberStudy):
         return state
 
     def describe(self, params: dict) -> str:
-        return (f"task d = {params['dim']}, (beta, system) pairs {params['first']}.."
+        return (f"member d = {params['dim']}, (beta, system) pairs {params['first']}.."
                 f"{params['first'] + params['count'] - 1}")
 
     def dataset(self, frames: list, info: dict) -> xr.Dataset:
@@ -219,7 +219,7 @@ def wilson(p: np.ndarray, count: np.ndarray, level: float = LEVEL
 
 
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
-    """The phase-diagram dataset (DESIGN.md section 3) of the tasks done (NaN where no
+    """The phase-diagram dataset (DESIGN.md section 3) of the members done (NaN where no
     system of a (dim, beta) is done)."""
     p, m = cfg["phase_diagram"], cfg["model"]
     dims, betas, times = p["dims"], np.asarray(p["beta"]), np.asarray(p["times"])
@@ -288,15 +288,15 @@ def phase_diagram(config: dict | None = None, *, out: str | Path | None = None,
             normalized.
         out: where to write the netCDF result (default ``output.path``).
         overwrite: replace an existing result.
-        resume: continue from ``<out>.checkpoint.nc`` (the tasks done are kept).
-        progress: a bar over the tasks.
+        resume: continue from ``<out>.checkpoint.nc`` (the members done are kept).
+        progress: a bar over the members.
 
     Returns:
-        The study dataset; ``status`` -1 when interrupted (the tasks done so far).
+        The study dataset; ``status`` -1 when interrupted (the members done so far).
 
     Raises:
         ConfigError: bad input, before any work.
-        TaskFailed: a task failed (named); the others are kept in the checkpoint.
+        TaskFailed: a member failed (named); the others are kept in the checkpoint.
     """
     cfg = cfgmod.validate(config, "phase_diagram")
     plan = check_phase_config(cfg)

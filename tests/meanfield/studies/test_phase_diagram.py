@@ -130,12 +130,12 @@ def test_an_interrupted_diagram_resumes(tmp_path, monkeypatch, small):
     monkeypatch.setattr(pd, "run_member", interrupt_third)
     part = pd.phase_diagram(SMALL, out=out)
     assert part.attrs["status"] == -1 and checkpoint_path(out).exists()
-    assert "2 of 8 tasks" in part.attrs["message"]
+    assert "2 of 8 members" in part.attrs["message"]
     calls.clear()
     monkeypatch.setattr(pd, "run_member",
                         lambda *a: calls.append(a[2]["first"]) or real(*a))
     resumed = pd.phase_diagram(SMALL, out=out, resume=True)
-    assert len(calls) == 6  # the two tasks done are not run again
+    assert len(calls) == 6  # the two members done are not run again
     np.testing.assert_array_equal(resumed.pair_probability.values,
                                   small.pair_probability.values)
     assert not checkpoint_path(out).exists()
