@@ -38,8 +38,9 @@
                     threshold with the margin that keeps it there). n from particles.n
                     (default 32 here), seed from particles.seed.
 
-Tasks: convergence, contraction, bifurcation, phase_diagram (model, domain,
-discretization, initial, time, output, particles, parallel, and their own section).
+Tasks: convergence, contraction, bifurcation (model, domain, discretization, initial,
+time, output, particles, parallel, and their own section); phase_diagram (model,
+output, particles, parallel, phase_diagram: its tokens need no domain or grid).
 """
 from __future__ import annotations
 
