@@ -372,3 +372,41 @@ STUDY_TASKS.update({
     "normalization": ("model", "output", "particles", "parallel", "normalization"),
     "long_context": ("output", "parallel", "long_context"),
 })
+
+
+# --- [metastability] (issue 12, item 4) -------------------------------------------------
+#
+#   [metastability] beta [[16, 32, 64, 128, 256]] (> 0, strictly increasing; a list or a
+#                   range), systems [8] per beta, chunk [4] (systems per task), times
+#                   [{start = 0.1, stop = 1000, num = 101, scale = "log"}] (> 0, strictly
+#                   increasing), tolerance [1e-7] (error per adaptive RK4 step),
+#                   plateau_ratio [2.0] > 1 (a plateau keeps its count over [t, ratio t]),
+#                   collapse_tolerance [0.05] in (0, 1). n from particles.n (256 when
+#                   absent), seed and cluster_threshold from [particles], geometry from
+#                   [domain] (circle or sphere, dim <= 3), normalized from [model] (kappa
+#                   must be inf; model.beta is not used).
+
+def _finish_metastability(cfg: dict) -> None:
+    c = cfg["metastability"]
+    for key in ("beta", "times"):
+        if isinstance(c[key], dict):
+            c[key] = _grid(f"metastability.{key}", c[key], minimum=0.0, strict=True)
+
+
+STUDY_SECTIONS += (
+    Section("metastability", {
+        "beta": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
+                 [16.0, 32.0, 64.0, 128.0, 256.0]),
+        "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 8),
+        "chunk": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 4),
+        "times": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
+                  {"start": 0.1, "stop": 1000.0, "num": 101, "scale": "log"}),
+        "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
+                                                    maximum=1e-2), 1e-7),
+        "plateau_ratio": (lambda k, v: ck.finite_number(k, v, minimum=1.0, strict=True,
+                                                        maximum=1e6), 2.0),
+        "collapse_tolerance": (_open_unit, 0.05),
+    }, finish=_finish_metastability),
+)
+STUDY_TASKS["metastability"] = ("model", "domain", "output", "particles", "parallel",
+                                "metastability")
