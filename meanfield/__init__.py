@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
            "contraction", "convergence", "evolve", "load_config", "long_context",
-           "normalization", "particles", "phase_diagram"]
+           "metastability", "normalization", "particles", "phase_diagram"]
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -87,4 +87,7 @@ def __getattr__(name: str):
     if name == "long_context":
         from meanfield.studies.long_context import long_context
         return long_context
+    if name == "metastability":
+        from meanfield.studies.metastability import metastability
+        return metastability
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

@@ -9,6 +9,7 @@
     meanfield convergence | contraction | bifurcation | phase-diagram CONFIG.toml
                      [same options]
     meanfield normalization | long-context CONFIG.toml [same options]
+    meanfield metastability CONFIG.toml [same options]
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
@@ -26,13 +27,15 @@ from meanfield.errors import ConfigError, OutputError, SolverError
 
 # Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
 # typed anyway, they get one line saying so instead of argparse's list of choices.
-PLANNED = ("metastability",)
+PLANNED: tuple[str, ...] = ()
 AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contraction",
              "bifurcation", "phase-diagram", "plot")
 RUNS = ("evolve", "particles", "compare", "convergence", "contraction",
         "bifurcation", "phase-diagram")  # a config in, a result out
 AVAILABLE += ("normalization", "long-context")  # issue 12, items 5-6
 RUNS += ("normalization", "long-context")
+AVAILABLE += ("metastability",)  # issue 12, item 4
+RUNS += ("metastability",)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("bifurcation", "branches of stationary states in kappa or beta"),
                        ("phase-diagram", "pair clustering probability over (d, beta, t)"),
                        ("normalization", "Post-LN against Pre-LN from random tokens"),
-                       ("long-context", "one attention layer as n grows, beta = gamma log n")):
+                       ("long-context", "one attention layer as n grows, beta = gamma log n"),
+                       ("metastability", "cluster staircase from uniform tokens, large beta")):
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -82,6 +86,8 @@ def _run(args) -> int:
     # (the phase diagram takes only its sections: [model], [particles], [parallel],
     # [output], [phase_diagram])
     task_name = "phase_diagram" if args.command == "phase-diagram" else None
+    if args.command == "metastability":  # [model], [domain], [particles], [parallel],
+        task_name = "metastability"  # [output], [metastability]
     cfg = cfgmod.load(args.config, args.set, task_name)
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
     progress = not args.no_progress
@@ -99,6 +105,8 @@ def _run(args) -> int:
         from meanfield.studies.long_context import long_context as task
     elif args.command == "phase-diagram":
         from meanfield.studies.phase_diagram import phase_diagram as task
+    elif args.command == "metastability":
+        from meanfield.studies.metastability import metastability as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -132,6 +140,12 @@ def _run(args) -> int:
             f"{float(ds.limit[i]):.6f})" for i, g in enumerate(ds.gamma.values)) + ")")
     elif args.command == "phase-diagram":
         print(f"wrote {out}  ({_phase_summary(ds)})")
+    elif args.command == "metastability":
+        print(f"wrote {out}  (first plateau: "
+              + ", ".join(f"beta = {b:g}: {c:.3g} clusters (mode {k})" for b, c, k in
+                          zip(ds.beta.values, ds.first_plateau_mean.values,
+                              ds.most_unstable_mode.values))
+              + f"; exponent {ds.attrs['plateau_exponent']:.3f})")
     elif args.command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "

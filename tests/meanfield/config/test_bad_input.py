@@ -160,4 +160,4 @@ def test_cli_unknown_command_and_missing_result(capsys, tmp_path):
     assert main(["metastability", "x.toml"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 4 and "does not exist" in lines[2]
-    assert "not available yet" in lines[3]
+    assert "does not exist" in lines[3]  # metastability is available (issue 12, item 4)
