@@ -3,19 +3,21 @@ d = 4096, the papers' approach on a subset, and the tolerance check, in one run.
 
     nice -n 19 python benchmarks/bench_phase_diagram.py             # everything
     nice -n 19 python benchmarks/bench_phase_diagram.py --fraction 0.1   # 5 of 50 beta
-    nice -n 19 python benchmarks/bench_phase_diagram.py --workers 1      # serial
+    nice -n 19 python benchmarks/bench_phase_diagram.py --workers 2      # dask
 
 Timed (SA, n = 32, threshold 0.999, t <= 30 on 121 saves, tolerance 1e-5):
 
 1. the default d = 1024 diagram, 50 beta in [0.1, 9] x 2048 systems (or ``--fraction``
    of the betas, evenly spread, the time extrapolated linearly: the cost per beta is
    not uniform, the spread keeps the mix), through ``meanfield.phase_diagram`` with
-   ``[parallel] workers`` (default 2: one dask worker per core);
+   ``[parallel] workers`` (default 1: the compiled engine's threads, one per core, in
+   this process, so that its CPU time is measured too: on a shared machine the wall
+   time carries the other jobs' load, CPU time / 2 is the wall time on 2 idle cores);
 2. d = 32 against d = 4096 on the same subset (10 beta x 256 systems, serial): the Gram
    matrices are n x n whatever d, so a field evaluation costs the same; the runs differ
    by their dynamics (the initial cosines are O(d^{-1/2})), so the time per field
    evaluation is the ratio that measures the cost of d, and the total time is printed
-   too;
+   too (CPU times: the load of other jobs falls on wall times);
 3. the papers' approach in plain numpy: full (B, n, d) tokens, explicit Euler with
    dt = 0.1 (``x <- normalize(x + dt P^perp softmax(beta X X^T) X)``, O(n^2 d) per
    system and step), on 64 systems at one beta for t <= 30 (300 steps), extrapolated
@@ -66,7 +68,8 @@ def papers_step(x, beta, dt=0.1):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fraction", type=float, default=1.0, help="of the 50 beta (item 1)")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="1: the numba threads of this process (CPU time measured)")
     ap.add_argument("--skip-full", action="store_true")
     args = ap.parse_args()
     print(f"load: {os.getloadavg()}; cores: {os.cpu_count()}")
@@ -80,28 +83,33 @@ def main():
     if not args.skip_full:
         k = max(1, round(50 * args.fraction))
         betas = BETAS[np.unique(np.linspace(0, 49, k).round().astype(int))]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ds = phase_diagram(config([1024], betas, 2048, args.workers))
-        el = time.perf_counter() - t0
-        full = el * 50 / betas.size
+        el, cpu = time.perf_counter() - t0, time.process_time() - c0
+        scale = 50 / betas.size
+        full = el * scale
         print(f"\n1. d = 1024 diagram, {betas.size} beta x 2048 systems, workers = "
-              f"{args.workers}: {el:.1f} s" + (f" -> 50 beta: {full:.1f} s (extrapolated)"
-                                              if betas.size < 50 else "")
+              f"{args.workers}: wall {el:.1f} s" + (f" -> 50 beta: {full:.1f} s "
+                                                   "(extrapolated)" if scale > 1 else "")
               + f"; {ds.attrs['evaluations_per_system']:.0f} field evaluations per system, "
               f"{ds.attrs['systems_frozen']} of {betas.size * 2048} systems frozen")
+        if args.workers == 1:  # the numba threads run in this process: its CPU time
+            print(f"   CPU time {cpu * scale:.1f} s for 50 beta: {cpu * scale / 2:.1f} s of "
+                  "wall on 2 idle cores (the wall time above carries the machine's load)")
 
     sub_b, sub_s = BETAS[::5], 256
     res = {}
     for d in (32, 4096):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ds = phase_diagram(config([d], sub_b, sub_s))
-        el = time.perf_counter() - t0
+        el, cpu = time.perf_counter() - t0, time.process_time() - c0
         ev = ds.attrs["evaluations_per_system"] * sub_b.size * sub_s
-        res[d] = (el, el / ev)
-        print(f"\n2. d = {d}: {sub_b.size} beta x {sub_s} systems: {el:.2f} s, "
-              f"{1e6 * el / ev:.2f} us per field evaluation per system")
-    print(f"   ratio d = 4096 / d = 32: total {res[4096][0] / res[32][0]:.3f}, per field "
-          f"evaluation {res[4096][1] / res[32][1]:.3f}")
+        res[d] = (el, cpu, cpu / ev)
+        print(f"\n2. d = {d}: {sub_b.size} beta x {sub_s} systems: wall {el:.2f} s, CPU "
+              f"{cpu:.2f} s, {1e6 * cpu / ev:.2f} us CPU per field evaluation per system")
+    print(f"   ratio d = 4096 / d = 32: wall {res[4096][0] / res[32][0]:.3f}, CPU "
+          f"{res[4096][1] / res[32][1]:.3f}, CPU per field evaluation "
+          f"{res[4096][2] / res[32][2]:.3f}")
 
     x = uniform_ensemble(64, N, 1024, seed=1)
     t0 = time.perf_counter()
