@@ -82,7 +82,8 @@ def initial_states(n: int, d: int, systems: np.ndarray, seed: int) -> np.ndarray
             c[np.arange(n), np.arange(n)] = np.sqrt(g.chisquare(dof))
             c[low] = g.standard_normal(low[0].size)
             c /= np.linalg.norm(c, axis=1, keepdims=True)
-            out[k] = c @ c.T
+            gk = c @ c.T
+            out[k] = (gk + gk.T) / 2  # (exactly symmetric, whatever the BLAS kernel)
             np.fill_diagonal(out[k], 1.0)
         else:  # as ensemble.uniform_ensemble
             out[k] = normalize_rows_batch(g.standard_normal((n, d)))
