@@ -15,6 +15,7 @@ from meanfield.io import read_netcdf
 from meanfield.runs.output import checkpoint_path
 from meanfield.studies import phase_diagram as pd
 from meanfield.studies import phase_kernels as pk
+from solvers.steppers.batch import integrate_batch_dopri
 
 TIMES = np.linspace(0.0, 12.0, 25)
 SMALL = {"particles": {"n": 8, "seed": 3},
@@ -43,6 +44,34 @@ def test_equiangular_time_grows_with_beta_and_stops_at_the_horizon():
     assert t[0] < t[1] < t[2] < math.inf
     assert pd.equiangular_time(9.0, 32, 0.999, horizon=50.0) == math.inf
     assert pd.equiangular_time(1.0, 32, 0.5, rho0=0.6) == 0.0
+
+
+def test_dopri_batch_error_follows_the_tolerance_at_the_saves():
+    """x' = -lam x + om J x per system (2-vectors; exact: a decaying rotation), saves at
+    0.1 spacing from the continuous extension: the error is within a small multiple of
+    the tolerance, falls with it, and steps grow like tol^{-1/5} (order 5)."""
+    lam, om = np.array([0.5, 1.0, 2.0, 3.0]), np.array([1.0, 2.0, 0.5, 3.0])
+
+    def f(x, idx):
+        rot = np.stack([-x[..., 1], x[..., 0]], -1)
+        return -lam[idx][:, None, None] * x + om[idx][:, None, None] * rot
+
+    x0 = np.tile(np.array([[[1.0, 0.0]]]), (4, 1, 1))
+    saves = np.linspace(0.0, 3.0, 31)
+    steps = {}
+    for tol in (1e-5, 1e-7, 1e-9):
+        got = np.full((4, saves.size, 2), np.nan)
+
+        def observe(k, idx, x, got=got):
+            got[idx, k] = x[:, 0]
+        res = integrate_batch_dopri(f, x0, saves, tolerance=tol, observe=observe)
+        exact = np.exp(-lam[:, None] * saves)[..., None] * np.stack(
+            [np.cos(om[:, None] * saves), np.sin(om[:, None] * saves)], -1)
+        err = np.abs(got - exact).max()
+        assert err <= 5 * tol, (tol, err)
+        steps[tol] = res["steps"].sum()
+    ratio = steps[1e-9] / steps[1e-5]
+    assert 10 ** (4 / 5) / 2 < ratio < 10 ** (4 / 5) * 2  # 6.3: order 5
 
 
 @pytest.mark.parametrize("d", [3, 16])
