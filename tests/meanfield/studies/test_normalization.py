@@ -226,3 +226,24 @@ def test_cli_one_line_and_run(tmp_path, capsys):
     assert ds.attrs["kind"] == "normalization" and "fitted_rate" in ds
     assert main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 0
     assert (tmp_path / "figs" / "n_summary.png").exists()
+
+
+@pytest.mark.slow
+def test_acceptance_4_at_the_example_scale():
+    """examples/normalization.toml: 256 systems of 32 tokens in d = 1024 (2 minutes).
+    Measured: rate 1.999904 [1.999882, 1.999927] over t in [5.31, 17.21]; power -2.003739
+    [-2.004132, -2.003347] over t in [152, 1e4] (c = -1.513), -1.999988 against
+    log(t + c); the mean cosine within 0.0013 of the equiangular ODE."""
+    from pathlib import Path
+
+    from meanfield import load_config
+
+    example = Path(__file__).parents[3] / "examples" / "normalization.toml"
+    ds = nm.normalization(load_config(example))
+    assert ds.sizes["system"] == 256 and ds.attrs["dim"] == 1024
+    assert abs(float(ds.fitted_rate) / 2.0 - 1) < 1e-3
+    assert abs(float(ds.fitted_power) / -2.0 - 1) < 5e-3
+    assert abs(float(ds.shifted_power) / -2.0 - 1) < 1e-4
+    assert np.all(np.abs(ds.system_rate.values / 2.0 - 1) < 1e-3)
+    assert np.all(np.abs(ds.system_power.values / -2.0 - 1) < 5e-3)
+    assert float(np.abs(ds.cosine - ds.equiangular_cosine).max()) < 5e-3
