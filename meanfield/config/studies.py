@@ -379,7 +379,7 @@ STUDY_TASKS.update({
 #   [metastability] beta [[16, 32, 64, 128, 256]] (> 0, strictly increasing; a list or a
 #                   range), systems [8] per beta, chunk [4] (systems per task), times
 #                   [{start = 0.1, stop = 1000, num = 101, scale = "log"}] (> 0, strictly
-#                   increasing), tolerance [1e-7] (error per adaptive RK4 step),
+#                   increasing), tolerance [1e-9] (error per adaptive RK4 step),
 #                   plateau_ratio [2.0] > 1 (a plateau keeps its count over [t, ratio t]),
 #                   collapse_tolerance [0.05] in (0, 1). n from particles.n (256 when
 #                   absent), seed and cluster_threshold from [particles], geometry from
@@ -402,7 +402,7 @@ STUDY_SECTIONS += (
         "times": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
                   {"start": 0.1, "stop": 1000.0, "num": 101, "scale": "log"}),
         "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
-                                                    maximum=1e-2), 1e-7),
+                                                    maximum=1e-2), 1e-9),
         "plateau_ratio": (lambda k, v: ck.finite_number(k, v, minimum=1.0, strict=True,
                                                         maximum=1e6), 2.0),
         "collapse_tolerance": (_open_unit, 0.05),

@@ -22,7 +22,10 @@ system):
   terms ``m_a m_b e^{-beta(1 - <c_a, c_b>)}``; a merge of ``a`` and ``b`` raises it by
   ``2 m_a m_b``: the steps of the staircase;
 - ``mass_square_sum``: ``sum_a m_a^2`` of the clusters (an independent reading of the
-  plateaus: from the labels, not from the kernel).
+  plateaus: from the labels, not from the kernel);
+- ``cluster_energy``: ``S`` of the clusters as points, ``sum_ab m_a m_b e^{beta(<c_a,
+  c_b> - 1)}`` with ``c_a`` the normalised mean of cluster ``a``: ``S`` up to the
+  clusters' spread (``S`` of collapsed clusters, cross terms included).
 
 **Which functional is monotone.** With ``Z_i = sum_j e^{beta <x_i, x_j>}`` and
 ``E = (1/(2 beta n^2)) sum_ij e^{beta <x_i, x_j>}``, the surface gradient is ``grad_i E =
@@ -96,7 +99,7 @@ from meanfield.studies.members import MemberStudy, run_study
 
 DEFAULT_N = 256
 # per (time, system) and per system; the checkpoint pads a short chunk with NaN
-SERIES = ("clusters", "energy_scaled", "mass_square_sum")
+SERIES = ("clusters", "energy_scaled", "mass_square_sum", "cluster_energy")
 SCALARS = ("plateau_clusters", "plateau_time", "steps", "merge_start", "merge_low",
            "merge_high", "merge_gap", "merge_mass_ratio", "merge_hardmax",
            "merge_two_cluster")
@@ -121,7 +124,7 @@ def most_unstable_mode(beta: float, geometry: str = "circle", normalized: bool =
 def energy_rate(x: np.ndarray, beta: float, normalized: bool = True) -> float:
     """``dS/dt`` of ``S = (1/n^2) sum_ij e^{beta(<x_i, x_j> - 1)}`` along the flow
     (module docstring): ``(2 beta e^{-beta}/n^2) sum_i w_i |v_i|^2`` with ``w_i = Z_i``
-    (SA) or ``n`` (USA); ``>= 0``."""
+    (SA) or ``n`` (USA); ``>= 0``. Dense, O(n^2 d)."""
     x = np.asarray(x, dtype=float)
     n = x.shape[0]
     k = np.exp(beta * (x @ x.T - 1.0))
@@ -131,7 +134,7 @@ def energy_rate(x: np.ndarray, beta: float, normalized: bool = True) -> float:
     v2 = np.einsum("ij,ij->i", tangent, tangent)
     if normalized:  # Z_i |v_i|^2 e^{-beta} = |tangent|^2 / z
         return float(2 * beta * np.sum(v2 / z) / n**2)
-    return float(2 * beta * np.sum(v2) / n**3)  # n |v_i|^2 e^{-beta}, v = e^beta t/n
+    return float(2 * beta * math.exp(beta) * np.sum(v2) / n**3)  # v_i = e^beta t_i/n
 
 
 def scaled_energy(x: np.ndarray, beta: float) -> np.ndarray:
@@ -299,6 +302,11 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
             share = np.bincount(labels) / plan["n"]
             out["clusters"][i, s] = share.size
             out["mass_square_sum"][i, s] = float(np.sum(share * share))
+            centres = np.zeros((share.size, plan["d"]))
+            np.add.at(centres, labels, states[i, s])
+            centres /= np.linalg.norm(centres, axis=1)[:, None]
+            kernel = np.exp(beta * (np.minimum(centres @ centres.T, 1.0) - 1.0))
+            out["cluster_energy"][i, s] = float(share @ kernel @ share)
     out.update({k: np.empty(params["count"]) for k in SCALARS})
     out["steps"][:] = run.steps
     tol = c["collapse_tolerance"]
@@ -406,9 +414,10 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                   - np.exp(log_uniform)[:, None, None]) / (2 * betas[:, None, None])
     modes = np.array([k for k, _ in plan["modes"]])
     rates = np.array([r for _, r in plan["modes"]])
-    plateau_mean = np.nanmean(np.where(np.isfinite(scalars["plateau_clusters"]),
-                                       scalars["plateau_clusters"], np.nan), axis=1) \
-        if np.isfinite(scalars["plateau_clusters"]).any() else np.full(nb, np.nan)
+    seen = np.isfinite(scalars["plateau_clusters"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        plateau_mean = np.where(seen, scalars["plateau_clusters"], 0.0).sum(axis=1) \
+            / seen.sum(axis=1)  # NaN where no system has a plateau yet
     ts = ("beta", "time", "system")
     one = {"units": "1"}
     data = {
@@ -422,6 +431,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             "units": "1", "long_name": "(1/n^2) sum_ij e^{beta(<x_i,x_j> - 1)}"}),
         "mass_square_sum": (ts, series["mass_square_sum"], {
             "units": "1", "long_name": "sum over clusters of (token fraction)^2"}),
+        "cluster_energy": (ts, series["cluster_energy"], {
+            "units": "1", "long_name": "S of the clusters as points at their means"}),
         "log_time_over_beta": (("beta", "time"), np.log(times)[None, :] / betas[:, None],
                                {"units": "1", "long_name": "ln(t)/beta"}),
         "most_unstable_mode": ("beta", modes, {
