@@ -49,6 +49,7 @@ from __future__ import annotations
 from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
 from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
 from meanfield.plotting import long_context as _long_context  # noqa: F401  (registers it)
+from meanfield.plotting import metastability as _metastability  # noqa: F401  (registers it)
 from meanfield.plotting import normalization as _normalization  # noqa: F401  (registers it)
 from meanfield.plotting import sphere as _sphere  # noqa: F401  (registers "sphere")
 from meanfield.plotting.bifurcation import (  # registers "bifurcation"
