@@ -102,8 +102,9 @@ def phase_figure(ds: xr.Dataset):
         handles = [h for ax in axes for h in ax.get_lines()
                    if str(h.get_gid()).startswith("equiangular")]
         if handles:
-            leg = axes[-1].legend(handles=handles[-1:], loc="upper left", fontsize=6,
-                                  framealpha=0.6)
+            # (lower right: the dark, unclustered corner, where the white curve shows)
+            leg = axes[-1].legend(handles=handles[-1:], loc="lower right", fontsize=6,
+                                  labelcolor="w", frameon=False)
             leg.set_gid("legend")
         cb = fig.colorbar(mesh, ax=axes, shrink=0.9, pad=0.01)
         cb.set_label("pair probability")
