@@ -52,7 +52,8 @@ for ``eps = 1 - rho`` in logarithmic form so that they stay accurate down to ``e
   + O(t^{-2})`` is off by ``2c/t`` relative to 2: the asymptotic regime starts where
   ``|c|/t`` is small, not where ``eps`` is (measured for n = 32, d = 512, beta = 1: ``c =
   -1.52``, so t = 150 is still 1 % off). The directions slow down by ``1/r``: the speed
-  regulation of the literature (``s_i = r_i``). USA: ``r ~ e^beta t``, the same power.
+  regulation of the literature (``s_i = r_i``). USA: ``r' -> e^beta``, ``r = e^beta (t +
+  c) + O(1/t)``, and the directions' rate ``e^beta/r = 1/(t + c)``: the same power.
 
 **Fits** (of the mean gap over the systems, ``gap_mean``, and of each system's gap):
 
@@ -61,7 +62,7 @@ for ``eps = 1 - rho`` in logarithmic form so that they stay accurate down to ``e
   round-off; defaults 1e-14 and 1e-3), with its 95 % interval (Student t);
 - ``fitted_power`` (Pre-LN): the slope of ``log eps`` against ``log t`` over the saves with
   ``eps`` in the same band and ``t >= |c|/offset_ratio`` (default 0.01), ``c = r(t_last) -
-  t_last`` measured from the mean radius at the last save (so the ``2c/t`` bias is at most
+  t_last`` measured from the mean radius at the last save (USA: ``r/e^beta - t``) (so the ``2c/t`` bias is at most
   2 %, and averaged over the window, which spans decades, far less);
 - ``shifted_power`` (Pre-LN): the slope against ``log(t + c)`` over the same window, where
   the ``2c/t`` bias is gone (what is left is ``O(t^{-2})``);
@@ -199,12 +200,13 @@ def fit_power(times: np.ndarray, gap: np.ndarray, floor: float, ceiling: float,
     return -rate, -high, -low, math.exp(start), math.exp(stop)
 
 
-def radius_offset(times: np.ndarray, radius: np.ndarray) -> float:
-    """``c = r(t) - t`` at the last finite save (Pre-LN radii: ``r = t + c + O(1/t)``)."""
+def radius_offset(times: np.ndarray, radius: np.ndarray, speed: float = 1.0) -> float:
+    """``c = r(t)/speed - t`` at the last finite save (Pre-LN radii: ``r = speed (t + c)
+    + O(1/t)``, ``speed`` 1 for SA, ``e^beta`` for USA)."""
     ok = np.flatnonzero(np.isfinite(radius))
     if ok.size == 0:
         return math.nan
-    return float(radius[ok[-1]] - times[ok[-1]])
+    return float(radius[ok[-1]] / speed - times[ok[-1]])
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,7 +382,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     post, pre = ARCHITECTURES.index("post-ln"), ARCHITECTURES.index("pre-ln")
     with _quiet_nan_means():
         mean_radius = np.nanmean(radius[pre], axis=0)
-    offset = radius_offset(times, mean_radius)
+    speed = 1.0 if m["normalized"] else math.exp(m["beta"])
+    offset = radius_offset(times, mean_radius, speed)
     t_min = abs(offset) / c["offset_ratio"] if math.isfinite(offset) else math.inf
     rate = fit_exponential(times, gap_mean[post], floor, ceiling)
     power = fit_power(times, gap_mean[pre], floor, ceiling, t_min)
@@ -402,7 +405,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             ("fitted_power_high", power[2], "Pre-LN power, 95 % high"),
             ("power_fit_start", power[3], "first time of the Pre-LN fit"),
             ("power_fit_stop", power[4], "last time of the Pre-LN fit"),
-            ("radius_offset", offset, "Pre-LN c = r - t at the last save"),
+            ("radius_offset", offset, ("Pre-LN c = r/speed - t at the last save (speed 1 "
+             "for SA, e^beta for USA)")),
             ("shifted_power", shifted, ("Pre-LN: slope of log(1 - rho) against log(t + c) "
              "over the same window")),
             ("predicted_rate", plan["predicted_rate"], "2 (SA) or 2 e^beta (USA)"),
@@ -421,7 +425,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         if np.isfinite(gap[post, s]).any():
             sys_rate[s] = fit_exponential(times, gap[post, s], floor, ceiling)[0]
         if np.isfinite(gap[pre, s]).any():
-            c_s = radius_offset(times, radius[pre, s])
+            c_s = radius_offset(times, radius[pre, s], speed)
             sys_power[s] = fit_power(times, gap[pre, s], floor, ceiling,
                                      abs(c_s) / c["offset_ratio"])[0]
     data["system_rate"] = ("system", sys_rate, {"units": "1/time", "long_name":

@@ -95,6 +95,22 @@ def test_random_tokens_follow_the_equiangular_model(high_d):
         3000.0 + float(ds.radius_offset), rel=1e-3)
 
 
+def test_usa_rate_2_e_beta_and_power_minus_2():
+    """USA at beta = 0.5 (4 systems, n = 16, d = 256): Post-LN rate 2 e^beta (measured
+    8e-5 off), Pre-LN power -2 with r ~ e^beta (t + c) (measured -2.0053; -1.999996
+    against log(t + c))."""
+    ds = nm.normalization({"model": {"beta": 0.5, "normalized": False},
+                           "particles": {"n": 16, "seed": 2},
+                           "normalization": {"dim": 256, "systems": 4, "chunk": 4,
+                                             "times": {"start": 0.05, "stop": 3000.0,
+                                                       "num": 121, "scale": "log"}}})
+    assert float(ds.predicted_rate) == pytest.approx(2 * math.exp(0.5), rel=1e-15)
+    assert float(ds.fitted_rate) == pytest.approx(2 * math.exp(0.5), rel=1e-3)
+    assert float(ds.fitted_power) == pytest.approx(-2.0, rel=1e-2)
+    assert float(ds.shifted_power) == pytest.approx(-2.0, rel=1e-4)
+    assert -3.0 < float(ds.radius_offset) < 0.0
+
+
 @pytest.mark.parametrize("normalized", [True, False])
 @pytest.mark.parametrize("cls", [AttentionParticles, PreLNParticles])
 def test_log_form_is_the_models_equiangular_rhs(cls, normalized):
