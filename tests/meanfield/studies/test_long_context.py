@@ -37,8 +37,9 @@ def test_closed_form_equals_explicit_tokens(rho, gamma):
     """Explicit equiangular tokens in R^n, randomly turned, through the layer as written:
     the output is equiangular (spread of the pair cosines <= 1e-14) and its cosine, 1 -
     cosine (relative) and attention weights are the closed form's to round-off, for n
-    from 2 to 512 (measured: 3e-16, 2e-15 relative, 3e-15)."""
-    ns = [2, 3, 5, 17, 64, 200, 512]
+    from 2 to 256 (measured: 3e-16, 2e-15 relative, 3e-15; n = 1024, 2048: the slow
+    test below)."""
+    ns = [2, 3, 5, 17, 64, 256]
     cf = lc.closed_form(ns, rho, gamma)
     for i, n in enumerate(ns):
         d = lc.direct(n, rho, gamma, seed=n)
