@@ -33,10 +33,10 @@
                     >= 0, increasing), times [{start = 0.0, stop = 30.0, num = 121}]
                     (>= 0, increasing), systems [2048] per beta, threshold [0.999] in
                     (-1, 1), tolerance [1e-5] (error per Dormand-Prince step), engine
-                    ["numba" | "numpy" (the batched reference)], batch [4096] (systems in one
-                    member), freeze [true] (stop a system once every pair is past the
-                    threshold with the margin that keeps it there). n from particles.n
-                    (default 32 here), seed from particles.seed.
+                    ["numba" | "numpy" (the batched reference)], batch [4096] ((system,
+                    beta) pairs in one member), freeze [true] (stop a system once every
+                    pair is past the threshold with the margin that keeps it there). n
+                    from particles.n (default 32 here), seed from particles.seed.
 
 Tasks: convergence, contraction, bifurcation (model, domain, discretization, initial,
 time, output, particles, parallel, and their own section); phase_diagram (model,

@@ -59,7 +59,7 @@ papers' approach (explicit Euler, dt = 0.1, full tokens, plain numpy) 82 times s
 ``model.beta`` is not used (the betas are ``[phase_diagram] beta``). Noise (finite
 ``model.kappa``) is refused: the study is deterministic (the Brownian
 increments leave the span, and a noisy diagram is another study). Other architectures
-than post-ln are refused. The members (dim, block of ``batch`` (beta, system) pairs) run
+than post-ln are refused. The members (dim, block of ``batch`` (system, beta) pairs) run
 through the executor (``[parallel]``: serial or dask, the same numbers); a checkpoint
 keeps the members done and ``resume`` goes on from them.
 """
@@ -122,10 +122,13 @@ def check_phase_config(cfg: dict) -> dict:
     if p["times"][-1] > 1e6:
         raise ConfigError(f"phase_diagram.times ends at {p['times'][-1]:g}: give times up "
                           "to 1e6", "phase_diagram.times")
-    pairs = [(b, s) for b in range(len(p["beta"])) for s in range(p["systems"])]
+    # the (system, beta) pairs system by system: a member holds every beta of its
+    # systems (each system's start drawn once per member; every member a like mix of
+    # cheap and dear betas)
+    pairs = len(p["beta"]) * p["systems"]
     batch = p["batch"]
-    tasks = [{"dim": d, "first": k, "count": min(batch, len(pairs) - k)}
-             for d in p["dims"] for k in range(0, len(pairs), batch)]
+    tasks = [{"dim": d, "first": k, "count": min(batch, pairs - k)}
+             for d in p["dims"] for k in range(0, pairs, batch)]
     return {"n": n, "tasks": tasks}
 
 
@@ -136,9 +139,9 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
     """The sums over the member's systems, per beta and time, of the per-system fractions
     ``f_s`` and of ``f_s^2``; the counts of systems; steps and evaluations."""
     p = cfg["phase_diagram"]
-    systems, nbeta = p["systems"], len(p["beta"])
+    nbeta = len(p["beta"])
     flat = np.arange(params["first"], params["first"] + params["count"])
-    beta_index, system = flat // systems, flat % systems
+    system, beta_index = flat // nbeta, flat % nbeta
     res = pk.pair_fractions(
         n=plan["n"], d=params["dim"], beta=np.asarray(p["beta"])[beta_index],
         systems=system, times=np.asarray(p["times"]), threshold=p["threshold"],
@@ -188,8 +191,9 @@ class PhaseDiagramTask(MemberStudy):
         return state
 
     def describe(self, params: dict) -> str:
-        return (f"member d = {params['dim']}, (beta, system) pairs {params['first']}.."
-                f"{params['first'] + params['count'] - 1}")
+        nbeta = len(self.cfg["phase_diagram"]["beta"])
+        first, last = params["first"], params["first"] + params["count"] - 1
+        return f"member d = {params['dim']}, systems {first // nbeta}..{last // nbeta}"
 
     def dataset(self, frames: list, info: dict) -> xr.Dataset:
         return study_dataset(self.cfg, self.plan, frames[1:], info)

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from meanfield.model.ensemble import system_rng
+from meanfield.model.ensemble import uniform_ensemble, uniform_span
 from solvers.errors import StepSizeError
-from solvers.steppers.batch import integrate_batch_dopri, normalize_rows_batch
+from solvers.steppers.batch import integrate_batch_dopri
 
 H0 = 0.05  # first step (then adapted per system)
 
@@ -71,22 +71,18 @@ def token_field(beta: np.ndarray, normalized: bool):
 
 
 def initial_states(n: int, d: int, systems: np.ndarray, seed: int) -> np.ndarray:
-    """Gram matrices (d >= n) or tokens (d < n), float64, of systems ``systems``."""
+    """Gram matrices ``C0 C0^T`` of ``uniform_span`` (d >= n) or the tokens of
+    ``uniform_ensemble`` (d < n), float64, of the systems ``systems`` (each from its own
+    stream: the same whatever the other systems)."""
     out = np.empty((systems.size, n, min(n, d)))
-    dof = d - np.arange(n)
-    low = np.tril_indices(n, -1)
     for k, s in enumerate(systems):
-        g = system_rng(seed, int(s), "initial")
-        if d >= n:  # as ensemble.uniform_span, one system (Bartlett)
-            c = np.zeros((n, n))
-            c[np.arange(n), np.arange(n)] = np.sqrt(g.chisquare(dof))
-            c[low] = g.standard_normal(low[0].size)
-            c /= np.linalg.norm(c, axis=1, keepdims=True)
-            gk = c @ c.T
-            out[k] = (gk + gk.T) / 2  # (exactly symmetric, whatever the BLAS kernel)
+        if d >= n:
+            c = uniform_span(1, n, d, seed, first=int(s))[0]
+            g = c @ c.T
+            out[k] = (g + g.T) / 2  # (exactly symmetric, whatever the BLAS kernel)
             np.fill_diagonal(out[k], 1.0)
-        else:  # as ensemble.uniform_ensemble
-            out[k] = normalize_rows_batch(g.standard_normal((n, d)))
+        else:
+            out[k] = uniform_ensemble(1, n, d, seed, first=int(s))[0]
     return out
 
 
