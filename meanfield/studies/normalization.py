@@ -100,6 +100,7 @@ ARCHITECTURES = ("post-ln", "pre-ln")
 DEFAULT_N = 32
 PREDICTED_POWER = -2.0
 ODE_TOLERANCE = 1e-12  # relative tolerance of the equiangular ODE (DOP853)
+MEMORY_LIMIT = 2 * 2**30  # bytes a member's saves, or the result, may take
 
 
 # ---------------------------------------------------------------------------------------
@@ -124,6 +125,20 @@ def check_normalization_config(cfg: dict) -> dict:
     for a in ARCHITECTURES:
         build_model(cfg, a)  # (USA beta beyond overflow: ConfigError)
     times = np.asarray(c["times"], dtype=float)
+    # what a member holds (the ensemble keeps its states at every save) and the result
+    member = (times.size + 1) * min(c["chunk"], c["systems"]) * n * min(n, d) * 8
+    if member > MEMORY_LIMIT:
+        raise ConfigError(f"normalization.chunk = {c['chunk']}: a member keeps its "
+                          f"{times.size + 1} saves of {min(c['chunk'], c['systems'])} "
+                          f"systems of {n} x {min(n, d)} coefficients, "
+                          f"{member / 2**30:.1f} GiB (limit {MEMORY_LIMIT / 2**30:g}); "
+                          "give a smaller chunk or fewer times", "normalization.chunk")
+    result = 4 * (times.size + 1) * c["systems"] * 8
+    if result > MEMORY_LIMIT:
+        raise ConfigError(f"normalization.systems = {c['systems']}: the result holds "
+                          f"{result / 2**30:.1f} GiB of gaps and radii (limit "
+                          f"{MEMORY_LIMIT / 2**30:g}); give fewer systems or times",
+                          "normalization.systems")
     members = [(a, first, min(c["chunk"], c["systems"] - first))
                for a in ARCHITECTURES for first in range(0, c["systems"], c["chunk"])]
     return {"n": n, "dim": d, "reduce": d >= n, "times": times, "members": members,

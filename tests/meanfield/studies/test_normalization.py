@@ -214,6 +214,8 @@ def test_dimension_below_n_runs_the_full_tokens():
     ({"normalization": {"fit_floor": 1e-2}}, "normalization.fit_floor"),
     ({"normalization": {"band": 1.0}}, "normalization.band"),
     ({"model": {"kappa": 4.0}}, "model.kappa"),
+    ({"normalization": {"chunk": 10**6, "systems": 10**6}}, "normalization.chunk"),
+    ({"normalization": {"systems": 10**7}}, "normalization.systems"),
     ({"model": {"normalized": False, "beta": 800.0}}, "model.beta"),
 ])
 def test_bad_input_before_any_work(change, key, monkeypatch):
