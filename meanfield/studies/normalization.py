@@ -74,8 +74,10 @@ dask; each system's tokens come from its own seed ``system_rng(particles.seed, s
 takes its own adaptive steps, so the numbers do not depend on the chunks or the workers);
 adaptive RK4 by step doubling with error ``tolerance`` per step. A checkpoint keeps the
 members done (``output.checkpoint_every``) and ``resume`` goes on from them: the default
-study is short (seconds) but ``systems`` in the thousands with long ``times`` take
-minutes, and a checkpoint costs one small array per member.
+study (256 systems, 281 saves to t = 1e4) takes about a minute of CPU (measured: 67 s
+user, 116 s wall on the shared 2-core machine under load; ~350 Post-LN and ~290 Pre-LN
+steps per system), thousands of systems take many minutes, and a checkpoint costs one
+small array per member.
 """
 from __future__ import annotations
 
