@@ -9,9 +9,11 @@ Two states, both stepped by ``solvers.steppers.batch.integrate_batch_dopri`` wit
   evaluation (the coefficient form needs two: ``C C^T`` and ``A C``). The exponent is
   shifted by ``beta`` (``G_ij <= G_ii = 1``) instead of by the row maximum. ``G`` stays
   exactly symmetric (``AG + (AG)^T`` and ``(D_i + D_j) G_ij`` are), and the unit
-  diagonal is invariant and attracting (``G_ii' = 2 D_i (1 - G_ii)``): it is kept to the
-  tolerance without a projection.
-- d < n: the tokens ``X`` (B, n, d): ``v_i = a_i - <x_i, a_i> x_i``, ``a = A X``.
+  diagonal is invariant (``G_ii' = 2 D_i (1 - G_ii)``, attracting where ``D_i = <x_i,
+  a_i> > 0``, as when the self term leads ``a_i``): it is kept to the tolerance by the
+  step control, without a projection.
+- d < n: the tokens ``X`` (B, n, d): ``v_i = a_i - <x_i, a_i> x_i``, ``a = A X``; the
+  sphere is invariant likewise (``|x_i|^2' = 2 <x_i, a_i> (1 - |x_i|^2)``).
 
 The initial states: ``uniform_span`` (Bartlett, no d-dimensional tokens; ``G0 = C0
 C0^T``) or ``uniform_ensemble``, system ``s`` from ``system_rng(seed, s, "initial")``
