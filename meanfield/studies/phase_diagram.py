@@ -49,12 +49,13 @@ statistical error: tightened to 1e-6, the diagram (d = 1024 and d = 8, 512 syste
 moved by at most 0.002, 7 % of the half-width of its 95 % interval (0.043 at 512
 systems, 0.022 at 2048; ``benchmarks/bench_phase_diagram.py``).
 
-Cost (``benchmarks/bench_phase_diagram.py``, the shared 2-core machine at a load of
-about 6): the default d = 1024 diagram (50 beta x 2048 systems, t <= 30) took 121 field
-evaluations per system on average (77783 of the 102400 systems frozen before t = 30),
-144 s of CPU (72 s of wall on 2 idle cores; 298 s of wall under that load); about 10 us
-of CPU per field evaluation and system whatever d (d = 4096 / d = 32: 1.007); the
-papers' approach (explicit Euler, dt = 0.1, full tokens, plain numpy) 82 times slower.
+Cost (``benchmarks/bench_phase_diagram.py`` on the shared 2-core machine, other jobs
+keeping its load at 4 to 6): the default d = 1024 diagram (50 beta x 2048 systems,
+t <= 30) takes 121 field evaluations per system on average (77783 of the 102400 systems
+frozen before t = 30) and 132-144 s of CPU, i.e. 66-72 s of wall on 2 idle cores
+(152-298 s of wall measured under that load); 10-14 us of CPU per field evaluation and
+system whatever d (d = 4096 / d = 32: 0.99-1.01); the papers' approach (explicit
+Euler, dt = 0.1, full tokens, plain numpy) 82-99 times slower.
 
 ``model.beta`` is not used (the betas are ``[phase_diagram] beta``). Noise (finite
 ``model.kappa``) is refused: the study is deterministic (the Brownian
