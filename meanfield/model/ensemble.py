@@ -15,11 +15,14 @@ The batch is one array ``(B, n, m)`` (system, token, component). The fields are 
   ``G_ij >= max_{k != i} G_ik - tolerance``; ``v_i = P^perp_{x_i} a_i``.
 
 Cost per field evaluation: ``O(B n^2 m)`` (two batched GEMMs and ``B n^2`` exponentials);
-plain numpy. A fused numba kernel (one system per thread, Gram matrix, softmax, products
-and projection in cache) was measured against it at B = 2048, n = m = 32 on the 2-core
-machine under load: 60 ms against 63 ms per evaluation, no gain worth a compiled kernel;
-in numpy the time splits into the two GEMMs (~7 + 9 ms), ``exp`` (~12 ms) and the
-elementwise passes.
+plain numpy. A fused numba kernel for one field evaluation of the batch (one system per
+thread, Gram matrix, softmax, products and projection in cache) was measured against it
+at B = 2048, n = m = 32 on the 2-core machine under load: 60 ms against 63 ms per
+evaluation, no gain; in numpy the time splits into the two GEMMs (~7 + 9 ms), ``exp``
+(~12 ms) and the elementwise passes. What does pay is compiling a system's WHOLE
+integration (every step in cache, no Python per step): the phase diagram's engine
+(``meanfield.studies.phase_numba``) takes ~12 us per evaluation and system against ~54 us
+here.
 
 Integrators (``solvers.steppers.batch``): RK4 with retraction at a fixed step (order 4),
 adaptive RK4 by step doubling with **one step per system** (error per system in the
