@@ -67,7 +67,7 @@ from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
 from meanfield.studies import coupling as cp
 from meanfield.studies.convergence import frame_dataset
-from meanfield.studies.members import MemberStudy, run_study
+from meanfield.studies.members import MemberList, run_study
 from solvers.steppers import integrate
 
 AUTO_DT = 0.05
@@ -339,40 +339,16 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
 # ---------------------------------------------------------------------------------------
 # The study on the run engine.
 
-class ContractionTask(MemberStudy):
+class ContractionTask(MemberList):
     """Points: the start, then each (beta, source) member; a checkpoint keeps those done."""
 
     kind = "contraction"
-    first_member = 1
-    members_bar = True
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
-        super().__init__(cfg, executor, progress)
+        members = [{"beta": beta, "source": source} for beta, source in plan["members"]]
+        super().__init__(cfg, executor, progress, members,
+                         functools.partial(run_member, cfg, plan))
         self.plan = plan
-        self.members = plan["members"]
-
-    def points(self) -> list:
-        return ["start", *range(len(self.members))]
-
-    def where(self, done: int) -> str:
-        return f"{max(done - 1, 0)} of {len(self.members)} members"
-
-    def start(self) -> None:
-        return None
-
-    def advance(self, state: Any, point: Any, on_step) -> Any:
-        if self._results is None:
-            todo = list(range(point, len(self.members)))
-            fn = functools.partial(run_member, self.cfg, self.plan)
-            self._results = self.executor.imap(
-                fn, [{"beta": self.members[i][0], "source": self.members[i][1]}
-                     for i in todo])
-        result = next(self._results)
-        self.member_done()
-        return result.value if result.ok else result
-
-    def frame(self, state: Any) -> Any:
-        return state
 
     def describe(self, params: dict) -> str:
         return f"member beta = {params['beta']:g}, source {params['source']!r}"

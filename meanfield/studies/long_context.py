@@ -63,7 +63,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.initial.tokens import equiangular_tokens
 from meanfield.runs.executor import Executor
-from meanfield.studies.members import MemberStudy, run_study
+from meanfield.studies.members import MemberList, run_study
 
 CRITICAL_TOLERANCE = 1e-9  # |gamma (1 - rho) - 1| below this: the critical case
 FIT_DECADES = 2.0  # the exponent is fitted over the last this many decades of n
@@ -189,37 +189,16 @@ def run_member(cfg: dict, params: dict) -> dict:
     return out
 
 
-class LongContextTask(MemberStudy):
+class LongContextTask(MemberList):
     """Points: the start, then one member per gamma."""
 
     kind = "long_context"
-    first_member = 1
-    members_bar = True
+    noun = "gamma"
 
     def __init__(self, cfg: dict, executor: Executor, progress: bool):
-        super().__init__(cfg, executor, progress)
-        self.members = list(cfg["long_context"]["gamma"])
-
-    def points(self) -> list:
-        return ["start", *range(len(self.members))]
-
-    def where(self, done: int) -> str:
-        return f"{max(done - 1, 0)} of {len(self.members)} gamma"
-
-    def start(self) -> Any:
-        return None
-
-    def advance(self, state: Any, point: Any, on_step) -> Any:
-        if self._results is None:
-            fn = functools.partial(run_member, self.cfg)
-            self._results = self.executor.imap(
-                fn, [{"gamma": g} for g in self.members[point:]])
-        result = next(self._results)
-        self.member_done()
-        return result.value if result.ok else result
-
-    def frame(self, state: Any) -> Any:
-        return state
+        super().__init__(cfg, executor, progress,
+                         [{"gamma": g} for g in cfg["long_context"]["gamma"]],
+                         functools.partial(run_member, cfg))
 
     def describe(self, params: dict) -> str:
         return f"member gamma = {params['gamma']:g}"

@@ -1,10 +1,12 @@
-"""What the studies made of members share (compare, convergence, contraction): the members
-run through the executor, are stopped on Ctrl-C, a failed one is named while the others
-are kept, and a bar counts the members done."""
+"""What the studies made of members share (compare, convergence, contraction, the particle
+studies): the members run through the executor, are stopped on Ctrl-C, a failed one is
+named while the others are kept, and a bar counts the members done. ``MemberList`` is the
+whole run loop of a study made only of members."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import xarray as xr
 
@@ -68,6 +70,45 @@ class MemberStudy(RunTask):
         if failed:
             raise TaskFailed("; ".join(f"{self.describe(f.params)} failed: {f.error}"
                                        for f in failed))
+
+
+class MemberList(MemberStudy):
+    """A study made only of members: the start, then one point per member, each a
+    ``params`` dict run by ``run(params)`` through the executor in order (``run`` must be
+    picklable for dask: a module-level function, or a ``functools.partial`` of one).
+
+    Subclasses pass the members and ``run`` to ``__init__`` and give ``describe``,
+    ``dataset``, ``checkpoint`` and ``restore``; ``noun`` names the members in the
+    progress line.
+    """
+
+    first_member = 1
+    members_bar = True
+    noun = "members"
+
+    def __init__(self, cfg: dict, executor: Executor, progress: bool, members: list[dict],
+                 run: Callable[[dict], Any]):
+        super().__init__(cfg, executor, progress)
+        self.members, self._run = list(members), run
+
+    def points(self) -> list:
+        return ["start", *range(len(self.members))]
+
+    def where(self, done: int) -> str:
+        return f"{max(done - 1, 0)} of {len(self.members)} {self.noun}"
+
+    def start(self) -> None:
+        return None
+
+    def advance(self, state: Any, point: Any, on_step) -> Any:
+        if self._results is None:
+            self._results = self.executor.imap(self._run, self.members[point:])
+        result = next(self._results)
+        self.member_done()
+        return result.value if result.ok else result
+
+    def frame(self, state: Any) -> Any:
+        return state
 
 
 def run_study(cfg: dict, make_task: Callable[[Executor], MemberStudy],

@@ -96,7 +96,7 @@ from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, unifor
 from meanfield.model.particles import AttentionParticles, PreLNParticles
 from meanfield.runs.executor import Executor
 from meanfield.studies.contraction import fit_rate
-from meanfield.studies.members import MemberStudy, run_study
+from meanfield.studies.members import MemberList, run_study
 
 ARCHITECTURES = ("post-ln", "pre-ln")
 DEFAULT_N = 32
@@ -252,41 +252,18 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
 # ---------------------------------------------------------------------------------------
 # The study on the run engine.
 
-class NormalizationTask(MemberStudy):
+class NormalizationTask(MemberList):
     """Points: the start, then each (architecture, chunk) member; a checkpoint keeps
     those done."""
 
     kind = "normalization"
-    first_member = 1
-    members_bar = True
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
-        super().__init__(cfg, executor, progress)
+        members = [dict(zip(("architecture", "first", "count"), m))
+                   for m in plan["members"]]
+        super().__init__(cfg, executor, progress, members,
+                         functools.partial(run_member, cfg, plan))
         self.plan = plan
-        self.members = plan["members"]
-
-    def points(self) -> list:
-        return ["start", *range(len(self.members))]
-
-    def where(self, done: int) -> str:
-        return f"{max(done - 1, 0)} of {len(self.members)} members"
-
-    def start(self) -> Any:
-        return None
-
-    def advance(self, state: Any, point: Any, on_step) -> Any:
-        if self._results is None:
-            todo = list(range(point, len(self.members)))
-            fn = functools.partial(run_member, self.cfg, self.plan)
-            self._results = self.executor.imap(
-                fn, [dict(zip(("architecture", "first", "count"), self.members[i]))
-                     for i in todo])
-        result = next(self._results)
-        self.member_done()
-        return result.value if result.ok else result
-
-    def frame(self, state: Any) -> Any:
-        return state
 
     def describe(self, params: dict) -> str:
         return (f"member {params['architecture']}, systems {params['first']}.."

@@ -81,7 +81,7 @@ from meanfield.errors import ConfigError
 from meanfield.model.particles import AttentionParticles
 from meanfield.runs.executor import Executor
 from meanfield.studies import phase_kernels as pk
-from meanfield.studies.members import MemberStudy, run_study
+from meanfield.studies.members import MemberList, run_study
 
 DEFAULT_N = 32
 LEVEL = 0.95
@@ -159,37 +159,15 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
     return out
 
 
-class PhaseDiagramTask(MemberStudy):
+class PhaseDiagramTask(MemberList):
     """Points: the start, then each member; a checkpoint keeps the members done."""
 
     kind = "phase_diagram"
-    first_member = 1
-    members_bar = True
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
-        super().__init__(cfg, executor, progress)
+        super().__init__(cfg, executor, progress, plan["tasks"],
+                         functools.partial(run_member, cfg, plan))
         self.plan = plan
-        self.tasks = plan["tasks"]
-
-    def points(self) -> list:
-        return ["start", *range(len(self.tasks))]
-
-    def where(self, done: int) -> str:
-        return f"{max(done - 1, 0)} of {len(self.tasks)} members"
-
-    def start(self) -> None:
-        return None
-
-    def advance(self, state: Any, point: Any, on_step) -> Any:
-        if self._results is None:
-            fn = functools.partial(run_member, self.cfg, self.plan)
-            self._results = self.executor.imap(fn, self.tasks[point:])
-        result = next(self._results)
-        self.member_done()
-        return result.value if result.ok else result
-
-    def frame(self, state: Any) -> Any:
-        return state
 
     def describe(self, params: dict) -> str:
         nbeta = len(self.cfg["phase_diagram"]["beta"])
