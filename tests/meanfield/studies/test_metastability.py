@@ -275,7 +275,7 @@ def test_sphere_runs():
     assert ds.attrs["geometry"] == "sphere" and ds.most_unstable_mode.values[0] == \
         ms.most_unstable_mode(12.0, "sphere")[0]
     s = ds.energy_scaled.values
-    assert np.all(np.diff(s, axis=1) >= -1e-10 * s[:, 1:])
+    assert np.all(np.diff(s, axis=1) >= -1e-13 * s[:, 1:])
 
 
 @pytest.mark.parametrize("change,key", [
@@ -330,9 +330,13 @@ def test_cli_one_line_run_and_figure(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_acceptance_3_first_plateau_follows_the_most_unstable_mode():
-    """S^1, SA, n = 256 tokens, 8 systems per beta in {16, 32, 64, 128, 256}: the mean
-    count of the first plateau grows like beta^e with e in [0.4, 0.6] (k* itself: 0.49),
-    each mean within a factor 0.6 .. 1.2 of k*; the energy never decreases."""
+    """S^1, SA, n = 256 tokens, 8 systems per beta in {16, 32, 64, 128, 256} (seed 1,
+    saves 20 per decade from 0.5 to 200, tolerance 1e-9): the mean count of the first
+    plateau grows like beta^e with e in [0.4, 0.6] (measured 0.495; a bootstrap over the
+    systems gives 0.46 .. 0.53 (95 %); k* = 6, 8, 11, 16, 23 itself: 0.488), each mean
+    within a factor 0.6 .. 1.2 of k* (measured 4.4, 6.6, 9.1, 12.6, 17.6: 0.73 .. 0.83 of
+    k*; the plateaus start at t ~ 9.5 .. 13, median); the energy never decreases
+    (largest relative drop 6e-16). About 6.5 minutes on 2 busy cores."""
     ds = ms.metastability(
         {"particles": {"n": 256, "seed": 1},
          "metastability": {"beta": [16.0, 32.0, 64.0, 128.0, 256.0], "systems": 8,
@@ -345,4 +349,4 @@ def test_acceptance_3_first_plateau_follows_the_most_unstable_mode():
     assert np.all((0.6 <= ratio) & (ratio <= 1.2)), ratio
     assert np.isfinite(ds.first_plateau_clusters.values).mean() >= 0.9
     s = ds.energy_scaled.values
-    assert np.all(np.diff(s, axis=1) >= -1e-10 * s[:, 1:])
+    assert np.all(np.diff(s, axis=1) >= -1e-13 * s[:, 1:])
