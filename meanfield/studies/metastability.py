@@ -86,8 +86,9 @@ where ``e^{beta(1 - cos phi_0)}`` fits in the run: n = 64 at beta = 4, merges ob
 after 542..576, 837..887, 1886..1998 against the hardmax pairing 553, 846, 1892 (exact
 two-cluster ODE 558, 849, 1896). At beta >= 16 two clusters about pi apart need ~e^{32}:
 out of reach of any explicit integrator (the collapsed clusters keep the step at RK4's
-stability limit, ~2.8, the intra-cluster contraction rate being 1). USA runs e^beta/n
-times faster than SA near a cluster: give its times in that unit.
+stability limit, ~2.8, the intra-cluster contraction rate being 1). USA contracts a
+cluster of token fraction m at rate ~m e^beta (SA: 1): give its times in units of
+e^{-beta}.
 """
 from __future__ import annotations
 
