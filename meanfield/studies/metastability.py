@@ -68,7 +68,9 @@ sin(phi)``, ``r = rho + 1/rho`` (n = 2 hardmax tokens: each attends to the other
 rescaling, the merge takes ``T_pair = int_{phi_e}^{phi_0} e^{beta(1 - cos phi)} /
 (r sin phi) d phi ~ e^{beta(1 - cos phi_0)} / (beta r sin^2 phi_0)``
 (``last_merge_hardmax``), ``phi_e = 2 arcsin(threshold/2)`` the gap at which the count
-drops. USA: ``phi' = -(m_1 + m_2) e^{beta cos phi} sin phi`` exactly (``d tau = e^beta
+drops; in the rescaled clock the pairing takes ``tau = ln(tan(phi_0/2)/tan(phi_e/2))/r``
+whatever beta (``last_merge_rescaled``). USA: ``phi' = -(m_1 + m_2) e^{beta cos phi} sin
+phi`` exactly (``d tau = e^beta
 eps dt``, ``r = m_1 + m_2 = 1``). Compared: the observed duration of the two-cluster
 phase, from the first save ``t_a`` with two clusters (``phi_0``, ``m_1``, ``m_2`` read
 there) to the first save with one, bracketed by the saves (``last_merge_low`` <
@@ -115,7 +117,7 @@ DEFAULT_N = 256
 SERIES = ("clusters", "energy_scaled", "mass_square_sum", "cluster_energy")
 SCALARS = ("plateau_clusters", "plateau_time", "steps", "merge_start", "merge_low",
            "merge_high", "merge_gap", "merge_mass_ratio", "merge_hardmax",
-           "merge_two_cluster")
+           "merge_two_cluster", "merge_tau")
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,6 +218,18 @@ def pairing_times(beta: float, gap: float, m1: float, m2: float, threshold: floa
     return out[0], out[1]
 
 
+def pairing_tau(gap: float, m1: float, m2: float, threshold: float,
+                normalized: bool = True) -> float:
+    """The hardmax pairing time in the rescaled clock (``d tau = e^{-beta(1 - <x_1,
+    x_2>)} dt``, USA ``e^beta`` times that): ``tau = ln(tan(phi_0/2)/tan(phi_e/2)) / r``
+    from ``d phi/d tau = -r sin phi`` (module docstring), independent of beta."""
+    end = 2 * math.asin(min(threshold / 2, 1.0))
+    if gap <= end:
+        return 0.0
+    r = (m2 / m1 + m1 / m2) if normalized else (m1 + m2)
+    return math.log(math.tan(gap / 2) / math.tan(end / 2)) / r
+
+
 def first_plateau(times: np.ndarray, counts: np.ndarray, collapsed: np.ndarray,
                   ratio: float) -> tuple[float, float]:
     """``(count, t)`` of the first plateau (module docstring); NaNs if none is seen (the
@@ -273,7 +287,8 @@ def check_metastability_config(cfg: dict) -> dict:
 
 def _last_merge(times, counts, states, beta, threshold, normalized) -> dict:
     nan = dict.fromkeys(("merge_start", "merge_low", "merge_high", "merge_gap",
-                         "merge_mass_ratio", "merge_hardmax", "merge_two_cluster"), math.nan)
+                         "merge_mass_ratio", "merge_hardmax", "merge_two_cluster",
+                         "merge_tau"), math.nan)
     one = np.nonzero(counts == 1)[0]
     if one.size == 0 or one[0] == 0 or counts[one[0] - 1] != 2:
         return nan
@@ -291,7 +306,8 @@ def _last_merge(times, counts, states, beta, threshold, normalized) -> dict:
     return {"merge_start": float(times[a]), "merge_low": float(times[hi - 1] - times[a]),
             "merge_high": float(times[hi] - times[a]), "merge_gap": gap,
             "merge_mass_ratio": min(m1, m2) / max(m1, m2), "merge_hardmax": hard,
-            "merge_two_cluster": exact}
+            "merge_two_cluster": exact,
+            "merge_tau": pairing_tau(gap, m1, m2, threshold, normalized)}
 
 
 def run_member(cfg: dict, plan: dict, params: dict) -> dict:
@@ -465,6 +481,9 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             "units": "1", "long_name": "duration predicted by the hardmax pairing limit"}),
         "last_merge_two_cluster": (("beta", "system"), scalars["merge_two_cluster"], {
             "units": "1", "long_name": "duration of the exact two-point-cluster ODE"}),
+        "last_merge_rescaled": (("beta", "system"), scalars["merge_tau"], {
+            "units": "1", "long_name": "hardmax pairing time in the clock rescaled by "
+                                       "e^{-beta(1 - <x_1, x_2>)}"}),
     }
     ds = xr.Dataset(data, coords={"beta": ("beta", betas), "time": ("time", times),
                                   "system": ("system", np.arange(ns))})

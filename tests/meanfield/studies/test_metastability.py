@@ -122,6 +122,24 @@ def test_pairing_times_against_the_asymptotics_and_the_usa_ode():
     assert hard == exact == pytest.approx(sol.t_events[0][0], rel=1e-7)
 
 
+def test_pairing_tau_is_the_rescaled_hardmax_flow():
+    """tau from the closed form against solve_ivp of d phi/d tau = -r sin phi; and
+    T_hardmax = int e^{beta(1 - cos phi(tau))} d tau along that flow."""
+    gap, m1, m2, thr, beta = 2.2, 0.6, 0.4, 1e-2, 7.0
+    r = m1 / m2 + m2 / m1
+    end = 2 * math.asin(thr / 2)
+
+    def hit(t, y):
+        return y[0] - end
+    hit.terminal = True
+    sol = sint.solve_ivp(lambda t, y: [-r * math.sin(y[0]),
+                                       math.exp(beta * (1 - math.cos(y[0])))],
+                         (0, 100), [gap, 0.0], rtol=1e-11, atol=1e-12, events=hit)
+    assert ms.pairing_tau(gap, m1, m2, thr) == pytest.approx(sol.t_events[0][0], rel=1e-8)
+    hard, _ = ms.pairing_times(beta, gap, m1, m2, thr)
+    assert hard == pytest.approx(sol.y_events[0][0][1], rel=1e-7)
+
+
 def test_two_point_clusters_run_by_the_engine_merge_when_predicted():
     """Tokens 1, 1, e^{i phi0} (clusters of masses 2/3, 1/3; coincident tokens stay
     coincident) at beta = 10: the time the chord falls below 1e-2 on a fine save grid
