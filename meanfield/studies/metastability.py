@@ -110,7 +110,7 @@ from meanfield.model import kernels
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles
 from meanfield.runs.executor import Executor
-from meanfield.studies.members import MemberStudy, run_study
+from meanfield.studies.members import MemberList, run_study
 
 DEFAULT_N = 256
 # per (time, system) and per system; the checkpoint pads a short chunk with NaN
@@ -354,37 +354,17 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
 # ---------------------------------------------------------------------------------------
 # The study through the run engine.
 
-class MetastabilityTask(MemberStudy):
+class MetastabilityTask(MemberList):
     """Points: the start, then each task; a checkpoint keeps the tasks done."""
 
     kind = "metastability"
-    first_member = 1
-    members_bar = True
+    noun = "tasks"
 
     def __init__(self, cfg: dict, plan: dict, executor: Executor, progress: bool):
-        super().__init__(cfg, executor, progress)
+        super().__init__(cfg, executor, progress, plan["tasks"],
+                         functools.partial(run_member, cfg, plan))
         self.plan = plan
         self.tasks = plan["tasks"]
-
-    def points(self) -> list:
-        return ["start", *range(len(self.tasks))]
-
-    def where(self, done: int) -> str:
-        return f"{max(done - 1, 0)} of {len(self.tasks)} tasks"
-
-    def start(self) -> None:
-        return None
-
-    def advance(self, state: Any, point: Any, on_step) -> Any:
-        if self._results is None:
-            fn = functools.partial(run_member, self.cfg, self.plan)
-            self._results = self.executor.imap(fn, self.tasks[point:])
-        result = next(self._results)
-        self.member_done()
-        return result.value if result.ok else result
-
-    def frame(self, state: Any) -> Any:
-        return state
 
     def describe(self, params: dict) -> str:
         return (f"task beta = {params['beta']:g}, systems {params['first']}.."
