@@ -12,9 +12,12 @@ count and gives each consumer its share:
   solvers' own choice by size (one thread for small transforms) is capped by the policy;
 - the fast interaction sums (``solvers.particles.fast``, ``threads`` argument):
   ``fast_sum_threads()``;
-- BLAS (the direct sums' "blas" backend, SVDs): not set here (that needs threadpoolctl);
-  dask's nanny starts every worker with ``OMP/MKL/OPENBLAS_NUM_THREADS = 1``, so on a
-  cluster BLAS runs one thread per worker, and alone it takes the library's default.
+- BLAS (the direct sums' "blas" backend, SVDs): dask's nanny starts every worker with
+  ``OMP/MKL/OPENBLAS_NUM_THREADS = 1``, so on a cluster BLAS runs one thread per worker,
+  and alone it takes the library's default; studies whose dense linear algebra is of
+  small matrices (bifurcations: LU and eigenvalues of a few hundred unknowns) run it on
+  one thread (``one_blas_thread``, threadpoolctl): there OpenBLAS's spinning threads
+  made an LU 10-90x slower beside another job, for no gain when idle.
 
 The policy of the calling thread is ``current()``: the one entered with ``applied()``, else
 the one ``install``-ed for the process (dask workers, by ``meanfield.runs.executor``),
@@ -113,3 +116,10 @@ def install(policy: ThreadPolicy | None) -> None:
     """Make ``policy`` this process's default (dask worker processes)."""
     global _installed
     _installed = policy
+
+
+def one_blas_thread():
+    """A context in which BLAS (OpenBLAS, MKL) runs on one thread (threadpoolctl)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")

@@ -52,6 +52,7 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.runs.engine import Engine, RunTask
+from meanfield.runs.threads import one_blas_thread
 from meanfield.studies import stationary_linear as lin
 from meanfield.studies.bifurcation_branches import (
     _pair,
@@ -369,6 +370,11 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
         ConfigError: bad input, before any work.
     """
     cfg = cfgmod.validate(config)
+    with one_blas_thread():  # (small dense LU and eigenvalue problems: threads.py)
+        return _run(cfg, out, overwrite, resume, progress)
+
+
+def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Dataset:
     if cfg["bifurcation"]["mode"] == "map":
         from meanfield.studies import bifurcation_map as bm
 

@@ -41,12 +41,14 @@ comparable, or ``ds`` will mostly move ``x``.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.sparse.linalg import LinearOperator
+from threadpoolctl import threadpool_limits
 
 from solvers.nonlinear.dense import DENSE_UP_TO, DenseJacobian, chord_newton
 from solvers.nonlinear.newton import _gmres, newton_krylov
@@ -274,6 +276,21 @@ def _crossing(eigs: np.ndarray, idx: int, eig_tol: float) -> float:
     return float(re[idx] - eig_tol) if idx < re.size else -np.inf
 
 
+def _one_blas_thread(fn):
+    """Run ``fn`` with BLAS on one thread. The dense linear algebra of small systems (and
+    the user's ``eigenvalues``) is of matrices of a few hundred rows: OpenBLAS's threads
+    spin on a core another process holds, and the LU of a 258 x 258 matrix then took
+    11-90 ms instead of 1 ms, the eigenvalues of a 128 x 128 one up to 0.5 s (measured on
+    the 2-core machine beside other jobs); for these sizes a second thread gains little
+    even on an idle machine."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+@_one_blas_thread
 def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
                     jvp_x: Callable[[np.ndarray, float, np.ndarray], np.ndarray] | None = None,
                     dF_dlam: Callable[[np.ndarray, float], np.ndarray] | None = None,
@@ -330,7 +347,7 @@ def continue_branch(residual: Residual, x0: np.ndarray, lam0: float, *,
 
     Returns:
         Branch (never raises on a failed correction: status "failed" and the points so
-        far).
+        far). BLAS runs on one thread meanwhile (``_one_blas_thread``).
 
     Raises:
         ValueError: non-finite ``x0`` or ``lam0``, ``lam0`` outside ``lam_bounds``,

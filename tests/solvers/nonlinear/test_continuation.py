@@ -315,3 +315,25 @@ def test_chord_newton_refreshes_a_stale_jacobian_and_converges():
     out = chord_newton(lambda y: np.array([y[0] ** 2 + 1.0, y[1]]), np.array([1.0, 0.0]),
                        jac, row, tol=1e-12, max_iter=30)
     assert not out.converged and out.message
+
+
+def test_blas_runs_on_one_thread_during_a_continuation():
+    """The dense algebra (and the user's eigenvalues) run with BLAS on one thread; the
+    setting is restored after."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    np.linalg.eigvals(np.eye(3))  # (BLAS loaded, so threadpoolctl sees it)
+    before = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+              if i["user_api"] == "blas"]
+    seen = []
+
+    def eigenvalues(x, lam):
+        seen.extend(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                    if i["user_api"] == "blas")
+        return pitchfork_eigenvalues(x, lam)
+
+    continue_branch(pitchfork, np.zeros(1), -1.0, ds=0.1, max_points=3,
+                    eigenvalues=eigenvalues)
+    assert seen and set(seen) == {1}
+    after = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+             if i["user_api"] == "blas"]
+    assert after == before
