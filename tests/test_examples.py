@@ -70,3 +70,32 @@ def test_circle_validation_report_runs(capsys):
     _load("circle_validation").main()
     out = capsys.readouterr().out
     assert "growth rates" in out and "order" in out
+
+
+@pytest.mark.parametrize("command, name, overrides", [
+    ("phase-diagram", "phase_diagram",
+     ["phase_diagram.systems=8", "phase_diagram.dims=[2, 64]",
+      "phase_diagram.beta={start=0.5, stop=4.0, num=3}", "parallel.workers=1"]),
+    ("metastability", "metastability",
+     ["particles.n=32", "metastability.beta=[8.0]", "metastability.systems=2",
+      "metastability.chunk=2", "metastability.times={start=0.5, stop=20.0, num=12, "
+      "scale=\"log\"}"]),
+    ("normalization", "normalization",
+     ["normalization.systems=4", "normalization.chunk=4", "normalization.dim=64",
+      "normalization.times={start=0.05, stop=50.0, num=40, scale=\"log\"}"]),
+    ("long-context", "long_context", ["long_context.direct_max=64"]),
+])
+def test_particle_study_examples_run(tmp_path, command, name, overrides):
+    """The particle-study examples run (small variants) and write what they are: a
+    finished dataset of their kind, drawn by ``meanfield plot``."""
+    out = tmp_path / f"{name}.nc"
+    args = [command, str(EXAMPLES / f"{name}.toml"), "--out", str(out), "--no-progress"]
+    for item in overrides:
+        args += ["--set", item]
+    assert cli(args) == 0
+    ds = read_netcdf(out)
+    assert ds.attrs["kind"] == name and ds.attrs["status"] in (0, "0")
+    figures = tmp_path / "figures"
+    assert cli(["plot", str(out), "--out", str(figures)]) == 0
+    pngs = list(figures.glob("*.png"))
+    assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
