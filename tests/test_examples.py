@@ -78,8 +78,8 @@ def test_circle_validation_report_runs(capsys):
       "phase_diagram.beta={start=0.5, stop=4.0, num=3}", "parallel.workers=1"]),
     ("metastability", "metastability",
      ["particles.n=32", "metastability.beta=[8.0]", "metastability.systems=2",
-      "metastability.chunk=2", "metastability.times={start=0.5, stop=20.0, num=12, "
-      "scale=\"log\"}"]),
+      "metastability.chunk=2",
+      'metastability.times={start=0.5, stop=20.0, num=12, scale="log"}']),
     ("normalization", "normalization",
      ["normalization.systems=4", "normalization.chunk=4", "normalization.dim=64",
       "normalization.times={start=0.05, stop=50.0, num=40, scale=\"log\"}"]),
