@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import array_api_compat
 import numpy as np
 
 from solvers.errors import StepSizeError
@@ -274,7 +276,7 @@ DOPRI_P = np.array([
 ])
 
 
-def _combine(x: np.ndarray, h: np.ndarray, coefs, ks: list) -> np.ndarray:
+def _combine(x, h, coefs, ks: list):
     """``x + h sum_j coefs[j] ks[j]`` (``h`` per system, shape (B, 1, 1))."""
     acc = None
     for c, k in zip(coefs, ks):
@@ -284,8 +286,15 @@ def _combine(x: np.ndarray, h: np.ndarray, coefs, ks: list) -> np.ndarray:
     return x + h * acc
 
 
-def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                          x0: np.ndarray, save_times: Sequence[float], *,
+def _host(a) -> np.ndarray:
+    """A numpy copy (or view) of an array of any of the supported libraries."""
+    if isinstance(a, np.ndarray):
+        return a
+    return np.asarray(array_api_compat.to_device(a, "cpu"))
+
+
+def integrate_batch_dopri(field: Callable[[Any, np.ndarray], Any],
+                          x0: Any, save_times: Sequence[float], *,
                           tolerance: float = 1e-6, observe: Callable | None = None,
                           leave: Callable | None = None, t0: float = 0.0,
                           h0: float = 0.05, h_max: float | None = None,
@@ -303,10 +312,21 @@ def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
     invariant and attracting (unit rows, unit Gram diagonals) it is kept to the
     tolerance.
 
+    Array libraries: the states may be numpy arrays or arrays of another library of the
+    array API (torch, CuPy; ``array_api_compat.array_namespace(x0)``), on its device: the
+    stages, the dense output and the errors are computed there; the bookkeeping of the
+    systems (times, steps, which are live, the system indices) stays in numpy on the
+    host, and one ``(B,)`` vector of errors per step comes back to it. Besides the
+    standard, the namespace must have ``einsum`` (numpy, torch and CuPy do) and integer
+    array indexing (a getter and a setter along the first axis). On numpy the numbers
+    are those of numpy's own functions (the namespace wraps them).
+
     Args:
         field: ``f(x, index) -> dx/dt`` for ``x`` (B', ...) the systems ``index`` (B',)
-            of the batch (per-system parameters are looked up by ``index``).
-        x0: ``(B, ...)`` initial states at ``t0``; the dtype is kept (float32 allowed).
+            of the batch (per-system parameters are looked up by ``index``, a numpy
+            integer array on the host whatever the library of ``x``).
+        x0: ``(B, ...)`` initial states at ``t0``; the dtype, library and device are kept
+            (float32 allowed).
         save_times: increasing times >= ``t0``.
         tolerance: error per step (see above).
         observe: ``observe(k, index, x)`` with the states ``x`` of the systems ``index``
@@ -314,19 +334,28 @@ def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
             is observed from ``x0``).
         leave: ``leave(x, index) -> mask`` after each accepted step: the systems whose
             mask is true stop there (they are not observed at later saves; the caller
-            knows what their later saves hold, ``"left"`` gives their times).
+            knows what their later saves hold, ``"left"`` gives their times); the mask
+            may be an array of the states' library.
         h0: first step; h_max: largest step (default: the span of the saves).
         max_steps: steps (accepted or not) per system before ``StepSizeError``.
 
     Returns:
         ``{"steps": (B,) accepted, "rejected": (B,), "left": (B,) time a system left
         (``inf`` if it did not), "evaluations": field evaluations (row-weighted sum /
-        B, i.e. per system on average)}``.
+        B, i.e. per system on average)}``, numpy arrays.
     """
     s = np.atleast_1d(np.asarray(save_times, dtype=float))
     if s.size == 0 or not np.all(np.isfinite(s)) or s[0] < t0 or np.any(np.diff(s) <= 0):
         raise ValueError(f"save times must be finite, increasing and >= t0 = {t0}")
-    x = np.array(x0)
+    if not array_api_compat.is_array_api_obj(x0):
+        x0 = np.asarray(x0)
+    xp = array_api_compat.array_namespace(x0)
+    x = xp.asarray(x0, copy=True)
+    dev = array_api_compat.device(x)
+
+    def on_dev(a: np.ndarray, dtype=None):
+        return xp.asarray(a, dtype=dtype, device=dev)
+
     batch = x.shape[0]
     dtype = x.dtype
     t_end = float(s[-1])
@@ -346,12 +375,12 @@ def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
     k1 = field(x, index) if live.size else None
     evaluations = batch
     shape1 = (-1,) + (1,) * (x.ndim - 1)
-    ns = x[0].size
+    ns = math.prod(x.shape[1:])
     while live.size:
-        xs = x[live] if live.size < batch else x
+        xs = x[on_dev(live)] if live.size < batch else x
         ts, hs = t[live], h[live]
         hs = np.minimum(hs, t_end - ts)
-        hb = hs.reshape(shape1).astype(dtype)
+        hb = on_dev(hs.reshape(shape1), dtype)
         ks = [k1]  # (kept aligned with ``live``)
         for a in DOPRI_A[1:]:
             ks.append(field(_combine(xs, hb, a, ks), live))
@@ -359,10 +388,11 @@ def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
         k7 = field(new, live)
         ks.append(k7)
         evaluations += 6 * live.size
-        err_vec = _combine(np.zeros_like(xs), hb, DOPRI_E, ks)
+        err_vec = _combine(xp.zeros_like(xs), hb, DOPRI_E, ks)
         with np.errstate(invalid="ignore", over="ignore"):
-            flat = err_vec.reshape(err_vec.shape[0], -1)
-            err = np.sqrt(np.einsum("bi,bi->b", flat, flat).astype(float) / ns) / tolerance
+            flat = xp.reshape(err_vec, (err_vec.shape[0], -1))
+            sq = _host(xp.einsum("bi,bi->b", flat, flat))
+            err = np.sqrt(sq.astype(float) / ns) / tolerance
         finite = np.isfinite(err)
         accept = finite & (err <= 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -376,18 +406,21 @@ def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
             sys_acc = live[acc]
             t_old, t_new = ts[acc], ts[acc] + hs[acc]
             t_new = np.where(t_end - t_new <= 1e-12 * max(1.0, abs(t_end)), t_end, t_new)
+            acc_d = on_dev(acc)
             if observe is not None:
-                _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new)
-            x[sys_acc] = new[acc]
+                _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new,
+                               xp, on_dev)
+            new_acc = new[acc_d]
+            x[on_dev(sys_acc)] = new_acc
             t[sys_acc] = t_new
             steps[sys_acc] += 1
         h[live] = h_new
         # FSAL: the last stage is the next step's first for the accepted systems
-        k1_next = np.where(accept.reshape(shape1), k7, ks[0])
+        k1_next = xp.where(on_dev(accept.reshape(shape1)), k7, ks[0])
         stay = nxt[live] < s.size
         if leave is not None and acc.size:
             out = np.zeros(live.size, dtype=bool)
-            out[acc] = np.asarray(leave(new[acc], live[acc]), dtype=bool)
+            out[acc] = np.asarray(_host(leave(new_acc, live[acc])), dtype=bool)
             left[live[out]] = t[live[out]]
             stay &= ~out
         if np.any(steps[live] + rejected[live] > max_steps):
@@ -397,14 +430,19 @@ def integrate_batch_dopri(field: Callable[[np.ndarray, np.ndarray], np.ndarray],
             bad = int(live[np.argmin(h[live])])
             raise StepSizeError(f"the time step of system {bad} fell to {h[bad]:.3g} at "
                                 f"t = {t[bad]:.6g}: loosen the tolerance")
-        live, k1 = live[stay], k1_next[stay]
+        if stay.all():
+            k1 = k1_next
+        else:
+            live, k1 = live[stay], k1_next[on_dev(np.nonzero(stay)[0])]
     return {"steps": steps, "rejected": rejected, "left": left,
             "evaluations": evaluations / max(batch, 1)}
 
 
-def _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new) -> None:
+def _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new, xp,
+                   on_dev) -> None:
     """Observe the saves in ``(t_old, t_new]`` of the accepted systems from the
-    continuous extension ``x + h sum_j k_j (P theta)_j``."""
+    continuous extension ``x + h sum_j k_j (P theta)_j`` (weights on the host, the sum on
+    the states' device)."""
     while True:
         has = nxt[sys_acc] < s.size
         when = np.where(has, s[np.minimum(nxt[sys_acc], s.size - 1)], np.inf)
@@ -412,6 +450,7 @@ def _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new) -> N
         if due.size == 0:
             return
         rows = acc[due]
+        rows_d = on_dev(rows)
         theta = (when[due] - t_old[due]) / hs[rows]
         # the weight of stage j: sum_q P[j, q] theta^{q+1} (elementwise: the same
         # numbers whatever the number of systems, unlike a BLAS product)
@@ -420,18 +459,18 @@ def _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new) -> N
         for q in range(DOPRI_P.shape[1]):
             power = power * theta
             w += power[:, None] * DOPRI_P[:, q]
-        xv = xs[rows]
-        hv = hs[rows].reshape((-1,) + (1,) * (xv.ndim - 1))
+        xv = xs[rows_d]
+        shape1 = (-1,) + (1,) * (xv.ndim - 1)
         acc_sum = None
         for j, k in enumerate(ks):
             if not np.any(w[:, j]):
                 continue
-            term = w[:, j].reshape(hv.shape).astype(xv.dtype) * k[rows]
+            term = on_dev(w[:, j].reshape(shape1), xv.dtype) * k[rows_d]
             acc_sum = term if acc_sum is None else acc_sum + term
-        values = xv + hv.astype(xv.dtype) * acc_sum
+        values = xv + on_dev(hs[rows].reshape(shape1), xv.dtype) * acc_sum
         # group by save index: each call sees one save time
         ks_idx = nxt[sys_acc[due]]
         for k in np.unique(ks_idx):
-            pick = ks_idx == k
-            observe(int(k), sys_acc[due][pick], values[pick])
+            pick = np.nonzero(ks_idx == k)[0]
+            observe(int(k), sys_acc[due][pick], values[on_dev(pick)])
         nxt[sys_acc[due]] += 1
