@@ -33,7 +33,9 @@
                     >= 0, increasing), times [{start = 0.0, stop = 30.0, num = 121}]
                     (>= 0, increasing), systems [2048] per beta, threshold [0.999] in
                     (-1, 1), tolerance [1e-5] (error per Dormand-Prince step), engine
-                    ["numba" | "numpy" (the batched reference)], batch [4096] ((system,
+                    ["numba" | "numpy" (the batched reference) | "torch" | "cupy" (the
+                    batched scheme on that library, on its GPU if any; installed by
+                    the user)], batch [4096] ((system,
                     beta) pairs in one member), freeze [true] (stop a system once every
                     pair is past the threshold with the margin that keeps it there). n
                     from particles.n (default 32 here), seed from particles.seed.
@@ -163,7 +165,7 @@ def _finish_bifurcation(cfg: dict) -> None:
                           f"{top}; lower modes or raise the resolution", "bifurcation.modes")
 
 
-ENGINES = ("numba", "numpy")
+ENGINES = ("numba", "numpy", "torch", "cupy")
 
 
 def _increasing_grid(key: str, value, minimum: float) -> list[float]:

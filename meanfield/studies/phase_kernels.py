@@ -26,49 +26,125 @@ batched reference it is tested against (float64, or float32: a cosine is then he
 """
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+import array_api_compat
+import array_api_compat.numpy
 import numpy as np
 
+from meanfield.errors import ConfigError
 from meanfield.model.ensemble import uniform_ensemble, uniform_span
 from solvers.errors import StepSizeError
-from solvers.steppers.batch import integrate_batch_dopri
+from solvers.steppers.batch import _host, integrate_batch_dopri
 
 H0 = 0.05  # first step (then adapted per system)
 
+ENGINES = ("numba", "numpy", "torch", "cupy")
+# what to install for an array library (the CUDA 12 wheel of CuPy: cupy-cuda11x for
+# CUDA 11, see CuPy's installation page)
+INSTALL = {"torch": "pip install torch", "cupy": "pip install cupy-cuda12x"}
+
+
+def backend(engine: str) -> tuple[Any, Any]:
+    """The array namespace and device of an engine of the batched scheme.
+
+    "numpy" (and "numba", whose batched reference is numpy): ``array_api_compat.numpy``
+    on the CPU; "torch": ``array_api_compat.torch`` on "cuda" if
+    ``torch.cuda.is_available()`` else "cpu"; "cupy": ``array_api_compat.cupy`` on the
+    current CUDA device.
+
+    Raises:
+        ConfigError: (key ``phase_diagram.engine``) the library is not installed (saying
+            what to install) or, for CuPy, no CUDA device answers. Called by the study
+            before any work.
+    """
+    if engine in ("numpy", "numba"):
+        return array_api_compat.numpy, "cpu"
+    if engine not in INSTALL:
+        raise ConfigError(f"phase_diagram.engine = {engine!r}: give one of "
+                          f"{', '.join(ENGINES)}", "phase_diagram.engine")
+    try:
+        importlib.import_module(engine)
+        xp = importlib.import_module(f"array_api_compat.{engine}")
+    except ImportError as exc:
+        raise ConfigError(f"phase_diagram.engine = {engine!r} needs {engine}, which is not "
+                          f"installed ({exc}): `{INSTALL[engine]}` (a build for your GPU: "
+                          "see its installation page), or give engine = \"numba\" or "
+                          "\"numpy\"", "phase_diagram.engine") from exc
+    if engine == "torch":
+        import torch
+
+        return xp, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    import cupy
+
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+        device = cupy.cuda.Device()
+    except Exception as exc:  # CUDARuntimeError and the like: no driver, no device
+        raise ConfigError(f"phase_diagram.engine = \"cupy\": CuPy is installed but no CUDA "
+                          f"device answers ({exc}); give engine = \"torch\", \"numba\" or "
+                          "\"numpy\"", "phase_diagram.engine") from exc
+    return xp, device
+
+
+def device_name(engine: str) -> str:
+    """Where an engine runs, in words ("cpu", "cuda:0 (NVIDIA H100 ...)")."""
+    _, dev = backend(engine)
+    if engine == "torch" and str(dev).startswith("cuda"):
+        import torch
+
+        return f"{dev} ({torch.cuda.get_device_name()})"
+    if engine == "cupy":
+        import cupy
+
+        name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
+        return f"cuda:{dev.id} ({name.decode() if isinstance(name, bytes) else name})"
+    return str(dev)
+
+
+def _beta_on(beta: np.ndarray, index: np.ndarray, like: Any, xp: Any) -> Any:
+    """``beta[index]`` as a (B', 1, 1) array of ``like``'s dtype and device."""
+    b = beta[index].reshape(-1, 1, 1)
+    return xp.asarray(b, dtype=like.dtype, device=array_api_compat.device(like))
+
 
 def gram_field(beta: np.ndarray, normalized: bool):
-    """``f(G, index)`` of the Gram flow, ``beta[index]`` per system."""
-    def f(g: np.ndarray, index: np.ndarray) -> np.ndarray:
-        b = beta[index].astype(g.dtype)[:, None, None]
-        a = g - 1
-        a *= b
-        np.exp(a, out=a)
+    """``f(G, index)`` of the Gram flow, ``beta[index]`` per system (``G`` an array of
+    any library of the array API: numpy, torch, CuPy; ``index`` a numpy array)."""
+    beta = np.asarray(beta, dtype=float)
+
+    def f(g: Any, index: np.ndarray) -> Any:
+        xp = array_api_compat.array_namespace(g)
+        b = _beta_on(beta, index, g, xp)
+        a = xp.exp((g - 1) * b)
         if normalized:
-            a /= a.sum(axis=-1, keepdims=True)
+            a = a / xp.sum(a, axis=-1, keepdims=True)
         else:
-            a *= np.exp(b) / g.shape[-1]
+            a = a * (xp.exp(b) / g.shape[-1])
         ag = a @ g
-        dg = np.einsum("bii->bi", ag)
-        out = ag + ag.swapaxes(1, 2)
-        out -= (dg[:, :, None] + dg[:, None, :]) * g
+        dg = xp.linalg.diagonal(ag)
+        out = ag + xp.matrix_transpose(ag)
+        out = out - (dg[:, :, None] + dg[:, None, :]) * g
         return out
     return f
 
 
 def token_field(beta: np.ndarray, normalized: bool):
-    """``f(X, index)`` of the tokens (SA or USA), ``beta[index]`` per system."""
-    def f(x: np.ndarray, index: np.ndarray) -> np.ndarray:
-        b = beta[index].astype(x.dtype)[:, None, None]
-        a = x @ x.swapaxes(1, 2)
-        a -= 1
-        a *= b
-        np.exp(a, out=a)
+    """``f(X, index)`` of the tokens (SA or USA), ``beta[index]`` per system (``X`` of
+    any library of the array API with ``einsum``)."""
+    beta = np.asarray(beta, dtype=float)
+
+    def f(x: Any, index: np.ndarray) -> Any:
+        xp = array_api_compat.array_namespace(x)
+        b = _beta_on(beta, index, x, xp)
+        a = xp.exp((x @ xp.matrix_transpose(x) - 1) * b)
         if normalized:
-            a /= a.sum(axis=-1, keepdims=True)
+            a = a / xp.sum(a, axis=-1, keepdims=True)
         else:
-            a *= np.exp(b) / x.shape[1]
+            a = a * (xp.exp(b) / x.shape[1])
         v = a @ x
-        v -= np.einsum("bij,bij->bi", x, v)[..., None] * x
-        return v
+        return v - xp.einsum("bij,bij->bi", x, v)[..., None] * x
     return f
 
 
@@ -125,24 +201,28 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
                                 "phase_diagram.tolerance")
         return {"fractions": frac, "steps": steps, "left": left,
                 "evaluations": float(evals.mean())}
-    dtype = np.float32 if precision == "float32" else np.float64
-    x0 = x0.astype(dtype)
+    xp, dev = backend(engine)
+    dtype = xp.float32 if precision == "float32" else xp.float64
+    x0 = xp.asarray(x0.astype(np.float32 if precision == "float32" else np.float64),
+                    device=dev)
     field = (gram_field if gram else token_field)(beta, normalized)
     iu, ju = np.triu_indices(n, 1)
+    pairs = xp.asarray(iu * n + ju, device=dev)  # i < j in the flattened (n, n)
     fractions = np.full((beta.size, np.asarray(times).size), np.nan)
-    thr = dtype(threshold)
+    thr = xp.asarray(threshold, dtype=dtype, device=dev)
 
-    def cosines(x: np.ndarray) -> np.ndarray:
-        g = x if gram else x @ x.swapaxes(1, 2)
-        return g[:, iu, ju]
+    def cosines(x: Any) -> Any:
+        g = x if gram else x @ xp.matrix_transpose(x)
+        return xp.take(xp.reshape(g, (g.shape[0], n * n)), pairs, axis=1)
 
-    def observe(k: int, index: np.ndarray, x: np.ndarray) -> None:
-        fractions[index, k] = np.mean(cosines(x) >= thr, axis=1)
+    def observe(k: int, index: np.ndarray, x: Any) -> None:
+        hit = xp.astype(cosines(x) >= thr, xp.float64)
+        fractions[index, k] = _host(xp.mean(hit, axis=1))
 
-    level = dtype(c + (1 - c) / 2)
+    level = xp.asarray(c + (1 - c) / 2, dtype=dtype, device=dev)
 
-    def leave(x: np.ndarray, index: np.ndarray) -> np.ndarray:
-        return cosines(x).min(axis=1) >= level
+    def leave(x: Any, index: np.ndarray) -> Any:
+        return xp.min(cosines(x), axis=1) >= level
 
     # (a trial step too long for USA's speeds e^beta overflows: it is rejected, err = inf)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -161,4 +241,5 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
             "evaluations": res["evaluations"]}
 
 
-__all__ = ["gram_field", "initial_states", "pair_fractions", "token_field"]
+__all__ = ["ENGINES", "backend", "device_name", "gram_field", "initial_states",
+           "pair_fractions", "token_field"]
