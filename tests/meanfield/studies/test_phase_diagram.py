@@ -184,7 +184,7 @@ def test_an_interrupted_diagram_resumes(tmp_path, monkeypatch, small):
     ({"phase_diagram": {"times": [-1.0, 2.0]}}, "phase_diagram.times[0]"),
     ({"model": {"kappa": 4.0}}, "model.kappa"),
     ({"particles": {"architecture": "pre-ln"}}, "particles.architecture"),
-    ({"phase_diagram": {"engine": "torch"}}, "phase_diagram.engine"),
+    ({"phase_diagram": {"engine": "jax"}}, "phase_diagram.engine"),
     ({"phase_diagram": {"thresold": 0.9}}, "phase_diagram.thresold"),
     ({"domain": {"dim": 4}}, "domain"),
 ])
