@@ -43,11 +43,8 @@ import numpy as np
 
 from meanfield.model import ensemble as E
 from meanfield.model.particles import AttentionParticles
-from solvers.steppers.batch import (
-    BatchRK4,
-    normalize_rows_batch,
-    tangent_projection_batch,
-)
+from solvers.particles.direct import normalize_rows, tangent_projection
+from solvers.steppers.batch import BatchRK4
 
 BETA, N, DT = 4.0, 32, 0.1
 
@@ -67,7 +64,7 @@ def papers_euler_step(x, beta=BETA, dt=DT):
     g -= g.max(axis=-1, keepdims=True)
     np.exp(g, out=g)
     g /= g.sum(axis=-1, keepdims=True)
-    return normalize_rows_batch(x + dt * tangent_projection_batch(x, g @ x))
+    return normalize_rows(x + dt * tangent_projection(x, g @ x))
 
 
 def main():

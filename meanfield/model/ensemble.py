@@ -74,13 +74,12 @@ from meanfield.model.particles import (
     PreLNParticles,
     check_kappa,
 )
+from solvers.particles.direct import normalize_rows, tangent_projection
+from solvers.steppers import GeodesicEulerMaruyama
 from solvers.steppers.batch import (
-    BatchGeodesicEulerMaruyama,
     BatchRK4,
     integrate_batch,
     integrate_sde_batch,
-    normalize_rows_batch,
-    tangent_projection_batch,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -125,12 +124,12 @@ def batch_velocity(model, x: np.ndarray) -> np.ndarray:
     system to round-off."""
     _check_model(model)
     if isinstance(model, HardmaxParticles):
-        return tangent_projection_batch(x, _hardmax_weights(_gram(x), model.tolerance) @ x)
+        return tangent_projection(x, _hardmax_weights(_gram(x), model.tolerance) @ x)
     if isinstance(model, PreLNParticles):
-        th = normalize_rows_batch(x)
+        th = normalize_rows(x)
         return _attention_weights(_gram(th), model.beta, model.normalized) @ th
     a = _attention_weights(_gram(x), model.beta, model.normalized) @ x
-    return tangent_projection_batch(x, a)
+    return tangent_projection(x, a)
 
 
 def gram_velocity(model, g: np.ndarray) -> np.ndarray:
@@ -182,7 +181,7 @@ def uniform_ensemble(systems: int, n: int, d: int, seed: int = 0,
     _check_size(n, d, systems)
     x = np.stack([system_rng(seed, first + k, "initial").standard_normal((n, d))
                   for k in range(systems)])
-    return normalize_rows_batch(x)
+    return normalize_rows(x)
 
 
 def uniform_span(systems: int, n: int, d: int, seed: int = 0,
@@ -209,7 +208,7 @@ def uniform_span(systems: int, n: int, d: int, seed: int = 0,
         g = system_rng(seed, first + k, "initial")
         c[k][np.arange(n), np.arange(n)] = np.sqrt(g.chisquare(dof))
         c[k][low] = g.standard_normal(low[0].size)
-    return normalize_rows_batch(c)
+    return normalize_rows(c)
 
 
 def haar_frames(systems: int, n: int, d: int, seed: int = 0, first: int = 0) -> np.ndarray:
@@ -382,13 +381,13 @@ def _run(model, x0, save_times, kappa, dt, tolerance, seed, first, reduce, frame
             "reduced": bool(reduce), "seed": seed, "first": first}
     if noisy:
         rngs = [system_rng(seed, first + k) for k in range(x0.shape[0])]
-        res = integrate_sde_batch(BatchGeodesicEulerMaruyama(velocity, kappa), x0,
+        res = integrate_sde_batch(GeodesicEulerMaruyama(velocity, kappa), x0,
                                   save_times, float(dt), rngs, on_save=finite)
         steps = np.full(x0.shape[0], res["steps"])
         rejected = np.zeros(x0.shape[0], dtype=np.int64)
         info["integrator"] = "geodesic Euler-Maruyama"
     else:
-        rk4 = BatchRK4(velocity, normalize_rows_batch if model.on_sphere else None)
+        rk4 = BatchRK4(velocity, normalize_rows if model.on_sphere else None)
         res = integrate_batch(rk4, x0, save_times, dt=dt, tolerance=tolerance,
                               on_save=finite)
         steps, rejected = res["steps"], res["rejected"]

@@ -44,7 +44,7 @@ factories (cached on disk by numba).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -354,21 +354,24 @@ def hardmax_means(x: np.ndarray, keys: np.ndarray | None = None, tolerance: floa
 # Geometry of the sphere, row by row.
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
-    """``x_i / |x_i|`` for each row (a new array)."""
-    return x / np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+    """``x_i / |x_i|`` for each row, along the last axis (``(n, d)`` tokens or a batch
+    ``(B, n, d)``; a new array)."""
+    return x / np.sqrt(np.einsum("...i,...i->...", x, x))[..., None]
 
 
 def tangent_projection(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``P^perp_{x_i} y_i = y_i - <x_i, y_i> x_i`` for unit rows ``x_i`` (a new array)."""
-    return y - np.einsum("ij,ij->i", x, y)[:, None] * x
+    """``P^perp_{x_i} y_i = y_i - <x_i, y_i> x_i`` for unit rows ``x_i``, along the last
+    axis (a new array)."""
+    return y - np.einsum("...i,...i->...", x, y)[..., None] * x
 
 
 def sphere_exp(x: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The exponential map ``cos|u_i| x_i + sin|u_i| u_i/|u_i|``, renormalised.
+    """The exponential map ``cos|u_i| x_i + sin|u_i| u_i/|u_i|``, renormalised, along the
+    last axis.
 
     ``u`` must be tangent (``<x_i, u_i> = 0``); the final normalisation only removes
     round-off.
     """
-    a = np.sqrt(np.einsum("ij,ij->i", u, u))
+    a = np.sqrt(np.einsum("...i,...i->...", u, u))
     sinc = np.sinc(a / np.pi)  # sin(a)/a, = 1 at a = 0
-    return normalize_rows(np.cos(a)[:, None] * x + sinc[:, None] * u)
+    return normalize_rows(np.cos(a)[..., None] * x + sinc[..., None] * u)

@@ -7,10 +7,10 @@
   integrated exactly; ``L = 0`` reduces it to the classical RK4.
 - ``StepDoubling``: error control for any one-step method of order p: a step of h against
   two of h/2, error estimate ``|u_h/2 - u_h| / (2^p - 1)``, standard step-size update.
-- ``BatchRK4``, ``integrate_batch``, ``BatchGeodesicEulerMaruyama``,
-  ``integrate_sde_batch``: RK4 with retraction (fixed steps or step doubling per system)
-  and geodesic Euler-Maruyama for a batch of independent systems stored as one array
-  ``(B, n, m)`` (``solvers.steppers.batch``).
+- ``BatchRK4``, ``integrate_batch``, ``integrate_sde_batch``: RK4 with retraction (fixed
+  steps or step doubling per system) and geodesic Euler-Maruyama for a batch of
+  independent systems stored as one array ``(B, n, m)`` (``solvers.steppers.batch``;
+  the sphere maps act along the last axis, so ``GeodesicEulerMaruyama`` steps a batch).
 - ``SSPRK3``: the three-stage, third-order strong-stability-preserving Runge-Kutta scheme
   of Shu & Osher (a convex combination of forward-Euler steps: keeps positivity of a
   positivity-preserving Euler step under the same step bound).
@@ -19,12 +19,7 @@ A stepper exposes ``attempt(u, h) -> (h_taken, u_new, h_next)``: ``h_taken`` is 
 rejected step, and may be smaller than ``h`` when a stability bound cuts it. ``integrate``
 drives a stepper to a list of save times, landing on each exactly.
 """
-from solvers.steppers.batch import (
-    BatchGeodesicEulerMaruyama,
-    BatchRK4,
-    integrate_batch,
-    integrate_sde_batch,
-)
+from solvers.steppers.batch import BatchRK4, integrate_batch, integrate_sde_batch
 from solvers.steppers.driver import IntegrationResult, integrate
 from solvers.steppers.etdrk4 import ETDRK4, phi_coefficients
 from solvers.steppers.runge_kutta import SSPRK3, StepDoubling
@@ -33,7 +28,6 @@ from solvers.steppers.sphere import GeodesicEulerMaruyama, RetractedRK4, integra
 __all__ = [
     "ETDRK4",
     "SSPRK3",
-    "BatchGeodesicEulerMaruyama",
     "BatchRK4",
     "GeodesicEulerMaruyama",
     "IntegrationResult",

@@ -14,10 +14,11 @@ any number of systems).
   image by an isometry take the same steps), and the step update of
   ``solvers.steppers.StepDoubling``. Per-system steps make a system's path independent
   of the other systems in the batch (a batch can be split anywhere).
-- ``BatchGeodesicEulerMaruyama`` / ``integrate_sde_batch``: the scheme of
-  ``solvers.steppers.GeodesicEulerMaruyama`` (strong order 1/2, weak order 1) on a batch,
-  system ``s`` drawing its increments from its own generator ``rngs[s]`` in step order,
-  so that its path is the single-system path of ``integrate_sde`` with that generator.
+- ``integrate_sde_batch``: ``solvers.steppers.GeodesicEulerMaruyama`` (strong order
+  1/2, weak order 1; its maps act along the last axis, so it steps a batch as it is) on
+  a batch, system ``s`` drawing its increments from its own generator ``rngs[s]`` in
+  step order, so that its path is the single-system path of ``integrate_sde`` with that
+  generator.
 """
 from __future__ import annotations
 
@@ -29,23 +30,8 @@ import array_api_compat
 import numpy as np
 
 from solvers.errors import StepSizeError
-
-
-def normalize_rows_batch(x: np.ndarray) -> np.ndarray:
-    """``x_i / |x_i|`` along the last axis (a new array)."""
-    return x / np.sqrt(np.einsum("...i,...i->...", x, x))[..., None]
-
-
-def tangent_projection_batch(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``y_i - <x_i, y_i> x_i`` along the last axis, for unit rows ``x_i``."""
-    return y - np.einsum("...i,...i->...", x, y)[..., None] * x
-
-
-def sphere_exp_batch(x: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The exponential map ``cos|u| x + sin|u| u/|u|`` along the last axis, renormalised
-    (``u`` tangent at ``x``)."""
-    a = np.sqrt(np.einsum("...i,...i->...", u, u))
-    return normalize_rows_batch(np.cos(a)[..., None] * x + np.sinc(a / np.pi)[..., None] * u)
+from solvers.particles.direct import normalize_rows
+from solvers.steppers.sphere import GeodesicEulerMaruyama
 
 
 def rms_rows(x: np.ndarray) -> np.ndarray:
@@ -58,14 +44,14 @@ class BatchRK4:
 
     Args:
         field: ``f(x) -> dx/dt`` for ``x`` of shape ``(B', n, m)``, any ``B'``.
-        retract: applied after each step (default ``normalize_rows_batch``; ``None`` for
+        retract: applied after each step (default ``normalize_rows``; ``None`` for
             systems in R^m).
     """
 
     order = 4
 
     def __init__(self, field: Callable[[np.ndarray], np.ndarray],
-                 retract: Callable[[np.ndarray], np.ndarray] | None = normalize_rows_batch):
+                 retract: Callable[[np.ndarray], np.ndarray] | None = normalize_rows):
         self.field = field
         self.retract = retract
         self.evaluations = 0  # field evaluations (each on the whole batch given)
@@ -179,31 +165,7 @@ def integrate_batch(method: BatchRK4, x0: np.ndarray, save_times: Sequence[float
     return {"states": states, "steps": steps, "rejected": rejected, "h_next": h.copy()}
 
 
-class BatchGeodesicEulerMaruyama:
-    """``X <- exp_X(P^perp_X (v(X) h + sqrt(2/kappa) dW))`` on a batch: strong order 1/2,
-    weak order 1 (as ``solvers.steppers.GeodesicEulerMaruyama``).
-
-    Args:
-        drift: ``v(x)`` for ``x`` of shape ``(B, n, m)`` (rows tangent), or ``None``.
-        kappa: inverse noise strength, > 0 (``inf``: geodesic Euler).
-    """
-
-    strong_order = 0.5
-    weak_order = 1.0
-
-    def __init__(self, drift: Callable[[np.ndarray], np.ndarray] | None, kappa: float):
-        self.drift = drift
-        self.sigma = 0.0 if math.isinf(kappa) else math.sqrt(2.0 / kappa)
-
-    def step(self, x: np.ndarray, h: float, dw: np.ndarray) -> np.ndarray:
-        """One step of ``h`` with ambient increments ``dw ~ N(0, h I)`` of ``x``'s shape."""
-        u = self.sigma * dw
-        if self.drift is not None:
-            u = u + h * self.drift(x)
-        return sphere_exp_batch(x, tangent_projection_batch(x, u))
-
-
-def integrate_sde_batch(stepper: BatchGeodesicEulerMaruyama, x0: np.ndarray,
+def integrate_sde_batch(stepper: GeodesicEulerMaruyama, x0: np.ndarray,
                         save_times: Sequence[float], dt: float,
                         rngs: Sequence[np.random.Generator], *, t0: float = 0.0,
                         on_save: Callable[[float, np.ndarray], None] | None = None,

@@ -8,14 +8,9 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from solvers.steppers.batch import (
-    BatchGeodesicEulerMaruyama,
-    BatchRK4,
-    integrate_batch,
-    integrate_sde_batch,
-    normalize_rows_batch,
-    tangent_projection_batch,
-)
+from solvers.particles.direct import normalize_rows, tangent_projection
+from solvers.steppers import GeodesicEulerMaruyama
+from solvers.steppers.batch import BatchRK4, integrate_batch, integrate_sde_batch
 
 # A rotation field x' = x Omega^T (Omega skew) is tangent to the sphere; the exact flow is
 # x(t) = x0 expm(t Omega)^T. A second field, its non-linear cousin, pulls toward e_0.
@@ -28,11 +23,11 @@ def rotation(x):
 
 
 def pull(x):
-    return tangent_projection_batch(x, np.broadcast_to(E0, x.shape))
+    return tangent_projection(x, np.broadcast_to(E0, x.shape))
 
 
 def start(batch=3, n=4, seed=0):
-    return normalize_rows_batch(np.random.default_rng(seed).standard_normal((batch, n, 3)))
+    return normalize_rows(np.random.default_rng(seed).standard_normal((batch, n, 3)))
 
 
 def orders(errors):
@@ -93,7 +88,7 @@ def _em_paths(x0, t, steps, dw_fine, kappa, drift=pull):
     """Euler-Maruyama with ``steps`` steps, the increments summed from the finest grid."""
     fine = dw_fine.shape[0]
     dw = dw_fine.reshape(steps, fine // steps, *dw_fine.shape[1:]).sum(axis=1)
-    em, x, h = BatchGeodesicEulerMaruyama(drift, kappa), x0, t / steps
+    em, x, h = GeodesicEulerMaruyama(drift, kappa), x0, t / steps
     for k in range(steps):
         x = em.step(x, h, dw[k])
     return x
@@ -123,7 +118,7 @@ def test_euler_maruyama_is_strongly_of_order_one_half_and_geodesic_euler_of_orde
 
 def test_sde_batch_draws_each_systems_increments_from_its_own_generator():
     x0, kappa = start(3, 2, seed=2), 3.0
-    em = BatchGeodesicEulerMaruyama(pull, kappa)
+    em = GeodesicEulerMaruyama(pull, kappa)
     res = integrate_sde_batch(em, x0, [0.3, 0.5], 0.1,
                               [np.random.default_rng(s) for s in range(3)])
     # By hand: 3 + 2 steps, increments in step order from rng s.
