@@ -4,6 +4,15 @@ d = 4096, the papers' approach on a subset, and the tolerance check, in one run.
     nice -n 19 python benchmarks/bench_phase_diagram.py             # everything
     nice -n 19 python benchmarks/bench_phase_diagram.py --fraction 0.1   # 5 of 50 beta
     nice -n 19 python benchmarks/bench_phase_diagram.py --workers 2      # dask
+    python benchmarks/bench_phase_diagram.py --engine torch --systems 512 --skip-rest
+
+``--engine`` picks ``[phase_diagram] engine`` for items 1 and 2: "numba" (default, the
+compiled engine), "numpy" (the batched array-API scheme), "torch" or "cupy" (the same
+scheme on that library, on the GPU where there is one: the device is printed). On a GPU
+the batch is the unit of work: give a large ``--batch`` ((system, beta) pairs per
+member, default 4096) so that each field evaluation fills the device; ``--systems``
+(default 2048) per beta, the time extrapolated linearly to 2048; ``--skip-rest`` skips
+items 3 and 4 (CPU-only reference numbers).
 
 Timed (SA, n = 32, threshold 0.999, t <= 30 on 121 saves, tolerance 1e-5):
 
@@ -51,10 +60,11 @@ BETAS = np.linspace(0.1, 9.0, 50)
 TIMES = np.linspace(0.0, 30.0, 121)
 
 
-def config(dims, betas, systems, workers=1, tolerance=1e-5):
+def config(dims, betas, systems, workers=1, tolerance=1e-5, engine="numba", batch=4096):
     return {"particles": {"n": N, "seed": 0}, "parallel": {"workers": workers},
             "phase_diagram": {"dims": list(dims), "beta": [float(b) for b in betas],
-                              "systems": systems, "tolerance": tolerance}}
+                              "systems": systems, "tolerance": tolerance,
+                              "engine": engine, "batch": batch}}
 
 
 def papers_step(x, beta, dt=0.1):
@@ -71,29 +81,40 @@ def main():
     ap.add_argument("--workers", type=int, default=1,
                     help="1: the numba threads of this process (CPU time measured)")
     ap.add_argument("--skip-full", action="store_true")
+    ap.add_argument("--engine", choices=pk.ENGINES, default="numba",
+                    help="items 1 and 2: numba (compiled), numpy, torch, cupy")
+    ap.add_argument("--systems", type=int, default=2048, help="per beta in item 1")
+    ap.add_argument("--batch", type=int, default=4096,
+                    help="(system, beta) pairs per member (large on a GPU)")
+    ap.add_argument("--skip-rest", action="store_true", help="skip items 3 and 4")
     args = ap.parse_args()
-    print(f"load: {os.getloadavg()}; cores: {os.cpu_count()}")
-    # compile (cached) before timing
-    pk.pair_fractions(n=N, d=64, beta=np.ones(2), systems=np.arange(2), times=TIMES[:5],
-                      threshold=THR, normalized=True, seed=0, tolerance=1e-5)
-    pk.pair_fractions(n=N, d=8, beta=np.ones(2), systems=np.arange(2), times=TIMES[:5],
-                      threshold=THR, normalized=True, seed=0, tolerance=1e-5)
+    eng = args.engine
+    print(f"load: {os.getloadavg()}; cores: {os.cpu_count()}; engine {eng} on "
+          f"{pk.device_name(eng)}")
+    # compile (cached) / warm the device before timing
+    for d in (64, 8):
+        pk.pair_fractions(n=N, d=d, beta=np.ones(2), systems=np.arange(2),
+                          times=TIMES[:5], threshold=THR, normalized=True, seed=0,
+                          tolerance=1e-5, engine=eng)
 
     full = None
     if not args.skip_full:
         k = max(1, round(50 * args.fraction))
         betas = BETAS[np.unique(np.linspace(0, 49, k).round().astype(int))]
         t0, c0 = time.perf_counter(), time.process_time()
-        ds = phase_diagram(config([1024], betas, 2048, args.workers))
+        ds = phase_diagram(config([1024], betas, args.systems, args.workers,
+                                  engine=eng, batch=args.batch))
         el, cpu = time.perf_counter() - t0, time.process_time() - c0
-        scale = 50 / betas.size
+        scale = 50 / betas.size * 2048 / args.systems
         full = el * scale
-        print(f"\n1. d = 1024 diagram, {betas.size} beta x 2048 systems, workers = "
-              f"{args.workers}: wall {el:.1f} s" + (f" -> 50 beta: {full:.1f} s "
-                                                   "(extrapolated)" if scale > 1 else "")
+        print(f"\n1. d = 1024 diagram, {betas.size} beta x {args.systems} systems, "
+              f"engine {eng}, workers = {args.workers}: wall {el:.1f} s"
+              + (f" -> 50 beta x 2048: {full:.1f} s (extrapolated)" if scale > 1 else "")
               + f"; {ds.attrs['evaluations_per_system']:.0f} field evaluations per system, "
               f"{ds.attrs['systems_frozen']} of {betas.size * 2048} systems frozen")
-        if args.workers == 1:  # the numba threads run in this process: its CPU time
+        if args.workers == 1 and eng != "numba":
+            print(f"   CPU time of this process {cpu * scale:.1f} s for 50 beta x 2048")
+        elif args.workers == 1:  # the numba threads run in this process: its CPU time
             print(f"   CPU time {cpu * scale:.1f} s for 50 beta: {cpu * scale / 2:.1f} s of "
                   "wall on 2 idle cores (the wall time above carries the machine's load)")
 
@@ -101,7 +122,7 @@ def main():
     res = {}
     for d in (32, 4096):
         t0, c0 = time.perf_counter(), time.process_time()
-        ds = phase_diagram(config([d], sub_b, sub_s))
+        ds = phase_diagram(config([d], sub_b, sub_s, engine=eng, batch=args.batch))
         el, cpu = time.perf_counter() - t0, time.process_time() - c0
         ev = ds.attrs["evaluations_per_system"] * sub_b.size * sub_s
         res[d] = (el, cpu, cpu / ev)
@@ -111,6 +132,8 @@ def main():
           f"{res[4096][1] / res[32][1]:.3f}, CPU per field evaluation "
           f"{res[4096][2] / res[32][2]:.3f}")
 
+    if args.skip_rest:
+        return
     x = uniform_ensemble(64, N, 1024, seed=1)
     t0 = time.perf_counter()
     for _ in range(300):

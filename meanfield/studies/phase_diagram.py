@@ -35,6 +35,24 @@ numbers do not depend on the batch it runs in (per-system steps and seeds
 per system (``solvers.steppers.batch.integrate_batch_dopri``, order 5, saves from its
 order-4 continuous extension), all betas of a member in one batch (a beta per system).
 
+Engines (``[phase_diagram] engine``): "numba" (default) runs each system compiled, a
+system at a time in cache (``phase_numba``); "numpy" runs the batch as arrays; "torch"
+and "cupy" run the same batched code (written against an array namespace ``xp``,
+``array_api_compat``) on that library: torch on "cuda" if ``torch.cuda.is_available()``
+else on the CPU, CuPy on its current device, in float64. They are optional, installed by
+the user (``pip install torch``, ``pip install cupy-cuda12x``): asked where missing (or,
+for CuPy, with no CUDA device) they are refused with a ``ConfigError`` on
+``phase_diagram.engine`` before any work. The initial states are drawn with numpy on the
+host as for the other engines (the same seeds give the same starts everywhere) and moved
+to the device; the per-system bookkeeping of the integrator stays on the host, one
+vector of errors per step comes back, and the fractions come back at the saves. On numpy
+the array-API code gives the numbers of the former numpy code bit for bit; torch on the
+CPU agrees with it to 1e-12 (equal fractions seen; the step sequences can part at an
+error estimate on the acceptance boundary, torch rounding ``exp`` and products
+differently in the last bit). On the CPU torch is no faster than numpy (d = 1024, 5 beta
+x 256 systems, one thread, a loaded 2-core machine: numpy 8.7 s, torch 19-65 s); its use
+is a GPU (``benchmarks/bench_phase_diagram.py --engine torch``; not yet timed on one).
+
 A system leaves the batch once every pair is past ``freeze_level = c + (1 - c)/2``,
 ``c = max(threshold, 0)``: along the exact flow the smallest cosine ``m(t) = min_{i,j}
 <x_i, x_j>`` never decreases once ``m >= 0``. (For the pair attaining it, ``d/dt <x_i,
