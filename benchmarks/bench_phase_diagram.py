@@ -53,7 +53,7 @@ import numpy as np
 from meanfield.model.ensemble import uniform_ensemble
 from meanfield.studies import phase_kernels as pk
 from meanfield.studies.phase_diagram import phase_diagram
-from solvers.steppers.batch import normalize_rows_batch, tangent_projection_batch
+from solvers.particles.direct import normalize_rows, tangent_projection
 
 N, THR = 32, 0.999
 BETAS = np.linspace(0.1, 9.0, 50)
@@ -72,7 +72,7 @@ def papers_step(x, beta, dt=0.1):
     g -= g.max(axis=-1, keepdims=True)
     np.exp(g, out=g)
     g /= g.sum(axis=-1, keepdims=True)
-    return normalize_rows_batch(x + dt * tangent_projection_batch(x, g @ x))
+    return normalize_rows(x + dt * tangent_projection(x, g @ x))
 
 
 def main():
