@@ -24,7 +24,7 @@ field ``f(x) -> array``).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
