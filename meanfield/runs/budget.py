@@ -341,3 +341,43 @@ def _round_up(x: float) -> float:
     """``x`` rounded up to 2 significant digits (a value to type in)."""
     scale = 10 ** (math.floor(math.log10(x)) - 1)
     return math.ceil(x / scale) * scale
+
+
+ENSEMBLE_ARRAYS = 24  # n x max(n, m) arrays a system holds in a step: 7 Dormand-Prince
+#                       stages, the Gram and attention matrices, temporaries
+
+
+def check_ensemble(systems: int, n: int, m: int, key: str, value, *, saves: int = 0,
+                   stepped: int | None = None, available: int | None = None) -> float:
+    """Refuse, before any work, an ensemble that does not fit in memory: ``systems``
+    token systems held at once (``n`` tokens of ``m`` components; their start and
+    ``saves`` kept states), of which ``stepped`` (default all) are in a step at once,
+    each with ``ENSEMBLE_ARRAYS`` arrays of ``n x max(n, m)`` doubles (the attention and
+    Gram matrices are ``n x n``); times ``SAFETY``, plus ``OVERHEAD``.
+
+    Args:
+        systems: systems held at once (a member's batch times the workers).
+        n, m: tokens per system and their components (``min(n, d)`` when reduced).
+        key, value: the config key that drives the size (named in the error).
+        saves: states kept per system.
+        stepped: systems in a step at once (a compiled engine steps one per thread).
+        available: bytes available (default ``available_memory()``).
+
+    Returns:
+        The estimate in bytes.
+
+    Raises:
+        ConfigError: the estimate passes ``MEMORY_MARGIN`` of the available memory.
+    """
+    stepped = systems if stepped is None else min(stepped, systems)
+    held = systems * (saves + 1) * n * m * 8.0
+    working = stepped * ENSEMBLE_ARRAYS * n * max(n, m) * 8.0
+    need = OVERHEAD + SAFETY * (held + working)
+    limit = MEMORY_MARGIN * (available_memory() if available is None else available)
+    if need > limit:
+        raise ConfigError(
+            f"{key} = {value!r}: {systems} systems of {n} tokens x {m} components held at "
+            f"once ({stepped} in a step) would need about {need / GiB:.3g} GiB but "
+            f"{limit / GiB:.3g} GiB are available ({MEMORY_MARGIN:.0%} of the free "
+            f"memory); lower {key}", key)
+    return need

@@ -109,6 +109,7 @@ from meanfield.errors import ConfigError
 from meanfield.model import kernels
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles
+from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.studies.members import MemberList, run_study
 
@@ -279,6 +280,9 @@ def check_metastability_config(cfg: dict) -> dict:
     if n < 2:
         raise ConfigError(f"particles.n = {n}: clusters need n >= 2", "particles.n")
     chunk = c["chunk"]
+    # memory, before any work: a chunk on each worker, its states kept at every save
+    budget.check_ensemble(min(chunk, c["systems"]) * cfg["parallel"]["workers"], int(n),
+                          int(dom["dim"]), "particles.n", n, saves=len(c["times"]))
     tasks = [{"beta": float(b), "first": k, "count": min(chunk, c["systems"] - k)}
              for b in c["beta"] for k in range(0, c["systems"], chunk)]
     modes = [most_unstable_mode(b, dom["geometry"], m["normalized"]) for b in c["beta"]]

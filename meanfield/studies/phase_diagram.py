@@ -97,7 +97,9 @@ from scipy import stats
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.model.particles import AttentionParticles
+from meanfield.runs import budget
 from meanfield.runs.executor import Executor
+from meanfield.runs.threads import machine_cores
 from meanfield.studies import phase_kernels as pk
 from meanfield.studies.members import MemberList, run_study
 
@@ -147,6 +149,13 @@ def check_phase_config(cfg: dict) -> dict:
     # cheap and dear betas)
     pairs = len(p["beta"]) * p["systems"]
     batch = p["batch"]
+    # memory, before any work: a member's batch on each worker (full tokens below d = n),
+    # stepped all at once by the array engines, one per thread by the compiled one
+    at_once = min(batch, pairs) * cfg["parallel"]["workers"]
+    stepped = machine_cores() if p["engine"] == "numba" else at_once
+    key = "particles.n" if n > DEFAULT_N else "phase_diagram.batch"
+    budget.check_ensemble(at_once, n, min(n, max(p["dims"])), key,
+                          n if key == "particles.n" else batch, stepped=stepped)
     tasks = [{"dim": d, "first": k, "count": min(batch, pairs - k)}
              for d in p["dims"] for k in range(0, pairs, batch)]
     return {"n": n, "tasks": tasks}

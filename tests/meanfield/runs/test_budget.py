@@ -194,3 +194,20 @@ def test_frames_streamed_with_an_output_are_counted_by_the_part(machine, tmp_pat
     both = cfgmod.validate(config)
     assert budget.estimate(both, "compare", streamed=True).bytes == \
         budget.estimate(both, "compare").bytes  # compare's runs keep theirs in memory
+
+
+def test_ensemble_studies_refuse_what_does_not_fit_before_any_work():
+    """An ensemble too big for memory (the phase diagram's and the metastability study's
+    attention matrices grow as n^2) is a ConfigError naming the key, before any member
+    runs; a small one passes with its estimate."""
+    from meanfield.studies.metastability import metastability
+    from meanfield.studies.phase_diagram import phase_diagram
+
+    with pytest.raises(ConfigError, match="particles.n = 100000"):
+        phase_diagram({"particles": {"n": 100000}, "phase_diagram": {"systems": 4}})
+    with pytest.raises(ConfigError, match="particles.n = 10000000"):
+        metastability({"particles": {"n": 10_000_000}})
+    gib = budget.check_ensemble(8, 32, 32, "particles.n", 32, saves=10) / budget.GiB
+    assert 0 < gib < 1
+    with pytest.raises(ConfigError, match="lower particles.n"):
+        budget.check_ensemble(8, 32, 32, "particles.n", 32, available=budget.OVERHEAD)
