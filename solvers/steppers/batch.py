@@ -31,7 +31,7 @@ import numpy as np
 
 from solvers.errors import StepSizeError
 from solvers.particles.direct import normalize_rows
-from solvers.steppers.sphere import GeodesicEulerMaruyama
+from solvers.steppers.sphere import GeodesicEulerMaruyama, RetractedRK4
 
 
 def rms_rows(x: np.ndarray) -> np.ndarray:
@@ -39,8 +39,10 @@ def rms_rows(x: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("bij,bij->b", x, x) / x.shape[1])
 
 
-class BatchRK4:
+class BatchRK4(RetractedRK4):
     """Classical RK4 on a batch with a step per system, then a retraction: order 4.
+    ``RetractedRK4``'s step (its maps act along the last axis), with ``h`` one number or
+    one step per system.
 
     Args:
         field: ``f(x) -> dx/dt`` for ``x`` of shape ``(B', n, m)``, any ``B'``.
@@ -48,25 +50,13 @@ class BatchRK4:
             systems in R^m).
     """
 
-    order = 4
-
     def __init__(self, field: Callable[[np.ndarray], np.ndarray],
                  retract: Callable[[np.ndarray], np.ndarray] | None = normalize_rows):
-        self.field = field
-        self.retract = retract
-        self.evaluations = 0  # field evaluations (each on the whole batch given)
+        super().__init__(field, retract)
 
     def step(self, x: np.ndarray, h: float | np.ndarray) -> np.ndarray:
         """One step of ``h`` (a number, or an array with one step per system)."""
-        h = np.asarray(h, dtype=float).reshape((-1,) + (1,) * (x.ndim - 1))
-        f = self.field
-        k1 = f(x)
-        k2 = f(x + (0.5 * h) * k1)
-        k3 = f(x + (0.5 * h) * k2)
-        k4 = f(x + h * k3)
-        self.evaluations += 4
-        new = x + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
-        return new if self.retract is None else self.retract(new)
+        return super().step(x, np.asarray(h, dtype=float).reshape((-1,) + (1,) * (x.ndim - 1)))
 
 
 def _check_saves(t0: float, save_times: np.ndarray) -> np.ndarray:
