@@ -1,5 +1,5 @@
 """Linear stability of the uniform density: growth rates measured from PDE runs against
-sigma_k = k^2 (a_k - 1/kappa) (DESIGN.md section 1), over beta, for SA and USA.
+sigma_k = k^2 (a_k - 1/kappa) (docs/conventions.md), over beta, for SA and USA.
 
 Run ``python examples/growth_rates.py`` (``--quick``: fewer betas); writes
 ``growth_rates.png``.

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from meanfield.errors import ConfigError, OutputError, SolverError
 
-# Tasks of DESIGN.md section 3 that later issues bring. Not in --help (they do not run);
+# Tasks of docs/datasets.md that later issues bring. Not in --help (they do not run);
 # typed anyway, they get one line saying so instead of argparse's list of choices.
 PLANNED: tuple[str, ...] = ()
 AVAILABLE = ("demo", "evolve", "particles", "compare", "convergence", "contraction",

@@ -1,4 +1,4 @@
-"""The sections of the studies (DESIGN.md section 3) and the tasks that take them.
+"""The sections of the studies (docs/datasets.md) and the tasks that take them.
 
     [convergence]   n [[100, 1000, 10000]] token counts (a list or {start, stop, num}),
                     replicas [8] per n (i.i.d. starts; one for quantile points), p [1.0]

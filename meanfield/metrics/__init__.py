@@ -1,7 +1,7 @@
 """Diagnostics, clusters and distances between measures.
 
 ``wasserstein(mu, nu, p=2, *, geometry=None, method="auto", modulo_rotation=False)`` is
-the public front of DESIGN.md section 3 (``meanfield.metrics.wasserstein``, module of the
+the public front of docs/datasets.md (``meanfield.metrics.wasserstein``, module of the
 same name). It is imported here eagerly on purpose: the function must shadow its module
 as the package attribute, and a lazy attribute would be replaced by the module as soon as
 anything imported the module. The import is light (numpy only): POT is imported inside

@@ -1,4 +1,4 @@
-"""The public front of the Wasserstein metrics (DESIGN.md section 3):
+"""The public front of the Wasserstein metrics (docs/datasets.md):
 ``meanfield.metrics.wasserstein(mu, nu, p=2, *, geometry=None, method="auto",
 modulo_rotation=False)``.
 

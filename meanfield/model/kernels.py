@@ -72,7 +72,7 @@ def potential_multiplier(kmax: int, beta: float) -> np.ndarray:
 
 def growth_rate(k: int | np.ndarray, beta: float, kappa: float, normalized: bool
                 ) -> np.ndarray | float:
-    """Growth rate of mode k about the uniform density on the circle (DESIGN.md section 1).
+    """Growth rate of mode k about the uniform density on the circle (docs/conventions.md).
 
     ``sigma_k = k^2 (a_k - 1/kappa)``, ``a_k = I_k(beta)/beta`` (USA) or
     ``I_k(beta)/(beta I_0(beta))`` (SA); at beta = 0, ``a_1 = 1/2`` and ``a_k = 0`` (k > 1).
@@ -142,7 +142,7 @@ def sphere_potential_multiplier(lmax: int, beta: float) -> np.ndarray:
 
 def sphere_growth_rate(l: int | np.ndarray, beta: float, kappa: float, normalized: bool
                        ) -> np.ndarray | float:
-    """Growth rate of degree l about the uniform density on S^2 (DESIGN.md section 1):
+    """Growth rate of degree l about the uniform density on S^2 (docs/conventions.md):
     ``sigma_l = l(l+1) (a_l - 1/kappa)``, ``a_l = i_l(beta)/beta`` (USA) or
     ``i_l(beta)/(beta i_0(beta))`` (SA); at beta = 0, ``a_1 = 1/3``."""
     l = np.asarray(l)

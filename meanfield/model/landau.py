@@ -13,7 +13,7 @@ For states symmetric about an axis write ``rho = (1 + sum_k rho_k e_k) / |S|`` w
 ``e_k = 2 cos k theta`` (S^1) or ``(2l + 1) P_l(cos theta)`` (S^2), so that ``rho_k =
 <psi_k>_rho`` with ``psi_k = cos k theta`` or ``P_l``; ``r = rho_1`` is the order
 parameter ``|int x d mu|``. Both models read ``rho ∝ exp(kappa phi(w))`` with ``w = sum_k
-a_k rho_k e_k`` (``a_k`` of DESIGN.md section 1) and ``phi(w) = w`` (USA) or ``log(1 + beta
+a_k rho_k e_k`` (``a_k`` of docs/conventions.md) and ``phi(w) = w`` (USA) or ``log(1 + beta
 w) / beta`` (SA). Expanding the self-consistency ``rho_k = <psi_k e^{kappa phi(w)}> /
 <e^{kappa phi(w)}>`` (uniform averages) to third order in r at ``kappa = kappa_c + kappa_2
 r^2``, ``kappa_c = 1/a_1``:

@@ -1,4 +1,4 @@
-"""Finite token systems of self-attention (DESIGN.md section 1) and how to run them.
+"""Finite token systems of self-attention (docs/conventions.md) and how to run them.
 
 Tokens ``x_i`` are the rows of an ``(n, d)`` array, ``d >= 2``, ``n >= 2``.
 
@@ -20,7 +20,7 @@ Tokens ``x_i`` are the rows of an ``(n, d)`` array, ``d >= 2``, ``n >= 2``.
 Equiangular tokens (``<x_i, x_j> = rho`` for ``i != j``, needs ``n <= d``) stay
 equiangular; each model's ``equiangular_rhs(n)`` is the reduced ODE (``solve_ivp`` form):
 SA ``rho' = 2 (1 - rho)((n-1) rho + 1) / (e^{beta(1 - rho)} + n - 1)``, USA
-``rho' = (2/n) e^{beta rho} (1 - rho)((n-1) rho + 1)`` (DESIGN.md), Pre-LN the SA (USA)
+``rho' = (2/n) e^{beta rho} (1 - rho)((n-1) rho + 1)`` (docs/conventions.md), Pre-LN the SA (USA)
 right side divided by ``r`` with ``r' = <theta_i, A_i>``, hardmax
 ``rho' = 2 (1 - rho)((n-1) rho + 1)/(n - 1)``. Near ``rho = 1``: ``1 - rho ~ e^{-2t}``
 (Post-LN SA) and ``~ t^{-2}`` (Pre-LN: ``r ~ t``).

@@ -10,7 +10,7 @@ harmonics). With ``g_l, s_l`` the scaled Funk-Hecke multipliers of ``meanfield.m
   ``(phi/M) log1p(y)/y``, exact as beta -> 0, then analysed (it is smooth, not
   band-limited: it is truncated at the band limit like everything else).
 
-Transport through scalar transforms only (DESIGN.md section 1): for a gradient field,
+Transport through scalar transforms only (docs/conventions.md): for a gradient field,
 ``div(rho grad U) = (Delta(rho U) + rho Delta U - U Delta rho) / 2``. The products are
 formed on the 3/2-rule ``product_grid`` and analysed back to the band limit, so they are
 exact truncations (dealiased). Per right-hand side: 4 syntheses and 2 analyses (USA), 5

@@ -3,7 +3,7 @@
 unstable, one colour per mode, special points marked, the analytic ``kappa_c`` drawn)
 and the free energy of each branch relative to the uniform state's.
 
-Continuation datasets (DESIGN.md §3): dims ``(branch, point)`` with ``kappa``, ``beta``,
+Continuation datasets (docs/datasets.md): dims ``(branch, point)`` with ``kappa``, ``beta``,
 ``order_parameter``, ``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1
 unknown) and optionally ``leading_eigenvalue``; on ``branch``: ``branch_mode`` (0 for the
 uniform state, k for the branch shed at mode / degree k) and ``branch_kind``; special
@@ -87,7 +87,7 @@ def _check(ds: Any) -> xr.Dataset:
         missing += [d for d in ("branch", "point") if d not in getattr(ds, "dims", {})]
         what = "a bifurcation continuation dataset"
     if missing:
-        raise ConfigError(f"{what} needs {', '.join(missing)} (DESIGN.md §3)", "result")
+        raise ConfigError(f"{what} needs {', '.join(missing)} (docs/datasets.md)", "result")
     parameter = _parameter(ds)
     if parameter not in PARAMETER_LABELS:
         raise ConfigError(f"attrs parameter = {parameter!r} must be 'kappa' or 'beta'",

@@ -2,7 +2,7 @@
 against time on a log axis for each β, with the fitted exponential over its window and the
 predicted slope, and the fitted rates against β with the predicted rate.
 
-The dataset (see DESIGN.md §3): coords ``beta``, ``time`` and ``source`` (a subset of
+The dataset (see docs/datasets.md): coords ``beta``, ``time`` and ``source`` (a subset of
 ``"pde"``, ``"particles"``); ``distance`` (beta, time, source) in rad, NaN where not
 computed; ``fitted_rate``, ``fitted_rate_low``, ``fitted_rate_high``, ``fit_start``,
 ``fit_stop`` (beta, source), the fit being log distance ≈ c − rate·t over

@@ -4,7 +4,7 @@ y, one colour scale from 0 to 1 with its colorbar), the equiangular prediction
 ``t(beta)`` overlaid (white line; dashed where d < n, where no equiangular start with
 cosine 0 exists) and the 50 % contour of the measured probability (black).
 
-The dataset (DESIGN.md section 3): coords ``dim``, ``beta``, ``time``;
+The dataset (docs/datasets.md): coords ``dim``, ``beta``, ``time``;
 ``pair_probability`` (dim, beta, time) in [0, 1]; ``equiangular_time`` (beta); attrs
 ``n``, ``threshold``, ``model``, ``systems`` label the figure. Every artist has a
 ``gid``: ``"probability:{d}"``, ``"equiangular:{d}"``, ``"half:{d}"``, ``"colorbar"``.

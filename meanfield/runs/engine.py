@@ -234,7 +234,7 @@ class StepHook:
 
 
 def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str) -> xr.Dataset:
-    """Set the attrs every result carries (DESIGN.md section 3)."""
+    """Set the attrs every result carries (docs/datasets.md)."""
     ds.attrs.update({"kind": kind, "config": cfgmod.to_json(cfg),
                      "version": meanfield.__version__, "status": int(status),
                      "message": message})

@@ -1,4 +1,4 @@
-"""The evolve dataset (DESIGN.md section 3): density on the grid, weights, diagnostics."""
+"""The evolve dataset (docs/datasets.md): density on the grid, weights, diagnostics."""
 from __future__ import annotations
 
 from typing import Any
@@ -30,7 +30,7 @@ LONG_NAMES = {
 def to_dataset(cfg: dict, grid: Grid, times: list[float],
                densities: list[np.ndarray], diags: list[dict],
                attrs: dict[str, Any] | None = None) -> xr.Dataset:
-    """The result dataset (see DESIGN.md section 3).
+    """The result dataset (see docs/datasets.md).
 
     The grid gives the dimensions of a field, the coordinates of its nodes (theta; lat,
     lon; or the cells with the lat, lon of their centres), the quadrature weights and the

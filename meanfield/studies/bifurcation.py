@@ -3,7 +3,7 @@ or in beta, their stability, the pitchforks of the uniform state and the folds.
 
 ``[bifurcation] mode = "continuation"`` (this module, on the run engine): the uniform
 branch (branch 0), its eigenvalues and pitchforks, checked against the closed form of
-DESIGN.md section 1, then one branch per mode ``k = 1..modes`` (degree on S^2; two on
+docs/conventions.md, then one branch per mode ``k = 1..modes`` (degree on S^2; two on
 S^2 for an even degree, ``branch_sign`` +-1) from its pitchfork by pseudo-arclength
 continuation, each point labelled by its stability, folds and eigenvalue crossings
 located, and the transition type per mode branch. How each branch is computed is in
@@ -22,7 +22,7 @@ steady state; its checkpoint keeps the members done, ``resume`` runs the others)
 (the first bifurcation over a (beta, kappa) map: kappa_c(beta), the fold curve, the
 Maxwell point, the stable order parameter, bistability).
 
-The dataset (DESIGN.md section 3): dims ``(branch, point)``: ``kappa``, ``beta``,
+The dataset (docs/datasets.md): dims ``(branch, point)``: ``kappa``, ``beta``,
 ``order_parameter``, ``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1 unknown
 or padding), ``leading_eigenvalue`` (real part of the leading eigenvalue, zero modes
 dropped); per branch ``branch_mode`` (0 for the uniform branch), ``branch_kind``

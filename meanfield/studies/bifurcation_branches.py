@@ -12,7 +12,7 @@ pseudo-arclength continuation, with its transition type.
   (dense) Jacobian with a zero eigenvalue give the multiplicity (2 for a Fourier mode on
   S^1, ``2l + 1`` for a degree on S^2) and the mode (the mode / degree their coefficients
   carry): a special point of type "pitchfork". Each is checked against the closed form of
-  DESIGN.md section 1 (``stationary_linear.critical_kappa``, ``1/a_k``): a relative
+  docs/conventions.md (``stationary_linear.critical_kappa``, ``1/a_k``): a relative
   difference above ``PITCHFORK_RTOL`` (1e-6), a wrong multiplicity, or an analytic
   crossing inside the range that was not found makes the run's ``status`` 1 and its
   ``message`` say so.

@@ -69,7 +69,7 @@ mode / degree of the polished state, 0 uniform), ``residual`` (``||F||`` of the 
 state), ``order_parameter_unpolished``, ``residual_unpolished``, ``steady_time`` (the time
 the tolerance was met; NaN when ``scan_t_max`` came first), ``converged`` (tolerance met
 and Newton converged), all (sweep, value), and ``bistable`` (value); attrs ``kind =
-"bifurcation"``, ``mode = "scan"``, ``parameter``, ``kappa_c`` (DESIGN.md section 1, mode
+"bifurcation"``, ``mode = "scan"``, ``parameter``, ``kappa_c`` (docs/conventions.md, mode
 1, when the other parameter is fixed), ``bistable_low``, ``bistable_high``, ``message``.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
 
 - ``distance``: ``W_2(mu_t, target)`` (geodesic, radians; ``meanfield.metrics.wasserstein``).
   Without noise the target is the Dirac at the limit point ``x_inf``, the mean direction
-  of the last state computed (the cluster the run collapses to; DESIGN.md section 1:
+  of the last state computed (the cluster the run collapses to; docs/conventions.md:
   ``W_2(mu_t, delta_{x_inf})`` decays like ``e^{-t}`` for SA, ``e^{-e^beta t}`` for USA).
   With noise it is the stationary state ``mu_inf``: the uniform density when every mode
   of the uniform state decays (``kappa`` below the threshold), else the PDE continued to
@@ -405,7 +405,7 @@ def fit_rate(times: np.ndarray, distance: np.ndarray, floor: float, ceiling: flo
 
 
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
-    """The contraction dataset (DESIGN.md section 3) of the members done (NaN for the
+    """The contraction dataset (docs/datasets.md) of the members done (NaN for the
     others)."""
     c, m = cfg["contraction"], cfg["model"]
     times = np.asarray(plan["times"], dtype=float)

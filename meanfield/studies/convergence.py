@@ -337,7 +337,7 @@ def fit_slope(n: np.ndarray, values: np.ndarray, level: float = 0.95
 
 def study_dataset(cfg: dict, plan: dict, table: cp.PdeTable | None, done: list,
                   info: dict) -> xr.Dataset:
-    """The convergence dataset (DESIGN.md section 3) of the members done (NaN for the
+    """The convergence dataset (docs/datasets.md) of the members done (NaN for the
     others)."""
     c = cfg["convergence"]
     times = np.asarray(plan["times"], dtype=float)

@@ -3,7 +3,7 @@
 For each ``beta`` of ``[metastability] beta``, ``systems`` independent systems of ``n =
 [particles] n`` tokens (default 256), i.i.d. uniform on S^1 (``[domain] geometry =
 "circle"``) or S^2 (``"sphere"``), follow the **deterministic** SA (``[model] normalized
-= true``) or USA dynamics (DESIGN.md section 1) through the ensemble engine (adaptive RK4
+= true``) or USA dynamics (docs/conventions.md) through the ensemble engine (adaptive RK4
 with retraction, one step per system). Noise (finite ``model.kappa``) is refused: the
 staircase is a property of the deterministic flow (with noise clusters also split and
 nothing is monotone). System ``s`` starts from the same tokens at every beta (its seed
@@ -127,7 +127,7 @@ SCALARS = ("plateau_clusters", "plateau_time", "steps", "merge_start", "merge_lo
 def most_unstable_mode(beta: float, geometry: str = "circle", normalized: bool = True
                        ) -> tuple[int, float]:
     """``(k*, sigma_{k*})``: the mode (S^1) or degree (S^2) of largest growth rate at the
-    uniform state without noise (DESIGN.md section 1), searched over ``1..K`` with ``K``
+    uniform state without noise (docs/conventions.md), searched over ``1..K`` with ``K``
     well past ``sqrt(2 beta)``."""
     top = int(8 * math.sqrt(2 * max(beta, 1.0))) + 16
     k = np.arange(1, top + 1)

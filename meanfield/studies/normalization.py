@@ -26,7 +26,7 @@ for near-orthogonal tokens, and at ``beta = sqrt(512)`` the equiangular ODE belo
 ``rho`` from 0 at the speed ``2 e^{-beta}`` (``~3e-10``): nothing happens for times of order
 ``e^beta/n``. The comparable regime is ``beta = O(1)``: ``model.beta`` (default 1).
 
-**Equiangular predictions** (DESIGN.md section 1; ``equiangular_rhs`` of the models), written
+**Equiangular predictions** (docs/conventions.md; ``equiangular_rhs`` of the models), written
 for ``eps = 1 - rho`` in logarithmic form so that they stay accurate down to ``eps ~ 1e-300``
 (``1 - rho`` is not representable below 1e-16):
 

@@ -3,7 +3,7 @@
 For each token dimension ``d`` of ``[phase_diagram] dims`` and each ``beta`` of
 ``[phase_diagram] beta``, ``systems`` independent systems of ``n = [particles] n`` tokens
 (default 32), i.i.d. uniform on S^{d-1}, follow the deterministic SA (``[model]
-normalized = true``, the default) or USA dynamics (DESIGN.md section 1). At each time of
+normalized = true``, the default) or USA dynamics (docs/conventions.md). At each time of
 ``[phase_diagram] times`` the dataset holds
 
 - ``pair_probability`` (dim, beta, time): the fraction, over the systems and the pairs
@@ -111,7 +111,7 @@ SUMS = ("sum", "sumsq")
 
 def equiangular_time(beta: float, n: int, threshold: float, normalized: bool = True,
                      rho0: float = 0.0, horizon: float = EQUIANGULAR_HORIZON) -> float:
-    """The time at which the equiangular cosine ``rho`` (DESIGN.md section 1), from
+    """The time at which the equiangular cosine ``rho`` (docs/conventions.md), from
     ``rho0``, reaches ``threshold`` (``inf`` if not by ``horizon``; 0 if ``rho0`` is
     already past it). DOP853 with rtol 1e-10 and a terminal event."""
     if rho0 >= threshold:
@@ -243,7 +243,7 @@ def wilson(p: np.ndarray, count: np.ndarray, level: float = LEVEL
 
 
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
-    """The phase-diagram dataset (DESIGN.md section 3) of the members done (NaN where no
+    """The phase-diagram dataset (docs/datasets.md) of the members done (NaN where no
     system of a (dim, beta) is done)."""
     p, m = cfg["phase_diagram"], cfg["model"]
     dims, betas, times = p["dims"], np.asarray(p["beta"]), np.asarray(p["times"])

@@ -2,7 +2,7 @@
 (spectral discretizations of S^1 and S^2).
 
 A stationary state solves ``F(u) = 0`` for the parameterised residual of the
-discretization (``disc.residual``, DESIGN.md section 2) at its ``(beta, kappa)``. ``F``
+discretization (``disc.residual``, docs/architecture.md) at its ``(beta, kappa)``. ``F``
 conserves mass and commutes with rotations, so its zeros come in families (any mass, any
 orientation) and ``F'`` is singular there. ``stationary_state`` therefore solves the
 bordered system, matrix-free by Newton-Krylov (``solvers.nonlinear.newton``):

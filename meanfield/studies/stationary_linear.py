@@ -10,7 +10,7 @@ spectral radius) and counted against what the symmetry predicts: one on S^1 for 
 non-uniform state, two on S^2 for an axisymmetric one (rotations about two axes through
 the equator), none for the uniform state.
 
-Seeds. Linear theory about the uniform density (DESIGN.md section 1): mode ``k`` on S^1
+Seeds. Linear theory about the uniform density (docs/conventions.md): mode ``k`` on S^1
 (degree ``l`` on S^2) grows at ``sigma = k^2 (a_k - 1/kappa)`` (``l(l+1) (a_l - 1/kappa)``),
 so it turns unstable at ``kappa_c = 1/a_k`` (``1/a_l``). The eigenspace there is the mode
 itself: ``cos k theta, sin k theta`` (multiplicity 2, k >= 1) on S^1, the ``2l + 1``
@@ -237,7 +237,7 @@ def _check_geometry(geometry: str) -> None:
 
 def attraction_coefficient(geometry: str, beta: float, normalized: bool, mode: int = 1
                            ) -> float:
-    """``a_k`` (S^1, mode k) or ``a_l`` (S^2, degree l) of DESIGN.md section 1: the
+    """``a_k`` (S^1, mode k) or ``a_l`` (S^2, degree l) of docs/conventions.md: the
     growth rate without noise divided by ``k^2`` (``l(l+1)``), from
     ``meanfield.model.kernels.growth_rate`` / ``sphere_growth_rate``."""
     _check_geometry(geometry)

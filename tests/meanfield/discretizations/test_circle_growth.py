@@ -1,5 +1,5 @@
 """Acceptance 1 (issue 2): growth of mode k about the uniform density against the exact
-linear theory sigma_k = k^2 (a_k - 1/kappa) of DESIGN.md section 1."""
+linear theory sigma_k = k^2 (a_k - 1/kappa) of docs/conventions.md."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,6 @@
 """Every registered discretization passes the same checks: mass to round-off, positivity
 where the class promises it, the growth rate of the first unstable mode against the exact
-linear theory (DESIGN.md section 1), a residual that matches a fresh build after
+linear theory (docs/conventions.md), a residual that matches a fresh build after
 ``set_parameters``, and a bit-identical resume after Ctrl-C.
 
 A new entry needs a case in ``CASES`` (``test_every_entry_has_a_case`` says so); the check

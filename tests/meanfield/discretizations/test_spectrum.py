@@ -1,5 +1,5 @@
 """The leading eigenvalues of F' at the uniform state against the closed-form mode growth
-rates of DESIGN.md section 1 (circle sigma_k, sphere sigma_l, with their multiplicities
+rates of docs/conventions.md (circle sigma_k, sphere sigma_l, with their multiplicities
 2 and 2l + 1), and the spurious components (unused imaginary parts) left out."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The PDE's velocity field off the grid (``Discretization.velocity_at``) against the
-formula of DESIGN.md section 1 by quadrature over the grid, ``v(x) = P^perp_x int
+formula of docs/conventions.md by quadrature over the grid, ``v(x) = P^perp_x int
 e^{beta <x, y>} y rho(y) dsigma(y)`` (USA; SA divides by ``int e^{beta <x, y>} rho``)."""
 from __future__ import annotations
 

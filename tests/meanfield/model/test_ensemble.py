@@ -2,7 +2,7 @@
 
 References are independent of the engine: the single-system fields and ``simulate`` of
 meanfield.model.particles, scipy's DOP853 at rtol = atol = 1e-13 on the full tokens,
-the equiangular ODEs (DESIGN.md section 1), exact distributions of inner products of
+the equiangular ODEs (docs/conventions.md), exact distributions of inner products of
 uniform points.
 """
 from __future__ import annotations
@@ -230,7 +230,7 @@ def test_reduced_hardmax_equals_full_hardmax():
 
 @pytest.mark.parametrize("name", ["SA", "USA", "Pre-LN"])
 def test_reduced_equiangular_tokens_follow_the_equiangular_ode(name):
-    # Analytic reference: equiangular tokens stay equiangular (DESIGN.md section 1).
+    # Analytic reference: equiangular tokens stay equiangular (docs/conventions.md).
     model, n, d, rho0, t = MODELS[name](), 8, 1024, 0.1, 3.0
     x0 = equiangular_tokens(n, d, rho0)[None]
     run = E.simulate_ensemble(model, x0, [1.0, t], tolerance=1e-12, reduce=True)

@@ -12,7 +12,7 @@ from meanfield.model.lipschitz import dobrushin_bound, lipschitz_constants
 
 
 def velocity(x, y, w, beta, normalized):
-    """v[nu](x) for nu = sum_j w_j delta_{y_j} (DESIGN.md section 1)."""
+    """v[nu](x) for nu = sum_j w_j delta_{y_j} (docs/conventions.md)."""
     k = np.exp(beta * x @ y.T) * w
     a = k @ y
     if normalized:

@@ -28,7 +28,7 @@ def slope(x, y):
 
 
 # ---------------------------------------------------------------------------------------
-# (a) equiangular tokens follow the ODEs of DESIGN.md section 1.
+# (a) equiangular tokens follow the ODEs of docs/conventions.md.
 
 @pytest.mark.parametrize("normalized", [True, False])
 @pytest.mark.parametrize("beta", [0.5, 2.0])

@@ -1,5 +1,5 @@
 """Tests for the bifurcation figure (``kind = "bifurcation"``) on synthetic datasets laid
-out as DESIGN.md §3 says: the exact beta = 0 branch on S^1 (``r = I_1(kappa r)/I_0(kappa
+out as docs/datasets.md says: the exact beta = 0 branch on S^1 (``r = I_1(kappa r)/I_0(kappa
 r)`` by brentq) with the uniform state, and a synthetic subcritical branch with a fold
 (``kappa = 3 - r^2 + 2 r^4``: fold at r = 1/2, kappa = 2.875)."""
 from __future__ import annotations

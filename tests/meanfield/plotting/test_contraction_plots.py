@@ -1,5 +1,5 @@
 """Tests for the figures of a contraction study (``kind = "contraction"``), on synthetic
-datasets laid out as DESIGN.md §3 says, with exact exponentials (no solver needed)."""
+datasets laid out as docs/datasets.md says, with exact exponentials (no solver needed)."""
 from __future__ import annotations
 
 import io

@@ -1,5 +1,5 @@
 """The figure of a phase diagram (``kind = "phase_diagram"``), on a synthetic dataset laid
-out as DESIGN.md section 3 says: the probability a logistic step in t at the equiangular
+out as docs/datasets.md says: the probability a logistic step in t at the equiangular
 time of each beta (no solver needed)."""
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ SMALL = {"model": {"beta": 2.0}, "initial": {"kind": "von_mises", "concentration
 
 
 def kuramoto_r(kappa: float) -> float:
-    """The non-trivial root of r = I_1(kappa r)/I_0(kappa r) (DESIGN.md section 1)."""
+    """The non-trivial root of r = I_1(kappa r)/I_0(kappa r) (docs/conventions.md)."""
     return optimize.brentq(lambda r: special.ive(1, kappa * r) / special.ive(0, kappa * r)
                            - r, 1e-6, 1 - 1e-12)
 

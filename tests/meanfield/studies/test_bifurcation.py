@@ -1,4 +1,4 @@
-"""The bifurcation study (continuation mode) against closed forms (DESIGN.md section 1).
+"""The bifurcation study (continuation mode) against closed forms (docs/conventions.md).
 
 beta = 0: the uniform state loses stability at kappa = 2 (S^1) and 3 (S^2); the branch it
 sheds has ``r = I_1(kappa r)/I_0(kappa r)`` (S^1) and ``r = L(kappa r)``, ``L(s) = coth s

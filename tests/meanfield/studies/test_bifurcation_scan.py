@@ -5,7 +5,7 @@
   ``kappa_c = 2``; a supercritical pitchfork: no bistability.
 - USA at beta = 4 on S^1, first order: the up sweep (from the uniform state) and the down
   sweep (from a cluster) end on different stable states on an interval below ``kappa_c =
-  beta / I_1(beta)`` (DESIGN.md section 1) whose lower end lies within one scan spacing
+  beta / I_1(beta)`` (docs/conventions.md) whose lower end lies within one scan spacing
   above the fold. The fold is computed independently: the even stationary states
   ``rho = exp(kappa Phi[rho]) / Z`` (``Phi = K*rho / beta``, ``K*`` the multiplier ``2 pi
   I_k(beta)`` on mode k) are solved by MINPACK (``scipy.optimize.fsolve``) at a fixed

@@ -1,5 +1,5 @@
 """The contraction study: W_2 decay rates of the PDE and of tokens against the rates of
-DESIGN.md section 1 (e^{-t} SA, e^{-e^beta t} USA near a cluster; |sigma| of the slowest
+docs/conventions.md (e^{-t} SA, e^{-e^beta t} USA near a cluster; |sigma| of the slowest
 mode of the uniform state with noise), the pair distance, resume without recomputing,
 the same numbers on a dask cluster, bad input before any work, the CLI and the plot."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stationary states and their stability against closed forms (DESIGN.md section 1).
+"""Stationary states and their stability against closed forms (docs/conventions.md).
 
 beta = 0: the stationary states are ``rho ∝ exp(kappa r <x, e>)`` with ``r = I_1/I_0
 (kappa r)`` on S^1 (noisy Kuramoto, pitchfork at kappa = 2) and ``r = L(kappa r)`` (the
