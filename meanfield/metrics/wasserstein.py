@@ -26,29 +26,43 @@ Methods (the geometry is inferred, or checked against ``geometry=`` when given):
 =========  =========================================================================
 circle     ``"auto"`` = ``"exact"``: ``meanfield.metrics.circle_transport`` (exact, any
            p >= 1, O((n + m) log(n + m)); densities in their own representation).
-sphere     ``"zonal"``: two spectral (Gauss-Legendre) density frames, both zonal about
-           the z axis (``sphere_zonal.is_zonal``): the exact W_p of the two densities
-           by the monotone rearrangement of their colatitudes
-           (``sphere_zonal.zonal_wasserstein``; O(L^2), spectrally accurate, no grid
-           error); anything else is a ``ValueError`` saying why.
-           ``"exact"``: network simplex (``sphere_transport.sphere_wasserstein``);
-           ``"auto"``: ``"zonal"`` when it applies (without ``modulo_rotation``), else
-           the network simplex when it fits in ``MEMORY_LIMIT_BYTES``, else a
-           ``ValueError`` asking for ``"sinkhorn"`` or ``"sliced"`` explicitly (never a
-           different quantity silently); ``"sinkhorn"``: S_eps^{1/p}, the debiased
-           Sinkhorn divergence with ``reg``, an estimate of W_p with the bias stated in
+sphere     Two spectral (Gauss-Legendre) density frames, read as the band-limited
+           densities the grid represents (``meanfield.metrics.sphere_dispatch``):
+           ``"zonal"``: both zonal about one axis, any axis (found from their moments,
+           checked on their harmonic coefficients): the exact W_p, any p, by the
+           monotone rearrangement of the colatitudes about that axis
+           (``sphere_zonal``; spectrally accurate, no grid error), else a
+           ``ValueError``. ``"linearised"`` (p = 2 only): ``||mu - nu||`` in the
+           weighted H^-1((mu + nu)/2) norm, the W_2 of close densities to second order
+           (``sphere_linearised``; relative error about 0.01 a^2 for densities a
+           apart relative to their size, with an a-posteriori estimate).
+           ``"exact"``: the network simplex on the grid atoms
+           (``sphere_transport.sphere_wasserstein``): exact for the
+           atoms, but off from the densities' W_p by up to the grid's quantisation q
+           (``sphere_dispatch.quantisation``, ~0.3 h), which between close densities
+           is larger than the distance (it reports ~ sqrt(a h) for densities a apart).
+           ``"auto"``: zonal when it applies; else, for p = 2, linearised when its error
+           estimate is at most 1 % of its value; else the grid atoms when q (both
+           frames' summed) is at most half the value they give; else a
+           ``ValueError`` saying what to do. The same guard applies to atoms against
+           a frame (the frame's q). Atoms against atoms: the network simplex (exact)
+           when it fits in ``MEMORY_LIMIT_BYTES``, else a ``ValueError`` asking for
+           ``"sinkhorn"`` or ``"sliced"`` explicitly (never a different quantity
+           silently); ``"sinkhorn"``: S_eps^{1/p}, the debiased Sinkhorn divergence
+           with ``reg``, an estimate of W_p with the bias stated in
            ``sphere_transport.sinkhorn_divergence``; ``"sliced"``: the spherical sliced
            distance SSW_p (``n_projections``, ``seed``), a different distance.
 both       ``"dirac"``: one of the measures must be a single point (closed form; also
            chosen by ``"auto"`` and ``"exact"`` when one measure is a single point).
 =========  =========================================================================
 
-Sphere densities (spectral Gauss-Legendre grids and finite-volume cells alike) are
-transported as atoms at the nodes with masses ``weights * density``: an O(h) error in
-W_p on a grid of spacing h (``sphere_transport.grid_atoms``). The exception is a pair of
-zonal spectral frames, which ``"auto"`` hands to ``"zonal"`` because it is exact (the
-atoms' value differs from it by the atoms' O(h) quantisation: measured 0.017 rad at
-L = 7 and 0.005 at L = 15 for two von Mises-Fisher densities, ``tests``).
+Accuracy relative to the distance, sphere densities (measured; ``sphere_dispatch``,
+``sphere_linearised``): zonal, round-off (1e-10 relative or better); linearised,
+1e-4 for densities 10 % apart and 3e-3 at 50 % (``u (1 + a P_1)``), at most 0.7 % for
+von Mises-Fisher pairs of concentration k against 1.5 k, k <= 5; grid atoms, an
+additive error up to q ~ 0.3 h (0.046 rad at L = 24), so for ``u`` against
+``u (1 + a P_1)`` at L = 24 they gave 0.0695, 0.0220, 0.00695 for a = 0.1, 0.01, 0.001
+where W_2 = 0.0408, 0.00408, 0.000408: "auto" never returns those.
 
 All input errors (p < 1, NaN, negative weights, points off the sphere, different masses,
 a grid that does not match its geometry, a problem too large for the exact method) are a
@@ -63,7 +77,7 @@ import numpy as np
 from meanfield.metrics import sphere_transport as st
 
 MASS_RTOL = 1e-6
-METHODS = ("auto", "exact", "sinkhorn", "sliced", "dirac", "zonal")
+METHODS = ("auto", "exact", "sinkhorn", "sliced", "dirac", "zonal", "linearised")
 GEOMETRIES = ("circle", "sphere")
 
 
@@ -212,12 +226,12 @@ def _check(mu: Measure, nu: Measure, geometry, method, modulo_rotation) -> str:
     if modulo_rotation and mu.geometry == "sphere" and (mu.is_dirac or nu.is_dirac):
         raise ValueError("modulo_rotation with a Dirac on the sphere (the distance to the "
                          "nearest Dirac, a Frechet-mean problem) is not implemented")
-    if mu.geometry == "circle" and method == "zonal":
-        raise ValueError('method="zonal" is for two zonal densities on the sphere S^2; on '
+    if mu.geometry == "circle" and method in ("zonal", "linearised"):
+        raise ValueError(f'method="{method}" is for two densities on the sphere S^2; on '
                          'the circle use "exact" (O(n log n), exact)')
-    if modulo_rotation and method == "zonal":
+    if modulo_rotation and method in ("zonal", "linearised"):
         raise ValueError('modulo_rotation is available with the exact method only, not '
-                         '"zonal" (a rotation breaks the symmetry about z)')
+                         f'"{method}"')
     if mu.geometry == "circle" and method in ("sinkhorn", "sliced"):
         raise ValueError(f'method={method!r} is for the sphere; on the circle use "exact" '
                          '(O(n log n), exact)')
@@ -225,25 +239,6 @@ def _check(mu: Measure, nu: Measure, geometry, method, modulo_rotation) -> str:
         raise ValueError(f"modulo_rotation is available with the exact method only, not "
                          f"{method!r}")
     return mu.geometry
-
-
-def _zonal(m: Measure, name: str):
-    """``(ZonalDensity, None)`` when ``m`` is a zonal spectral sphere frame, else
-    ``(None, why not)``."""
-    from meanfield.metrics import sphere_zonal as sz
-
-    if m.frame is None:
-        return None, f"{name} is not a density frame (it is {m.points.shape[0]} points)"
-    if m.method != "spectral" or m.frame["density"].dims[-2:] != ("lat", "lon"):
-        return None, (f"{name} is a {m.method!r} frame, not a spectral (lat, lon) "
-                      "Gauss-Legendre one")
-    if not sz.is_zonal(m.frame):
-        return None, (f"{name} is not zonal about the z axis (its density varies along "
-                      f"longitude by more than {sz.ZONAL_RTOL:g} of its maximum)")
-    try:
-        return sz.ZonalDensity.from_frame(m.frame, name), None
-    except ValueError as err:
-        return None, str(err)
 
 
 def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
@@ -259,15 +254,18 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
     (a local method with multistart: an upper bound on the minimum);
     ``"sinkhorn"`` O(n m) per iteration, biased as stated in
     ``sphere_transport.sinkhorn_divergence``; ``"sliced"`` O(n_projections n log n); a
-    Dirac O(n) (closed form). Densities on the sphere: O(h) discretisation error, except
-    ``"zonal"`` (two zonal spectral frames; chosen by ``"auto"``): exact, O(L^2).
+    Dirac O(n) (closed form). Two spectral densities on the sphere (module docstring):
+    ``"zonal"`` (about any common axis) exact, O(L^2); ``"linearised"`` (p = 2) second
+    order in their difference, O(L^3) per conjugate-gradient iteration; grid atoms
+    (``"exact"``) the atoms' exact value, off by up to the grid's quantisation ~0.3 h,
+    which ``"auto"`` accepts only when it is at most half the value.
 
     Args:
         mu, nu: the measures.
         p: order, ``>= 1``.
         geometry: ``"circle"``, ``"sphere"`` or ``None`` (inferred).
-        method: ``"auto"``, ``"exact"``, ``"sinkhorn"``, ``"sliced"``, ``"dirac"`` or
-            ``"zonal"``.
+        method: ``"auto"``, ``"exact"``, ``"sinkhorn"``, ``"sliced"``, ``"dirac"``,
+            ``"zonal"`` or ``"linearised"``.
         modulo_rotation: the minimum over rotations of W_p(mu, R nu) (circle: exact over
             shifts; sphere: exact method, local search).
         reg: the Sinkhorn regularisation eps (rad^p), for ``"sinkhorn"``.
@@ -295,17 +293,14 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
                                                          float(dirac.angles[0]), p))
         return float(circle_wasserstein(_circle(m1), _circle(m2), p,
                                         modulo_rotation=bool(modulo_rotation)))
-    if method == "zonal" or (method == "auto" and not modulo_rotation
-                             and m1.frame is not None and m2.frame is not None):
-        from meanfield.metrics.sphere_zonal import zonal_wasserstein
+    if method in ("zonal", "linearised") or (method == "auto" and not modulo_rotation
+                                             and m1.frame is not None
+                                             and m2.frame is not None):
+        from meanfield.metrics.sphere_dispatch import density_distance
 
-        (z1, why1), (z2, why2) = _zonal(m1, "mu"), _zonal(m2, "nu")
-        if z1 is not None and z2 is not None:
-            return zonal_wasserstein(z1, z2, p)
-        if method == "zonal":
-            raise ValueError(f'method="zonal" needs two spectral sphere frames zonal about '
-                             f"the z axis, but {why1 or why2}; use method=\"exact\" (the "
-                             'grid atoms, O(h) error), "sinkhorn" or "sliced"')
+        value = density_distance(m1, m2, p, method)
+        if value is not None:
+            return value
     if method in ("auto", "exact", "dirac"):
         for dirac, other in ((m1, m2), (m2, m1)):
             if dirac.is_dirac:
@@ -325,7 +320,12 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
         if modulo_rotation:
             return st.wasserstein_modulo_rotation(x, y, a, b, p, starts=starts,
                                                   seed=seed)[0]
-        return st.sphere_wasserstein(x, y, a, b, p)
+        value = st.sphere_wasserstein(x, y, a, b, p)
+        if method == "auto" and (m1.frame is not None or m2.frame is not None):
+            from meanfield.metrics.sphere_dispatch import guarded_atoms
+
+            return guarded_atoms(value, m1, m2, p)
+        return value
     if method == "sinkhorn":
         return st.sinkhorn_divergence(x, y, a, b, p, reg=reg) ** (1.0 / p)
     return st.sliced_wasserstein_sphere(x, y, a, b, p, n_projections=n_projections,

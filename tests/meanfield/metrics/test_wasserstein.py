@@ -158,7 +158,10 @@ def test_sphere_frames_as_atoms():
     assert wasserstein(sphere_frame(15, times=1), x0[None]) == pytest.approx(target, abs=1e-3)
     assert wasserstein(mesh_frame(3), x0[None]) == pytest.approx(target, abs=5e-3)
     # two frames of the same uniform density on different grids: a small O(h) distance
-    assert wasserstein(sphere_frame(7), mesh_frame(2)) < np.pi / 8
+    # from the atoms (by name), which auto refuses (all of it is quantisation)
+    assert wasserstein(sphere_frame(7), mesh_frame(2), method="exact") < np.pi / 8
+    with pytest.raises(ValueError, match="too close for their grid"):
+        wasserstein(sphere_frame(7), mesh_frame(2))
 
 
 def test_geometry_inference_and_disagreement():
