@@ -172,8 +172,9 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     threshold`` at each of ``times``.
 
     ``engine`` "numba": ``meanfield.studies.phase_numba`` (float64, a system at a time
-    in cache, the systems over the thread policy's threads); "numpy": the batched
-    ``integrate_batch_dopri`` (``precision`` float64 or float32), the same scheme.
+    in cache, the systems over the thread policy's threads, in short compiled calls
+    that Ctrl-C can stop); "numpy": the batched ``integrate_batch_dopri``
+    (``precision`` float64 or float32), the same scheme.
 
     Returns:
         ``{"fractions": (B, T), "steps": (B,), "left": (B,) time a system froze (inf if
@@ -190,8 +191,8 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     if engine == "numba":
         from meanfield.studies import phase_numba as pn
 
-        frac, steps, _, evals, left, failed = pn.run_block(
-            pn.GRAM if gram else pn.TOKENS, np.ascontiguousarray(x0), beta,
+        frac, steps, _, evals, left, failed = pn.run_systems(
+            pn.GRAM if gram else pn.TOKENS, x0, beta,
             bool(normalized), times, float(threshold), c + (1 - c) / 2, bool(freeze),
             float(tolerance), H0, h_max)
         if failed.any():
