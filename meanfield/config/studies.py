@@ -12,7 +12,10 @@
                     [["pde", "particles"]] (a non-empty subset), fit_below [0.1] and
                     fit_above [1e-8] (rad: the tail rate is fitted where the distance lies
                     between them), other [absent] (a second initial density, an
-                    [initial] table: the distance between the two solutions is added)
+                    [initial] table: the distance between the two solutions is added),
+                    pde ["grid" | "characteristics"] (the PDE source: the
+                    [discretization], or on S^1 without noise the density carried by its
+                    labels along the characteristics, which resolves the far side)
 
     [bifurcation]   parameter ["kappa" | "beta"] (the other one fixed by [model]; "beta"
                     needs a finite model.kappa), start [1.0], stop [4.0] (start < stop;
@@ -54,6 +57,7 @@ from meanfield.errors import ConfigError
 
 POINTS = ("iid", "quantile")
 SOURCES = ("pde", "particles")
+PDES = ("grid", "characteristics")  # contraction.pde
 
 
 def _token_counts(key: str, value) -> list[int]:
@@ -218,6 +222,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "fit_below": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 0.1),
         "fit_above": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 1e-8),
         "other": (_table, None),
+        "pde": (ck.choice(PDES), "grid"),
     }, finish=_finish_contraction),
     Section("bifurcation", {
         "parameter": (ck.choice(PARAMETERS), "kappa"),

@@ -6,11 +6,16 @@ The dataset (see docs/datasets.md): coords ``beta``, ``time`` and ``source`` (a 
 ``"pde"``, ``"particles"``); ``distance`` (beta, time, source) in rad, NaN where not
 computed; ``fitted_rate``, ``fitted_rate_low``, ``fitted_rate_high``, ``fit_start``,
 ``fit_stop`` (beta, source), the fit being log distance ≈ c − rate·t over
-[fit_start, fit_stop]; ``predicted_rate`` (beta); optionally ``pair_distance`` (beta, time,
-source) and ``pair_fitted_rate`` (beta, source), the distance between two solutions from
-different initial data, with (optionally) ``pair_fit_start``, ``pair_fit_stop`` (beta,
-source), the window of that fit. The attrs ``target`` ("dirac" or "stationary"),
-``model``, ``kappa`` and ``title`` label the figures.
+[fit_start, fit_stop]; ``predicted_rate`` (beta, source), the rate the source's window
+measures (or (beta), from older results); optionally ``fit_regime`` (beta, source: "local",
+"mean-field", ...), ``local_rate`` and ``mean_field_rate`` (beta), the two rates of
+docs/contraction.md, and ``far_share`` (beta, time, source), the share of W₂² carried by
+the far side (shown in a third summary panel: the crossover from the local to the
+mean-field regime); optionally ``pair_distance`` (beta, time, source) and
+``pair_fitted_rate`` (beta, source), the distance between two solutions from different
+initial data, with (optionally) ``pair_fit_start``, ``pair_fit_stop`` (beta, source), the
+window of that fit. The attrs ``target`` ("dirac" or "stationary"), ``model``, ``kappa``
+and ``title`` label the figures.
 
 The intercept c of a fitted line is not stored: it is the least-squares intercept for the
 stored rate over the saved times in the window (exact for an exact exponential). The pair
@@ -42,6 +47,9 @@ SOURCE_MARKERS = {"pde": "o", "particles": "s"}
 _MAX_BETA_LEGEND = 10  # more β than this: viridis and a colorbar instead of tab10 and a legend
 _LOG_RATE_RANGE = 20.0  # rates panel on a log axis once max/min of the rates exceeds this
 _DISTANCE_RANGE = 1e16  # the distance axis shows at most this factor below its largest value
+# the predicted slope's line style by the regime its window measures
+REGIME_STYLES = {"local": ":", "mean-field": "-."}
+REGIME_LABELS = {"local": "local rate", "mean-field": "mean-field rate"}
 TARGET_LABELS = {"dirac": r"$W_2(\mu_t, \delta_{x_\infty})$",
                  "stationary": r"$W_2(\mu_t, \mu_\infty)$"}
 
@@ -108,15 +116,27 @@ def _beta_label(beta: float) -> str:
     return f"β = {beta:g}"
 
 
+def _predicted(ds: xr.Dataset, i: int, source: str) -> tuple[float, str]:
+    """The predicted rate of (β index i, source) and the regime it belongs to."""
+    rate = ds["predicted_rate"].isel(beta=i)
+    if "source" in rate.dims:
+        rate = rate.sel(source=source)
+    regime = "local"
+    if "fit_regime" in ds.data_vars:
+        regime = str(ds["fit_regime"].isel(beta=i).sel(source=source).values)
+    return float(rate), regime
+
+
 def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
     """The distances against time on a log axis: one colour per β, the PDE as a line and
     the particles as dots; the fitted exponential over its window (dashed, same colour)
-    and, once per β, the predicted slope through the start of the first fitted line
-    (dotted black). ``variable = "pair_distance"`` draws the pair distances with the
+    and, for each source, the predicted slope of its window's regime through the start of
+    its fitted line (black: dotted for the local rate, dash-dotted for the mean-field
+    rate). ``variable = "pair_distance"`` draws the pair distances with the
     ``pair_fitted_rate`` lines where ``pair_fit_start``/``pair_fit_stop`` are stored (no
     predicted slope). Every line gets a ``gid``:
     ``"{variable}:{source}:{β}"``, ``"fit:{variable}:{source}:{β}"``,
-    ``"predicted:{β}"``."""
+    ``"predicted:{source}:{β}"``."""
     from matplotlib.lines import Line2D
 
     t = ds["time"].values.astype(float)
@@ -128,9 +148,9 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
     has_fit = all(name in ds.data_vars for name in fit_names)
     shown: list[np.ndarray] = []
     sources = _sources(ds, variable)
-    drawn_fit = drawn_predicted = False
+    drawn_fit = False
+    drawn_regimes: set[str] = set()
     for i, b in enumerate(beta):
-        predicted_done = pair
         for source in sources:
             d = ds[variable].isel(beta=i).sel(source=source).values.astype(float)
             d = np.where(np.isfinite(d) & (d > 0), d, np.nan)
@@ -156,12 +176,12 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
             ax.semilogy(tt, np.exp(c - rate * tt), "--", color=colors[i], lw=1.0,
                         gid=f"fit:{variable}:{source}:{b:g}")
             drawn_fit = True
-            predicted = float(ds["predicted_rate"].isel(beta=i))
-            if not predicted_done and np.isfinite(predicted):
+            predicted, regime = _predicted(ds, i, source)
+            if not pair and np.isfinite(predicted) and regime in REGIME_STYLES:
                 d0 = np.exp(c - rate * start)
-                ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), ":", color="k",
-                            lw=1.0, gid=f"predicted:{b:g}")
-                predicted_done = drawn_predicted = True
+                ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), REGIME_STYLES[regime],
+                            color="k", lw=1.0, gid=f"predicted:{source}:{b:g}")
+                drawn_regimes.add(regime)
     _decade_labels(ax, shown)
     ax.set_xlabel(_time_label(ds))
     if pair:
@@ -178,8 +198,12 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
               for s in sources]
     if drawn_fit:
         styles.append(Line2D([], [], color="0.3", ls="--", lw=1.0, label="fitted rate"))
-    if drawn_predicted:
-        styles.append(Line2D([], [], color="k", ls=":", lw=1.0, label="predicted rate"))
+    for regime in REGIME_STYLES:
+        if regime in drawn_regimes:
+            label = ("predicted rate" if "fit_regime" not in ds.data_vars
+                     else f"predicted: {REGIME_LABELS[regime]}")
+            styles.append(Line2D([], [], color="k", ls=REGIME_STYLES[regime], lw=1.0,
+                                 label=label))
     # (outside the axes, on the right: the slow curves stay near the top right corner)
     if mappable is None:
         betas = [Line2D([], [], color=colors[i], lw=1.5, label=_beta_label(b))
@@ -223,9 +247,11 @@ def _plain_log_labels(ax) -> None:
 
 def rates_vs_beta(ds: xr.Dataset, ax) -> None:
     """The fitted rates with their 95 % intervals against β, per source (and the pair
-    rates as open markers when present), and the predicted rate as a black line; a log
-    rate axis when the rates span more than a factor 20. ``gid``s: ``"rate:{source}"``,
-    ``"pair_rate:{source}"``, ``"predicted"``."""
+    rates as open markers when present), and the predicted rates as black lines: the local
+    rate (solid) and the mean-field rate (dashed) where the dataset has both and they
+    differ, else the one predicted rate; a log rate axis when the rates span more than a
+    factor 20. ``gid``s: ``"rate:{source}"``, ``"pair_rate:{source}"``, ``"predicted"``
+    (the local or only rate), ``"mean_field"``."""
     beta = ds["beta"].values.astype(float)
     sources = _sources(ds)
     spread = float(np.ptp(beta)) if beta.size > 1 else 1.0
@@ -258,12 +284,16 @@ def rates_vs_beta(ds: xr.Dataset, ax) -> None:
                         color=color, gid=f"pair_rate:{source}",
                         label=f"fitted, two solutions, {SOURCE_LABELS.get(source, source)}")
                 values.append(pair[np.isfinite(pair)])
-    predicted = ds["predicted_rate"].values.astype(float)
-    if np.isfinite(predicted).any():
-        ok = np.isfinite(predicted)
-        handles += ax.plot(beta[ok], predicted[ok], "k-", lw=1.0, marker="x", ms=4, gid="predicted",
-                label=_predicted_label(ds))
-        values.append(predicted[ok])
+    for name, gid, style, label in _rate_lines(ds):
+        curve = ds[name].values.astype(float)
+        if curve.ndim > 1:  # predicted_rate per source: the first finite one per β
+            curve = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else np.nan
+                              for row in curve])
+        ok = np.isfinite(curve)
+        if ok.any():
+            handles += ax.plot(beta[ok], curve[ok], style, color="k", lw=1.0, marker="x",
+                               ms=4, gid=gid, label=label)
+            values.append(curve[ok])
     if beta.size == 1:
         ax.set_xlim(beta[0] - 0.5, beta[0] + 0.5)
     ax.set_xlabel("β")
@@ -278,6 +308,24 @@ def rates_vs_beta(ds: xr.Dataset, ax) -> None:
         ax.legend(handles=handles, fontsize=7)
 
 
+def _rate_lines(ds: xr.Dataset) -> list[tuple[str, str, str, str]]:
+    """(variable, gid, style, label) of the predicted rate lines of the rates panel."""
+    if {"local_rate", "mean_field_rate"} <= set(ds.data_vars):
+        local = ds["local_rate"].values.astype(float)
+        mean_field = ds["mean_field_rate"].values.astype(float)
+        if np.any(np.abs(local - mean_field) > 1e-12 * np.abs(local)):
+            model = str(ds.attrs.get("model", ""))
+            circle = int(ds.attrs.get("dim", 2)) == 2
+            return [("local_rate", "predicted", "-", "local rate " + {
+                        "SA": "1", "USA": r"$e^{\beta}$"}.get(model, "")),
+                    ("mean_field_rate", "mean_field", "--", "mean-field rate " + {
+                        "SA": "1/2" if circle else "1",
+                        "USA": r"$e^{-\beta}/2$" if circle else r"$e^{-\beta}$"
+                    }.get(model, ""))]
+        return [("local_rate", "predicted", "-", _predicted_label(ds))]
+    return [("predicted_rate", "predicted", "-", _predicted_label(ds))]
+
+
 def _predicted_label(ds: xr.Dataset) -> str:
     if str(ds.attrs.get("target", "")) == "stationary":
         return r"predicted $|\sigma|$ (slowest mode)"
@@ -289,14 +337,50 @@ def _predicted_label(ds: xr.Dataset) -> str:
     return "predicted"
 
 
+def _has_far_share(ds: xr.Dataset) -> bool:
+    return "far_share" in ds.data_vars and bool(_sources(ds, "far_share"))
+
+
+def far_share_vs_time(ds: xr.Dataset, ax) -> None:
+    """The far side's share of W₂² against time (log axis), one colour per β, each
+    source that has it (the densities); the fit windows bold, and the threshold under which
+    a window measures the local rate (dotted). ``gid``s: ``"far_share:{source}:{β}"``."""
+    from meanfield.studies.contraction_rates import FAR_EMPTY
+
+    t = ds["time"].values.astype(float)
+    colors, _ = _colors(ds)
+    low = FAR_EMPTY / 10
+    for i, b in enumerate(ds["beta"].values.astype(float)):
+        for source in _sources(ds, "far_share"):
+            share = ds["far_share"].isel(beta=i).sel(source=source).values.astype(float)
+            share = np.where(np.isfinite(share), np.maximum(share, low), np.nan)
+            ax.semilogy(t, share, "-", color=colors[i], lw=1.0, alpha=0.6,
+                        gid=f"far_share:{source}:{b:g}")
+            start, stop = (float(ds[n].isel(beta=i).sel(source=source))
+                           for n in ("fit_start", "fit_stop"))
+            if np.isfinite(start) and np.isfinite(stop):
+                inside = (t >= start) & (t <= stop)
+                ax.semilogy(t[inside], share[inside], "-", color=colors[i], lw=2.4)
+    ax.axhline(FAR_EMPTY, color="k", ls=":", lw=0.8)
+    ax.text(0.98, FAR_EMPTY * 1.3, "local regime below", transform=ax.get_yaxis_transform(),
+            ha="right", va="bottom", fontsize=7)
+    ax.set_ylim(low, 1.5)
+    ax.set_xlabel(_time_label(ds))
+    ax.set_ylabel(r"share of $W_2^2$ beyond $\pi/2$")
+    ax.set_title("far side (bold: fit window)", fontsize=8)
+
+
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
+    far = _has_far_share(ds)
     with _style():
-        fig = _new_figure((8.6, 3.2))
-        a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-        distance_vs_time(ds, a)
-        rates_vs_beta(ds, b)
-        _letter_panels([a, b])
+        fig = _new_figure((12.6 if far else 8.6, 3.2))
+        axes = [fig.add_subplot(1, 2 + far, k + 1) for k in range(2 + far)]
+        distance_vs_time(ds, axes[0])
+        if far:
+            far_share_vs_time(ds, axes[1])
+        rates_vs_beta(ds, axes[-1])
+        _letter_panels(axes)
         fig.suptitle(_title(ds), fontsize=9)
     return fig
 

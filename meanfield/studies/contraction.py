@@ -15,23 +15,41 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   free).
 - ``fitted_rate``: minus the least-squares slope of ``log distance`` against ``t`` over the
   tail window (``fit_start``..``fit_stop``), with its 95 % interval (Student t). The window
-  is the first run of save times whose distance lies in ``[floor, fit_below]``:
-  ``fit_below`` (0.1 rad by default) keeps the fit where the linearisation holds (the
-  local rate differs from the predicted one by ``O(beta W^2)``: measured 7 % at W = 0.1,
-  2 % at 0.05 for USA at beta = 2, less elsewhere); the floor is ``fit_above`` raised to
-  what the source can resolve: the PDE without noise ``RESOLVED_SPACINGS`` grid spacings
-  (a narrower cluster is no longer carried by the grid; the PDE stops there and the later
+  is the first run of save times whose distance lies in ``[floor, fit_below]`` and, for
+  tokens without noise, whose every token lies within ``fit_below`` of the limit point
+  (``max_distance``): only then is ``W_2`` in its linear regime (a token still on its way
+  from the far side weighs ``1/n`` but carries O(1) distance and slows the decay). A run
+  that ends before is no fit: ``status`` 1 and ``message`` say so. ``fit_below`` (0.1 rad
+  by default) keeps the fit where the linearisation holds (the local rate differs from
+  ``lambda_att`` by ``O(beta W^2)``: 7 % at W = 0.1, 2 % at 0.05 for USA at beta = 2); the
+  floor is ``fit_above`` raised to what the source can resolve: the PDE on a grid without
+  noise ``RESOLVED_SPACINGS`` grid spacings of its cluster's core (``core_width``, a
+  narrower core is no longer carried by the grid; the PDE stops there and the later
   distances are NaN), tokens with noise ``PLATEAU_FACTOR`` times the median of their last
   quarter (the sampling floor ``~ n^{-1/2}``). Tokens without noise need no more floor:
   for a small cluster ``W_2(mu_t, delta_x)^2 = var_t + |m_t - x|^2`` (tangent plane, m the
   mean), the variance decays at twice the rate and the mean moves only at third order in
   the cluster's size, so taking ``x = m`` at the last save biases nothing at first order.
-- ``predicted_rate``: 1 (SA) or ``e^beta`` (USA) without noise; with noise ``|sigma|`` of
-  the slowest mode of the uniform state (``meanfield.model.kernels.growth_rate``,
-  ``sphere_growth_rate``) when the target is uniform, else minus the real part of the
-  leading eigenvalue of the linearised PDE at ``mu_inf``
-  (``meanfield.discretizations.spectrum``, spectral discretizations; the rotations' zero
-  modes dropped).
+- ``local_rate`` and ``mean_field_rate`` (beta): the two rates of
+  ``meanfield.studies.contraction_rates`` (docs/contraction.md): near the cluster 1 (SA) or
+  ``e^beta`` (USA), and for a density with mass near the antipode of the cluster
+  ``min(lambda_att, (d - 1) lambda_rep / 2)`` (1/2 for SA on S^1, ``e^{-beta}/2`` for USA);
+  with noise both are ``|sigma|`` of the slowest mode of the uniform state
+  (``meanfield.model.kernels.growth_rate``, ``sphere_growth_rate``) when the target is
+  uniform, else minus the real part of the leading eigenvalue of the linearised PDE at
+  ``mu_inf`` (``meanfield.discretizations.spectrum``, spectral discretizations; the
+  rotations' zero modes dropped).
+- ``far_share`` (beta, time, source): the share of ``W_2^2`` carried by the mass farther
+  than pi/2 from the limit point (densities without noise), and ``fit_regime`` (beta,
+  source): which rate the window measures: tokens and noisy runs "local"; a density
+  "local" when ``far_share`` stays below ``FAR_EMPTY`` in the window, "mean-field" when it
+  is steady there, "crossover" when it grows through the window (no prediction;
+  ``status`` 1), "none" without a window. ``predicted_rate`` (beta, source) is that rate.
+- ``[contraction] pde``: ``"grid"`` (the ``[discretization]``) or, on S^1 without noise,
+  ``"characteristics"``: the density carried by its labels along the characteristics
+  (``meanfield.studies.contraction_reference``), which resolves the far side for as long
+  as the run lasts (a grid loses it: the cluster's core narrows like
+  ``e^{-lambda_att t}`` while ``W_2`` decays at the mean-field rate).
 - With ``[contraction] other`` (a second initial density): ``pair_distance``, ``W_2``
   between the solutions from the two starts (modulo rotation without noise, where the two
   clusters need not meet; the second tokens use seed ``particles.seed + 1``), and its
@@ -53,20 +71,26 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy import stats
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
-from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
+from meanfield.studies import contraction_reference as ref
 from meanfield.studies import coupling as cp
 from meanfield.studies.convergence import frame_dataset
+from meanfield.studies.contraction_dataset import study_dataset
+from meanfield.studies.contraction_rates import (  # noqa: F401 (fit_rate: normalization)
+    FAR,
+    fit_rate,
+    local_rate,
+    mean_field_rate,
+)
 from meanfield.studies.members import MemberList, run_study
 from solvers.steppers import integrate
 
@@ -74,19 +98,10 @@ AUTO_DT = 0.05
 AUTO_DT_RATE = 0.25  # auto token step: rate * dt at most this (RK4 error ~ (rate dt)^4/120)
 RESOLVED_SPACINGS = 4.0
 PLATEAU_FACTOR = 3.0
-SLOWEST_MODES = 64  # the modes searched for the slowest one of the uniform state
-MEASURES = ("distance", "pair_distance")
-
-
-def predicted_rate(cfg: dict, beta: float) -> float:
-    """The predicted decay rate of ``distance`` (module docstring); NaN when unknown."""
-    m = cfg["model"]
-    if math.isinf(m["kappa"]):
-        return 1.0 if m["normalized"] else math.exp(beta)
-    modes = np.arange(1, SLOWEST_MODES + 1)
-    rate = growth_rate if cfg["domain"]["geometry"] == "circle" else sphere_growth_rate
-    top = float(np.max(rate(modes, beta, m["kappa"], m["normalized"])))
-    return -top if top < 0 else math.nan
+MEASURES = ("distance", "pair_distance", "far_share", "max_distance")
+# the core's median distance to its centre, times this, is W_2 for a Gaussian cluster
+# (S^1: 1 / Phi^{-1}(3/4); S^2: sqrt(2) / sqrt(2 ln 2), the Rayleigh median)
+CORE_SCALE = {"circle": 1.482602218505602, "sphere": 1.2011224087864498}
 
 
 def with_beta(cfg: dict, beta: float) -> dict:
@@ -106,7 +121,7 @@ def check_contraction_config(cfg: dict) -> dict:
                               "contraction.beta")
     plan: dict[str, Any] = {"noisy": noisy, "dim": cfg["domain"]["dim"] or
                             (2 if cfg["domain"]["geometry"] == "circle" else 3)}
-    rates = [predicted_rate(cfg, b) for b in c["beta"]]
+    rates = [local_rate(cfg, b) for b in c["beta"]]
     if "particles" in c["sources"]:
         if cfg["particles"]["n"] is None:
             raise ConfigError("contraction.sources has \"particles\": give their number, "
@@ -117,8 +132,23 @@ def check_contraction_config(cfg: dict) -> dict:
                               "particles.architecture")
         plan.update(check_config({**cfg, "model": {**m, "beta": max(c["beta"])}}))
         budget.check(cfg, "particles")
-    if "pde" in c["sources"]:
+    labelled = "pde" in c["sources"] and c["pde"] == "characteristics"
+    if labelled and (cfg["domain"]["geometry"] != "circle" or noisy):
+        raise ConfigError("contraction.pde = \"characteristics\" carries the density along "
+                          "the characteristics of the noiseless equation on S^1: give "
+                          "domain.geometry = \"circle\" and no model.kappa, or "
+                          "contraction.pde = \"grid\"", "contraction.pde")
+    if "pde" in c["sources"] and not labelled:
         budget.check(cfg, "evolve")
+        # every beta's PDE member, before the first starts (not a failed member later)
+        disc = Discretization.from_name(cfg["domain"]["geometry"],
+                                        cfg["discretization"]["method"])
+        res, top = cfg["discretization"]["resolution"], max(c["beta"])
+        if not disc.resolves(res, top):  # (the kernel needs more as beta grows)
+            raise ConfigError(f"discretization.resolution = {res} is too small for "
+                              f"contraction.beta = {top:g}: the kernel needs resolution "
+                              f">= {disc.needed_resolution(top)}",
+                              "discretization.resolution")
     if cfg["domain"]["geometry"] == "sphere":
         _check_sphere_transport(cfg, noisy)
     dt = cfg["time"]["dt"]
@@ -129,6 +159,7 @@ def check_contraction_config(cfg: dict) -> dict:
         finite = [r for r in rates if math.isfinite(r)]
         dt = min(AUTO_DT, AUTO_DT_RATE / max(finite)) if finite else AUTO_DT
     plan.update(dt=float(dt), rates=rates,
+                mean_field=[mean_field_rate(cfg, b, plan["dim"]) for b in c["beta"]],
                 members=[(b, s) for b in c["beta"] for s in c["sources"]],
                 times=save_times(cfg["time"]["t_final"], cfg["time"]["save_every"]))
     return plan
@@ -203,7 +234,7 @@ def _stationary(cfg: dict, plan: dict, beta: float) -> tuple[xr.Dataset, bool, f
     from meanfield.discretizations.spectrum import leading_eigenvalues
 
     solver = Discretization.from_config(with_beta(cfg, beta), threads=1)
-    if math.isfinite(predicted_rate(cfg, beta)):
+    if math.isfinite(local_rate(cfg, beta)):
         return _uniform_frame(solver), True, math.nan
     t_final = float(plan["times"][-1])
     state0 = solver.to_state(solver.initial_density(cfg["initial"]))
@@ -244,18 +275,41 @@ def _pde_states(solver, state0: np.ndarray, times: np.ndarray, stop) -> list[np.
     return states
 
 
-def _collapsed(solver, floor: float):
-    """Whether a state's distance to the Dirac at its own mean direction is below floor."""
-    from meanfield.metrics.wasserstein import wasserstein
+def _distances(solver, state: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The masses of a PDE state's grid nodes and their geodesic distances to ``x``."""
+    grid = solver.grid
+    mass = np.broadcast_to(grid.weights, grid.shape) * solver.to_density(state)
+    d = np.arccos(np.clip(np.tensordot(grid.points, x.ravel(), axes=1), -1.0, 1.0))
+    return mass.ravel(), d.ravel()
 
-    def stop(u: np.ndarray) -> bool:
-        return wasserstein(frame_dataset(solver, u), _dirac(_mean_direction(solver, u))) < floor
-    return stop
+
+def far_share(mass: np.ndarray, d: np.ndarray) -> float:
+    """The share of ``sum mass d^2`` (``W_2^2`` to the Dirac) carried by the mass farther
+    than ``contraction_rates.FAR`` (module docstring)."""
+    total = float(np.dot(mass, d * d))
+    return float(np.dot(mass, np.where(d > FAR, d * d, 0.0))) / total if total > 0 else 0.0
+
+
+def core_width(solver, state: np.ndarray) -> float:
+    """The width of a PDE state's cluster core: the median distance of its mass to its
+    mean direction, scaled to be ``W_2`` for a Gaussian cluster (``CORE_SCALE``). Unlike
+    ``W_2`` it ignores the far side's mass, which keeps ``W_2`` up while the core narrows."""
+    mass, d = _distances(solver, state, _mean_direction(solver, state))
+    order = np.argsort(d)
+    half = np.searchsorted(np.cumsum(mass[order]), 0.5 * mass.sum())
+    return CORE_SCALE[solver.grid.geometry] * float(d[order][min(half, d.size - 1)])
+
+
+def _collapsed(solver, floor: float):
+    """Whether a state's cluster core is narrower than ``floor``."""
+    return lambda u: core_width(solver, u) < floor
 
 
 def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
     from meanfield.metrics.wasserstein import wasserstein
 
+    if cfg["contraction"]["pde"] == "characteristics":
+        return _label_member(cfg, plan, beta)
     times, noisy = plan["times"], plan["noisy"]
     other = cfg["contraction"]["other"]
     out = {name: np.full(times.size, np.nan) for name in MEASURES}
@@ -277,8 +331,10 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
                                   for f in frames[0]]
         out["floor"] = cfg["contraction"]["fit_above"]
     else:
-        x_inf = _dirac(_mean_direction(solver, runs[0][done - 1]))
-        out["distance"][:done] = [wasserstein(f, x_inf) for f in frames[0]]
+        x_inf = _mean_direction(solver, runs[0][done - 1])
+        out["distance"][:done] = [wasserstein(f, _dirac(x_inf)) for f in frames[0]]
+        out["far_share"][:done] = [far_share(*_distances(solver, u, x_inf))
+                                   for u in runs[0][:done]]
         out["floor"] = floor
     # the pair's difference stays accurate while both clusters are resolved (the stop)
     out["pair_floor"] = cfg["contraction"]["fit_above"]
@@ -286,6 +342,30 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
         rotate = not noisy and cfg["domain"]["geometry"] == "circle"
         out["pair_distance"][:done] = [wasserstein(a, b, modulo_rotation=rotate)
                                        for a, b in zip(*frames)]
+    return out
+
+
+def _label_member(cfg: dict, plan: dict, beta: float) -> dict:
+    """The PDE member carried by its labels (``contraction.pde = "characteristics"``)."""
+    from meanfield.initial.circle import density_function
+    from meanfield.metrics.wasserstein import wasserstein
+
+    times, other = plan["times"], cfg["contraction"]["other"]
+    normalized = cfg["model"]["normalized"]
+    runs = [ref.label_solution(density_function(initial), times, beta, normalized)
+            for initial in [cfg["initial"]] + ([other] if other is not None else [])]
+    first = runs[0]
+    distance, share = ref.distances_to(first["theta"], first["mass"], first["limit"])
+    out = {"distance": distance, "far_share": share, "predicted": math.nan,
+           "max_distance": np.full(times.size, np.nan),
+           "pair_distance": np.full(times.size, np.nan),
+           "floor": cfg["contraction"]["fit_above"],
+           "pair_floor": cfg["contraction"]["fit_above"]}
+    if other is not None:
+        out["pair_distance"] = np.array([
+            wasserstein((a, first["mass"]), (b, runs[1]["mass"]), geometry="circle",
+                        modulo_rotation=True)
+            for a, b in zip(first["theta"], runs[1]["theta"])])
     return out
 
 
@@ -304,8 +384,8 @@ def _particle_member(cfg: dict, plan: dict, beta: float) -> dict:
 
     seed, other = cfg["particles"]["seed"], cfg["contraction"]["other"]
     paths = _token_paths(cfg, plan, beta, cfg["initial"], seed)
-    out: dict[str, Any] = {"pair_distance": np.full(paths.shape[0], np.nan),
-                           "predicted": math.nan}
+    out: dict[str, Any] = {name: np.full(paths.shape[0], np.nan) for name in MEASURES}
+    out["predicted"] = math.nan
     if plan["noisy"]:
         target, uniform, out["predicted"] = _stationary(cfg, plan, beta)
         rotate = cfg["domain"]["geometry"] == "circle" and not uniform
@@ -316,6 +396,8 @@ def _particle_member(cfg: dict, plan: dict, beta: float) -> dict:
         x_inf = paths[-1].mean(axis=0)
         x_inf /= np.linalg.norm(x_inf)
         d = np.array([wasserstein(x, _dirac(x_inf)) for x in paths])
+        # the linear regime: every token within fit_below of x_inf (module docstring)
+        out["max_distance"] = np.arccos(np.clip(paths @ x_inf, -1.0, 1.0)).max(axis=1)
         out["floor"] = cfg["contraction"]["fit_above"]
     out["distance"], out["pair_floor"] = d, math.nan
     if other is not None:
@@ -370,106 +452,13 @@ class ContractionTask(MemberList):
     def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
         frames: list = [None]
         if "member_distance" in ckpt:
-            for i in range(ckpt.sizes["member"]):
-                frames.append({name: ckpt[f"member_{name}"].values[i]
+            size = (ckpt.sizes["member"], ckpt.sizes["time"])
+            for i in range(size[0]):  # (a measure not kept by an older version: NaN)
+                frames.append({name: (ckpt[f"member_{name}"].values[i]
+                                      if f"member_{name}" in ckpt else np.full(size[1], np.nan))
                                for name in (*MEASURES, "floor", "pair_floor",
                                             "predicted")})
         return frames[-1], frames
-
-
-# ---------------------------------------------------------------------------------------
-# The fit and the dataset.
-
-def fit_rate(times: np.ndarray, distance: np.ndarray, floor: float, ceiling: float,
-             level: float = 0.95) -> tuple[float, float, float, float, float]:
-    """``(rate, low, high, t_start, t_stop)``: minus the least-squares slope of
-    ``log distance`` against ``t`` over the first run of times with the distance in
-    ``[floor, ceiling]``, its ``level`` interval (Student t); NaN with fewer than 3 points.
-    """
-    nan = (math.nan,) * 5
-    d = np.asarray(distance, dtype=float)
-    inside = np.isfinite(d) & (d > 0) & (d >= floor) & (d <= ceiling)
-    idx = np.flatnonzero(inside)
-    if idx.size < 3:
-        return nan
-    start = stop = int(idx[0])
-    while stop + 1 < d.size and inside[stop + 1]:
-        stop += 1
-    if stop - start + 1 < 3:
-        return nan
-    t, y = np.asarray(times[start:stop + 1], dtype=float), np.log(d[start:stop + 1])
-    fit = stats.linregress(t, y)
-    half = (stats.t.ppf(0.5 + level / 2, t.size - 2) * fit.stderr if t.size > 2 else math.nan)
-    return (float(-fit.slope), float(-fit.slope - half), float(-fit.slope + half),
-            float(t[0]), float(t[-1]))
-
-
-def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
-    """The contraction dataset (docs/datasets.md) of the members done (NaN for the
-    others)."""
-    c, m = cfg["contraction"], cfg["model"]
-    times = np.asarray(plan["times"], dtype=float)
-    betas, sources = list(c["beta"]), list(c["sources"])
-    names = ("distance",) + (("pair_distance",) if c["other"] is not None else ())
-    curves = {name: np.full((len(betas), times.size, len(sources)), np.nan) for name in names}
-    fits = {name: np.full((len(betas), len(sources), 5), np.nan) for name in names}
-    for i, value in enumerate(done):
-        if not isinstance(value, dict):
-            continue
-        beta, source = plan["members"][i]
-        b, s = betas.index(beta), sources.index(source)
-        for name in names:
-            curves[name][b, :, s] = value[name]
-            floor = value["floor" if name == "distance" else "pair_floor"]
-            curve = value[name]
-            if name == "pair_distance" and not plan["noisy"]:
-                # the pair's decay is the linear one only once the clusters are small
-                curve = np.where(value["distance"] <= c["fit_below"], curve, np.nan)
-            fits[name][b, s] = fit_rate(times, curve, max(floor, c["fit_above"]),
-                                        c["fit_below"])
-    rates = np.asarray(plan["rates"], dtype=float)
-    for i, value in enumerate(done):  # measured at a non-uniform stationary state
-        b = betas.index(plan["members"][i][0])
-        if isinstance(value, dict) and np.isnan(rates[b]):
-            rates[b] = value["predicted"]
-    target = "stationary" if plan["noisy"] else "dirac"
-    data: dict[str, Any] = {}
-    long = {"distance": ("W_2(mu_t, delta_{x_inf})" if target == "dirac"
-                         else "W_2(mu_t, mu_inf)"),
-            "pair_distance": "W_2 between the solutions from the two starts"
-                             + (" (modulo rotation)" if target == "dirac" else "")}
-    for name in names:
-        prefix = "" if name == "distance" else "pair_"
-        data[name] = (("beta", "time", "source"), curves[name],
-                      {"units": "rad", "long_name": long[name]})
-        what = f"decay rate of {name}: -slope of log {name} against t"
-        for k, (suffix, text) in enumerate((("fitted_rate", what),
-                                            ("fitted_rate_low", what + ", 95 % low"),
-                                            ("fitted_rate_high", what + ", 95 % high"),
-                                            ("fit_start", "first time of the fitted window"),
-                                            ("fit_stop", "last time of the fitted window"))):
-            units = "1" if suffix.startswith("fit_") and "rate" not in suffix else "1/time"
-            data[prefix + suffix] = (("beta", "source"), fits[name][:, :, k],
-                                     {"units": units, "long_name": text})
-    data["predicted_rate"] = ("beta", rates,
-                              {"units": "1/time", "long_name":
-                               ("1 (SA) or e^beta (USA)" if target == "dirac" else
-                                "|sigma| of the slowest mode of the stationary state "
-                                "(closed form when uniform, else -Re of the leading "
-                                "eigenvalue of F' there)")})
-    ds = xr.Dataset(data, coords={"beta": ("beta", np.asarray(betas, dtype=float)),
-                                  "time": ("time", times, {"units": "1"}),
-                                  "source": ("source", np.asarray(sources, dtype=str))})
-    ds.attrs.update({
-        "title": f"contraction of {'SA' if m['normalized'] else 'USA'} on the "
-                 f"{cfg['domain']['geometry']}, kappa = {m['kappa']:g}: W_2 to the "
-                 + ("limit point" if target == "dirac" else "stationary state"),
-        "geometry": cfg["domain"]["geometry"], "model": "SA" if m["normalized"] else "USA",
-        "kappa": m["kappa"], "target": target, "fit_below": c["fit_below"],
-        "fit_above": c["fit_above"], "dt": plan["dt"], **info})
-    if "particles" in sources:
-        ds.attrs["n"] = cfg["particles"]["n"]
-    return ds
 
 
 def contraction(config: dict | None = None, *, out: str | Path | None = None,
@@ -478,14 +467,16 @@ def contraction(config: dict | None = None, *, out: str | Path | None = None,
     """The contraction study of one config (module docstring).
 
     Args:
-        config: the config; ``[contraction]`` beta, sources, fit_below, fit_above, other.
+        config: the config; ``[contraction]`` beta, sources, fit_below, fit_above, other,
+            pde.
         out: where to write the netCDF result (default ``output.path``).
         overwrite: replace an existing result.
         resume: continue from ``<out>.checkpoint.nc`` (the members done are kept).
         progress: a bar over the members.
 
     Returns:
-        The study dataset; ``status`` -1 when interrupted (the members done so far).
+        The study dataset; ``status`` -1 when interrupted (the members done so far), 1
+        when a member measured no rate or a crossover (``message`` says which and why).
 
     Raises:
         ConfigError: bad input, before any work.
@@ -493,5 +484,14 @@ def contraction(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_contraction_config(cfg)
-    return run_study(cfg, lambda executor: ContractionTask(cfg, plan, executor, progress), out,
-                     overwrite=overwrite, resume=resume, progress=progress)
+    ds = run_study(cfg, lambda executor: ContractionTask(cfg, plan, executor, progress), out,
+                   overwrite=overwrite, resume=resume, progress=progress)
+    problems = ds.attrs.get("problems", "")
+    if ds.attrs["status"] == 0 and problems:  # (the file rewritten with them)
+        ds.attrs.update(status=1, message=f"finished with problems: {problems}")
+        target = out if out is not None else cfg["output"]["path"]
+        if target is not None:
+            from meanfield.io import write_netcdf
+
+            write_netcdf(ds, target, overwrite=True)
+    return ds

@@ -26,10 +26,14 @@ FIT_BELOW, FIT_ABOVE = 0.1, 1e-8
 
 
 def contraction_dataset(model: str = "USA", beta=(0.5, 1.0, 2.0),
-                        sources=("pde", "particles"), pair: bool = False) -> xr.Dataset:
-    """distance = A e^{-r t} with r the predicted rate (1 for SA, e^β for USA), the fit
+                        sources=("pde", "particles"), pair: bool = False,
+                        per_source: bool = True) -> xr.Dataset:
+    """distance = A e^{-r t} with r the local rate (1 for SA, e^β for USA), the fit
     window where it lies in [FIT_ABOVE, FIT_BELOW], fitted rates r with a ±5 % interval;
-    the particles' distances are the PDE's with a floor (as a finite n gives)."""
+    the particles' distances are the PDE's with a floor (as a finite n gives). Both
+    windows measure the local rate (``fit_regime``); the mean-field rate of S¹ is kept
+    beside it. ``per_source = False``: the layout of older results (``predicted_rate``
+    (beta) only)."""
     beta = np.asarray(beta, dtype=float)
     time = np.linspace(0.0, 4.0, 41)
     rate = np.exp(beta) if model == "USA" else np.ones_like(beta)
@@ -50,11 +54,18 @@ def contraction_dataset(model: str = "USA", beta=(0.5, 1.0, 2.0),
          "fitted_rate": (dims2, fitted), "fitted_rate_low": (dims2, 0.95 * fitted),
          "fitted_rate_high": (dims2, 1.05 * fitted),
          "fit_start": (dims2, start), "fit_stop": (dims2, stop),
-         "predicted_rate": (("beta",), rate)},
+         "predicted_rate": ((dims2, np.stack([rate] * len(sources), axis=-1))
+                            if per_source else (("beta",), rate))},
         coords={"beta": beta, "time": time, "source": list(sources)},
         attrs={"kind": "contraction", "title": "contraction", "geometry": "circle",
                "model": model, "kappa": np.inf, "target": "dirac",
                "fit_below": FIT_BELOW, "fit_above": FIT_ABOVE})
+    if per_source:
+        mean_field = 0.5 * np.ones_like(beta) if model == "SA" else np.exp(-beta) / 2
+        ds["local_rate"] = ("beta", rate)
+        ds["mean_field_rate"] = ("beta", mean_field)
+        ds["fit_regime"] = (dims2, np.full(fitted.shape, "local", dtype="<U10"))
+        ds.attrs["dim"] = 2
     if pair:  # twice the distance: the same rates, the windows a bit later
         ds["pair_distance"] = (dims3, 2 * distance)
         ds["pair_fitted_rate"] = (dims2, fitted)
@@ -102,18 +113,62 @@ def test_fitted_and_predicted_lines():
             assert t[0] == pytest.approx(float(ds.fit_start[i, 0 if source == "pde" else 1]))
             assert t[-1] == pytest.approx(float(ds.fit_stop[i, 0 if source == "pde" else 1]))
             if source == "pde":  # the exact exponential: the fitted line lies on it
-                rate = float(ds.predicted_rate[i])
+                rate = float(ds.local_rate[i])
                 np.testing.assert_allclose(d, A * np.exp(-rate * t), rtol=1e-9)
-        # one predicted line per β, through the start of the (PDE's) fitted line
-        predicted = lines[f"predicted:{b}"]
-        fit = lines[f"fit:distance:pde:{b}"]
-        assert predicted.get_linestyle() == ":" and fit.get_linestyle() == "--"
-        assert predicted.get_ydata()[0] == pytest.approx(fit.get_ydata()[0])
+            # the predicted line of the window's regime (local: dotted), through the
+            # start of the source's fitted line
+            predicted = lines[f"predicted:{source}:{b}"]
+            assert predicted.get_linestyle() == ":" and fit.get_linestyle() == "--"
+            assert predicted.get_ydata()[0] == pytest.approx(fit.get_ydata()[0])
     assert ax.get_yscale() == "log"
     assert "rad" in ax.get_ylabel() and "t" in ax.get_xlabel()
     labels = [t.get_text() for legend in ax.findobj(lambda a: a.__class__.__name__ == "Legend")
               for t in legend.get_texts()]
-    assert {"PDE", "particles", "fitted rate", "predicted rate", "β = 2"} <= set(labels)
+    assert {"PDE", "particles", "fitted rate", "predicted: local rate", "β = 2"} <= set(labels)
+
+
+def test_mean_field_window_and_older_results():
+    """A PDE window in the mean-field regime gets the mean-field slope (dash-dotted) and
+    the rates panel both rates; a result with predicted_rate (beta) alone still plots."""
+    ds = contraction_dataset("SA")
+    ds["fit_regime"].loc[{"source": "pde"}] = "mean-field"
+    ds["predicted_rate"].loc[{"source": "pde"}] = 0.5
+    ax = new_axes()
+    distance_vs_time(ds, ax)
+    lines = gids(ax)
+    pde, tokens = lines["predicted:pde:1"], lines["predicted:particles:1"]
+    assert pde.get_linestyle() == "-." and tokens.get_linestyle() == ":"
+    t, d = (np.asarray(v, dtype=float) for v in pde.get_data())
+    np.testing.assert_allclose(np.diff(np.log(d)) / np.diff(t), -0.5, rtol=1e-9)
+    ax = new_axes()
+    rates_vs_beta(ds, ax)
+    lines = gids(ax)
+    np.testing.assert_allclose(lines["predicted"].get_ydata(), 1.0)
+    np.testing.assert_allclose(lines["mean_field"].get_ydata(), 0.5)
+    assert {"local rate 1", "mean-field rate 1/2"} <= {
+        t.get_text() for t in ax.get_legend().get_texts()}
+    old = contraction_dataset(per_source=False)
+    ax = new_axes()
+    distance_vs_time(old, ax)
+    assert "predicted:pde:1" in gids(ax)
+    labels = [t.get_text() for legend in ax.findobj(lambda a: a.__class__.__name__ == "Legend")
+              for t in legend.get_texts()]
+    assert "predicted rate" in labels
+    ax = new_axes()
+    rates_vs_beta(old, ax)
+    np.testing.assert_allclose(gids(ax)["predicted"].get_ydata(), np.exp([0.5, 1, 2]))
+
+
+def test_far_share_panel():
+    ds = contraction_dataset("SA")
+    share = np.where(ds.source.values == "pde", 0.6, np.nan)
+    ds["far_share"] = (("beta", "time", "source"),
+                       np.broadcast_to(share, (3, ds.time.size, 2)).copy())
+    fig = figure(ds)
+    assert len(fig.axes) == 3
+    lines = gids(fig.axes[1])
+    assert "far_share:pde:1" in lines and not any("particles" in g for g in lines)
+    assert len(figure(contraction_dataset("SA")).axes) == 2  # no far_share: two panels
 
 
 def test_rates_panel_log_for_usa_linear_for_sa():
@@ -164,6 +219,7 @@ def test_nan_only_source_is_skipped():
                  "fit_start", "fit_stop"):
         ds[name].loc[{"source": "particles"}] = np.nan
     ds["predicted_rate"][1] = np.nan  # (with noise the slowest mode may be unknown)
+    ds["local_rate"][1] = np.nan
     buffer = io.BytesIO()
     figure(ds).savefig(buffer, format="png", dpi=30)  # both panels drawn, no error
     assert buffer.getvalue().startswith(PNG_MAGIC)
@@ -171,7 +227,7 @@ def test_nan_only_source_is_skipped():
     distance_vs_time(ds, ax)
     lines = gids(ax)
     assert not any("particles" in g for g in lines)
-    assert "predicted:1" not in lines and "predicted:2" in lines
+    assert "predicted:pde:1" not in lines and "predicted:pde:2" in lines
     ax = new_axes()
     rates_vs_beta(ds, ax)
     assert "rate:particles" not in gids(ax)

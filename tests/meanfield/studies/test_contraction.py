@@ -16,6 +16,7 @@ from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs.engine import TaskFailed
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.studies import contraction as ct
+from meanfield.studies import contraction_rates as rates
 
 # One cluster (von Mises, W_2 ~ 0.18 at t = 0) collapsing; 1024 points resolve it down to
 # 4 spacings = 0.025 rad, below the fitted window's top of 0.1.
@@ -43,33 +44,33 @@ def sa():
 def test_fit_rate_of_an_exact_exponential():
     t = np.linspace(0, 10, 101)
     d = 0.5 * np.exp(-1.7 * t)
-    rate, low, high, start, stop = ct.fit_rate(t, d, 1e-6, 0.1)
+    rate, low, high, start, stop = rates.fit_rate(t, d, 1e-6, 0.1)
     assert rate == pytest.approx(1.7, rel=1e-12)
     assert low <= rate <= high and high - low < 1e-9
     assert d[np.searchsorted(t, start)] <= 0.1 and d[np.searchsorted(t, stop)] >= 1e-6
     # the first run of times in the window only: a later re-entry is not fitted
     d2 = d.copy()
     d2[-5:] = 0.05
-    assert ct.fit_rate(t, d2, 1e-6, 0.1)[4] < t[-5]
-    assert all(math.isnan(v) for v in ct.fit_rate(t, d, 1.0, 2.0))
+    assert rates.fit_rate(t, d2, 1e-6, 0.1)[4] < t[-5]
+    assert all(math.isnan(v) for v in rates.fit_rate(t, d, 1.0, 2.0))
 
 
 def test_predicted_rates_are_those_of_the_design():
     cfg = _config()
     from meanfield import config as cfgmod
     cfg = cfgmod.validate(cfg)
-    assert ct.predicted_rate(cfg, 2.0) == 1.0
+    assert rates.local_rate(cfg, 2.0) == 1.0
     usa = {**cfg, "model": {**cfg["model"], "normalized": False}}
-    assert ct.predicted_rate(usa, 2.0) == pytest.approx(math.exp(2.0), rel=1e-15)
+    assert rates.local_rate(usa, 2.0) == pytest.approx(math.exp(2.0), rel=1e-15)
     noisy = {**cfg, "model": {**cfg["model"], "kappa": 1.5}}
-    assert ct.predicted_rate(noisy, 0.0) == pytest.approx(-growth_rate(1, 0.0, 1.5, True))
-    assert ct.predicted_rate(noisy, 0.0) == pytest.approx(1 / 1.5 - 1 / 2)
+    assert rates.local_rate(noisy, 0.0) == pytest.approx(-growth_rate(1, 0.0, 1.5, True))
+    assert rates.local_rate(noisy, 0.0) == pytest.approx(1 / 1.5 - 1 / 2)
     sphere = {**noisy, "domain": {"geometry": "sphere", "dim": 3},
               "model": {**noisy["model"], "kappa": 2.0}}
-    assert ct.predicted_rate(sphere, 0.0) == pytest.approx(
+    assert rates.local_rate(sphere, 0.0) == pytest.approx(
         -sphere_growth_rate(1, 0.0, 2.0, True))
     above = {**cfg, "model": {**cfg["model"], "kappa": 3.0}}  # above kappa_c = 2
-    assert math.isnan(ct.predicted_rate(above, 0.0))
+    assert math.isnan(rates.local_rate(above, 0.0))
 
 
 def test_sa_circle_rates_within_five_percent(sa):
@@ -92,7 +93,8 @@ def test_usa_circle_rate_is_e_to_the_beta():
                   contraction={"beta": [2.0]})
     ds = ct.contraction(cfg)
     ratio = (ds.fitted_rate / ds.predicted_rate).values
-    assert ds.predicted_rate.item() == pytest.approx(math.exp(2.0))
+    assert ds.local_rate.item() == pytest.approx(math.exp(2.0))
+    assert set(ds.fit_regime.values.ravel()) == {"local"}
     assert np.all(np.abs(ratio - 1) < 0.05), ratio
     assert ds.attrs["dt"] <= ct.AUTO_DT_RATE / math.exp(2.0)
 
