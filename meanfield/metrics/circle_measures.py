@@ -120,6 +120,18 @@ def make_panel_kernels():
     return _cheb, cdf, quantile
 
 
+def _compensated_cumsum(w: np.ndarray) -> np.ndarray:
+    """Cumulative sums of ``w`` to about one rounding each (Neumaier's compensated sum,
+    in blocks of numpy operations: O(n), exact-rounding up to O(n eps^2))."""
+    s = np.cumsum(w)
+    # The rounding error of each partial sum s_i = fl(s_{i-1} + w_i), exactly (TwoSum),
+    # accumulated and added back once.
+    prev = np.concatenate([[0.0], s[:-1]])
+    bp = s - prev
+    err = (prev - (s - bp)) + (w - bp)
+    return s + np.cumsum(err)
+
+
 def _chebyshev_coefficients(values: np.ndarray) -> np.ndarray:
     """Chebyshev coefficients from values at the Lobatto points cos(pi q / N), rows."""
     from scipy.fft import dct
@@ -195,8 +207,15 @@ class CircleMeasure:
         else:
             order = np.argsort(x, kind="stable")
             x, w = x[order], w[order]
-        levels = np.cumsum(w)
-        levels /= levels[-1]
+        # Correctly rounded levels: equal cumulative masses on two sides are then equal
+        # floats to an ulp or two, which the exact transport at large p relies on
+        # (circle_atoms). A plain cumsum drifts by up to ~n eps.
+        if weights is None:
+            levels = np.arange(1, x.size + 1) / x.size
+        else:
+            levels = _compensated_cumsum(w)
+            levels /= levels[-1]
+            levels[-1] = 1.0
         return cls("atoms", angles=x, weights=w, levels=levels)
 
     @classmethod
