@@ -177,11 +177,15 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
                         gid=f"fit:{variable}:{source}:{b:g}")
             drawn_fit = True
             predicted, regime = _predicted(ds, i, source)
-            if not pair and np.isfinite(predicted) and regime in REGIME_STYLES:
+            if pair:
+                continue
+            if np.isfinite(predicted) and regime in REGIME_STYLES:
                 d0 = np.exp(c - rate * start)
                 ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), REGIME_STYLES[regime],
                             color="k", lw=1.0, gid=f"predicted:{source}:{b:g}")
                 drawn_regimes.add(regime)
+            elif regime == "crossover":
+                drawn_regimes |= _crossover_slopes(ax, ds, i, t, d, tt, f"{source}:{b:g}")
     _decade_labels(ax, shown)
     ax.set_xlabel(_time_label(ds))
     if pair:
@@ -216,6 +220,25 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
         ax.legend(handles=styles, loc="lower left", fontsize=7,
                   **({"bbox_to_anchor": (1.01, 0.0), "borderaxespad": 0.0}
                      if mappable is None else {}))
+
+
+def _crossover_slopes(ax, ds: xr.Dataset, i: int, t: np.ndarray, d: np.ndarray,
+                      tt: np.ndarray, tag: str) -> set[str]:
+    """A window over the crossover: the local slope from the distance at its start and
+    the mean-field slope into the distance at its end (the curve bends from one to the
+    other). ``gid``s ``"local:{tag}"``, ``"mean_field:{tag}"``; the regimes drawn."""
+    if not {"local_rate", "mean_field_rate"} <= set(ds.data_vars):
+        return set()
+    inside = np.flatnonzero((t >= tt[0]) & (t <= tt[-1]) & np.isfinite(d))
+    if inside.size < 2:
+        return set()
+    first, last = inside[0], inside[-1]
+    for name, regime, anchor, gid in (("local_rate", "local", first, "local"),
+                                      ("mean_field_rate", "mean-field", last, "mean_field")):
+        rate = float(ds[name].isel(beta=i))
+        ax.semilogy(tt, d[anchor] * np.exp(-rate * (tt - t[anchor])), REGIME_STYLES[regime],
+                    color="k", lw=1.0, gid=f"{gid}:{tag}")
+    return {"local", "mean-field"}
 
 
 def _decade_labels(ax, shown: list[np.ndarray]) -> None:

@@ -155,8 +155,9 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                                   "time": ("time", times, {"units": "1"}),
                                   "source": ("source", np.asarray(sources, dtype=str))})
     ds.attrs.update({
-        "title": f"contraction of {'SA' if m['normalized'] else 'USA'} on the "
-                 f"{cfg['domain']['geometry']}, kappa = {m['kappa']:g}: W_2 to the "
+        "title": f"contraction of {'SA' if m['normalized'] else 'USA'} on "
+                 f"{'S¹' if cfg['domain']['geometry'] == 'circle' else 'S²'}, κ = "
+                 f"{'∞' if math.isinf(m['kappa']) else format(m['kappa'], 'g')}: W₂ to the "
                  + ("limit point" if target == "dirac" else "stationary state"),
         "geometry": cfg["domain"]["geometry"], "model": "SA" if m["normalized"] else "USA",
         "kappa": m["kappa"], "target": target, "fit_below": c["fit_below"],

@@ -159,6 +159,24 @@ def test_mean_field_window_and_older_results():
     np.testing.assert_allclose(gids(ax)["predicted"].get_ydata(), np.exp([0.5, 1, 2]))
 
 
+def test_crossover_window_gets_both_slopes():
+    """A window over the crossover has no predicted rate: the local slope leaves the
+    curve at the window's start and the mean-field slope meets it at its end."""
+    ds = contraction_dataset("SA", beta=(1.0,), sources=("pde",))
+    ds["fit_regime"][:] = "crossover"
+    ds["predicted_rate"][:] = np.nan
+    ax = new_axes()
+    distance_vs_time(ds, ax)
+    lines = gids(ax)
+    local, mean_field = lines["local:pde:1"], lines["mean_field:pde:1"]
+    t, d = (np.asarray(v, dtype=float) for v in local.get_data())
+    assert local.get_linestyle() == ":" and mean_field.get_linestyle() == "-."
+    assert d[0] == pytest.approx(A * np.exp(-t[0]), rel=1e-9)
+    t, d = (np.asarray(v, dtype=float) for v in mean_field.get_data())
+    assert d[-1] == pytest.approx(A * np.exp(-t[-1]), rel=1e-9)
+    np.testing.assert_allclose(np.diff(np.log(d)) / np.diff(t), -0.5, rtol=1e-9)
+
+
 def test_far_share_panel():
     ds = contraction_dataset("SA")
     share = np.where(ds.source.values == "pde", 0.6, np.nan)
