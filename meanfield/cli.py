@@ -126,6 +126,8 @@ def _run(args) -> int:
         ok = ratio[np.isfinite(ratio)]
         print(f"wrote {out}  (fitted / predicted rate: "
               + (f"{ok.min():.3f} .. {ok.max():.3f})" if ok.size else "none fitted)"))
+        if ds.attrs["status"] == 1:  # a member without a rate or over a crossover
+            print(f"meanfield: warning: {ds.attrs['message']}", file=sys.stderr)
     elif args.command == "bifurcation":
         print(f"wrote {out}  ({_bifurcation_summary(ds)})")
         if ds.attrs["status"] == 1:

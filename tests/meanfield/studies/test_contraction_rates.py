@@ -85,6 +85,30 @@ def test_characteristic_solution_asymptotics(beta_zero):
     np.testing.assert_allclose(finer["distance"], w2, rtol=1e-9)
 
 
+def test_on_the_sphere_the_equal_rates_bring_a_sqrt_t():
+    """S^2, beta = 0: along the characteristics tan(theta/2) = e^{-R} tan(theta_0/2) the far
+    side and the cluster both contribute e^{-2R}, and the mass arriving at every time adds
+    a logarithm: W_2^2 = 32 pi rho_0(-e) e^{-2R} (R + c + o(1)) (docs/contraction.md), so
+    W_2 ~ sqrt(t) e^{-t}. Quadrature of the closed form (u = tan(theta_0/2) = e^v) for a
+    von Mises-Fisher start of concentration 1: W_2^2 e^{2R} / (32 pi rho_0(-e)) - R is
+    constant to 1e-4 for R = 10..80."""
+    from scipy.integrate import quad
+
+    def rho(c: float) -> float:  # von Mises-Fisher, concentration 1, about e
+        return math.exp(c) / (4 * math.pi * math.sinh(1.0))
+
+    def w2(big_r: float) -> float:
+        def f(v: float) -> float:
+            u = math.exp(v)
+            return (4 * math.atan(math.exp(-big_r) * u) ** 2 * rho((1 - u * u) / (1 + u * u))
+                    * 2 * math.pi * 4 * u * u / (1 + u * u) ** 2)
+        return quad(f, -40, big_r + 40, limit=500, points=[0, big_r])[0]
+
+    excess = [w2(r) * math.exp(2 * r) / (32 * math.pi * rho(-1.0)) - r
+              for r in (10.0, 20.0, 40.0, 80.0)]
+    assert max(excess) - min(excess) < 1e-3 * max(excess) + 1e-3
+
+
 def test_characteristic_solution_needs_a_symmetric_density():
     skew = density_function({"kind": "mixture", "components": [
         {"kind": "von_mises", "center": 0.0, "concentration": 1.0, "weight": 0.7},
@@ -201,3 +225,18 @@ def test_usa_mean_field_rate_is_e_to_minus_beta_over_two():
     assert ds.fit_regime.item() == "mean-field"
     assert ds.predicted_rate.item() == pytest.approx(math.exp(-1) / 2, rel=1e-15)
     assert ds.fitted_rate.item() == pytest.approx(math.exp(-1) / 2, rel=0.01)
+
+
+def test_cli_warns_when_a_member_has_no_rate(tmp_path, capsys):
+    from meanfield.cli import main
+
+    path = tmp_path / "c.toml"
+    path.write_text('[model]\nnormalized = true\n[initial]\nkind = "von_mises"\n'
+                    'concentration = 1.0\n[time]\nt_final = 4.0\nsave_every = 0.1\n'
+                    '[particles]\nn = 200\n[contraction]\nbeta = [1.0]\n'
+                    'sources = ["particles"]\n')
+    assert main(["contraction", str(path), "--out", str(tmp_path / "c.nc"),
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("meanfield: warning:")
+    assert "fit_below" in err[0]
