@@ -1,30 +1,29 @@
 """Optimal transport on the sphere S^{d-1} (d = 3: S^2) with the geodesic cost.
 
 Measures are weighted atoms: unit vectors ``x`` ``(n, d)`` with weights ``a`` ``(n,)``
-(``None``: uniform). The ground cost is the great-circle distance
-``d(x, y) = arccos(<x, y>)`` (the inner product clipped to [-1, 1]), raised to the power p.
+(``None``: uniform). The ground cost is the great-circle distance ``d(x, y)``, computed
+stably as ``2 atan2(|x - y|, |x + y|)`` (``geodesic_distance``), raised to the power p.
 
 What is here, and what each number is:
 
-- ``sphere_wasserstein``: the exact W_p by the network simplex (POT ``ot.emd2``), for
+- ``sphere_wasserstein``: the exact W_p by the network simplex (POT ``ot.emd``), for
   moderate sizes. Cost: measured 0.06 s at n = m = 300, 0.2-0.6 s at 1000 x 700, 2.0 s at
   3000 x 3000 (one core; 3.6 s for 512 grid atoms against 2000 points: degenerate costs
   slow the simplex) and about ``EMD_COPIES`` dense n x m float64 arrays of memory
-  (measured peak 5.0-5.1 copies at n = 1000, 3000); above ``MEMORY_LIMIT_BYTES`` it
-  refuses before any work and names the method to use instead. Accuracy: round-off.
-- ``sinkhorn_divergence``: the debiased Sinkhorn divergence
-  ``S_eps = OT_eps(a, b) - (OT_eps(a, a) + OT_eps(b, b)) / 2`` (Feydy et al. 2019), with
-  ``OT_eps`` the entropic transport with cost d^p and the entropy relative to a x b, by
-  Sinkhorn iterations with eps-annealing and absorbed potentials (nothing overflows).
-  It estimates W_p^p, not W_p; its bias is measured in ``SINKHORN_BIAS``: for p = 2,
-  ``0 <= W2^2 - S_eps <= 0.15 eps log(1/eps)`` on those problems.
+  (measured peak 6.1 copies at n = 3000); above ``MEMORY_LIMIT_BYTES`` it
+  refuses before any work and names the method to use instead. Accuracy: round-off
+  for p <= 2 (one solve); for 2 < p <= ``P_MAX`` a certified solve on a rescaled,
+  clipped cost (``_emd_distance``: 2-15 solves, agreeing with an assignment solver to
+  1e-12); distances ``geodesic_distance``, exact 0 between identical points.
+- the debiased Sinkhorn divergence, an estimate of W_p^p with a measured bias:
+  ``sphere_sinkhorn.sinkhorn_divergence``.
 - ``sliced_wasserstein_sphere``: the spherical sliced Wasserstein distance of Bonet et
   al. (2023), in radians: ``SSW_p = (mean_U W_p^p(P_U mu, P_U nu))^{1/p}`` over random
   2-planes U, each projected measure transported exactly on the circle by
   ``meanfield.metrics.circle_transport``. A different quantity from W_p: its own name.
 - ``wasserstein_to_dirac``: W_p to a Dirac in closed form (every atom goes to x0).
-- ``wasserstein_modulo_rotation``: min over rotations R of W_p(mu, R nu), a local method
-  (alternating exact coupling and weighted Kabsch rotation) with several starts.
+- min over rotations R of W_p(mu, R nu): ``sphere_rotation.wasserstein_modulo_rotation``
+  (a local method with several starts, built on the exact coupling here).
 - ``grid_atoms``: a density on grid nodes as weighted atoms (quadrature weight x density).
 
 Discretisation error of ``grid_atoms``: each atom stands for the mass of its cell, moved
@@ -49,36 +48,29 @@ import numpy as np
 
 # Exact transport (and the dense Sinkhorn) is refused above this memory estimate.
 MEMORY_LIMIT_BYTES = 2 * 2**30
-# Dense n x m float64 arrays alive at the peak of ot.emd2: the cost, POT's copy, the
-# simplex's flows and the plan (measured peak RSS 5.0-5.1 arrays at n = m = 1000, 3000).
-EMD_COPIES = 6
-# Dense n x m arrays of our Sinkhorn: the cost and two work arrays of the log-sum-exp.
-SINKHORN_COPIES = 4
+# Dense n x m float64 arrays alive at the peak of ot.emd: the distances (kept for the
+# plan's value), the cost, POT's copy, the simplex's flows and the plan (measured peak
+# RSS 6.1 arrays at n = m = 3000, p = 2 and 4; 5.0-5.1 before the distances were kept).
+EMD_COPIES = 7
 # Points must be unit vectors to this tolerance (they are not silently normalised).
 UNIT_TOL = 1e-8
+# Cost entries (d / scale)^p of geodesic_cost are clipped here (no overflow at any p).
+COST_CLIP = 1e200
+# p > 2 in the network simplex (``_emd_distance``): the scale is accepted when the
+# optimum's entries are at least this (in units of the scale), after at most MAX_RESCALES
+# solves; flows below FLOW_TOL of the smallest mass are round-off.
+SCALE_FLOOR = 1e-3
+MAX_RESCALES = 60
+# W_p on the sphere is computed exactly for p <= P_MAX (check_sphere_p): measured, the
+# certified simplex against scipy's assignment solver on 9 problems (n = 20..100, random
+# and 0.01 rad apart) to 1e-12 for p = 3..1e4 (up to 15 solves), the zonal quadrature
+# against 4096 nodes to 1e-13.
+P_MAX = 1e4
+FLOW_TOL = 1e-9
 
-# Measured bias of the debiased Sinkhorn divergence (p = 2, cost d^2 in rad^2) against
-# the exact W2^2 (network simplex), on 6 random problems on S^2 (uniform and clustered
-# atoms, random weights in [0.5, 1.5], sizes n x m = 100 x 150, 100 x 100, 300 x 200,
-# 300 x 300, 1000 x 700, 700 x 1000): eps -> max over problems of W2^2 - S_eps. In all
-# 24 cases S_eps <= W2^2 (an underestimate), largest on the smallest, most spread
-# problem (100 x 150 uniform); on the 1000-atom problems it was 2.6-3.6e-3 (eps = 0.1,
-# 0.03), 1.8-1.9e-3 (0.01), 0.9e-3 (0.003).
-SINKHORN_BIAS = {0.1: 2.75e-2, 0.03: 1.32e-2, 0.01: 5.41e-3, 0.003: 1.72e-3}
-# max |S_eps - W2^2| / (eps log(1/eps)) over those 24 cases was 0.125
-SINKHORN_BIAS_CONSTANT = 0.15
 # SSW_2 / W_2 measured on 7 random problems (sizes 100..1000, uniform and clustered
 # atoms, weighted; 100 projections, 3 seeds): 0.61 .. 1.06. The range the tests accept:
 SLICED_RATIO_RANGE = (0.5, 1.2)
-
-
-def sinkhorn_bias_bound(eps: float) -> float:
-    """The stated bias bound |S_eps - W2^2| <= 0.15 eps log(1/eps) (rad^2), measured for
-    0.003 <= eps <= 0.1 on the problems of ``SINKHORN_BIAS`` (an empirical bound, not a
-    theorem: at fixed eps the bias does not vanish as n grows, and it is largest for
-    small, spread-out samples)."""
-    eps = float(eps)
-    return SINKHORN_BIAS_CONSTANT * eps * math.log(1.0 / eps)
 
 
 def validate_points(x, name: str = "points", dim: int | None = None) -> np.ndarray:
@@ -136,16 +128,56 @@ def validate_p(p: float) -> float:
     return p
 
 
-def geodesic_cost(x: np.ndarray, y: np.ndarray, p: float = 2.0) -> np.ndarray:
-    """Dense ``(n, m)`` matrix of ``arccos(<x_i, y_j>)^p`` (inner products clipped)."""
-    c = x @ y.T
-    np.clip(c, -1.0, 1.0, out=c)
-    np.arccos(c, out=c)
-    if p == 2:
-        c *= c
-    elif p != 1:
-        c **= p
-    return c
+def check_sphere_p(p: float) -> float:
+    """``p`` if W_p on the sphere is computed exactly for it (``p <= P_MAX``), else a
+    ``ValueError`` saying why (the Dirac's closed form takes any p)."""
+    if p > P_MAX:
+        raise ValueError(
+            f"p = {p:g} is above P_MAX = {P_MAX:g} on the sphere: W_p is exact up to there "
+            "(the certified network simplex agrees with an assignment solver to 1e-12; the "
+            "zonal quadrature resolves |d|^p with 8 sqrt(p) nodes), not beyond; use "
+            f"p <= {P_MAX:g}")
+    return p
+
+
+def geodesic_distance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Dense ``(n, m)`` great-circle distances ``2 atan2(|x_i - y_j|, |x_i + y_j|)``.
+
+    Stable everywhere (arccos of the inner product loses half the digits of small
+    angles: identical points came out 1.5e-8 apart; this gives exactly 0), at the price
+    of summing the squared differences component by component (three n x m arrays at
+    the peak, fewer than the network simplex's ``EMD_COPIES``).
+    """
+    minus = np.zeros((x.shape[0], y.shape[0]))
+    plus = np.zeros_like(minus)
+    for k in range(x.shape[1]):
+        t = np.subtract.outer(x[:, k], y[:, k])
+        minus += t * t
+        np.add.outer(x[:, k], y[:, k], out=t)
+        plus += t * t
+    np.sqrt(minus, out=minus)
+    np.sqrt(plus, out=plus)
+    return 2.0 * np.arctan2(minus, plus, out=minus)
+
+
+def pair_distance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``d(x_i, y_i)`` row by row, as ``geodesic_distance``."""
+    return 2.0 * np.arctan2(np.linalg.norm(x - y, axis=-1), np.linalg.norm(x + y, axis=-1))
+
+
+def geodesic_cost(x: np.ndarray, y: np.ndarray, p: float = 2.0, scale: float = 1.0
+                  ) -> np.ndarray:
+    """Dense ``(n, m)`` matrix of ``(d(x_i, y_j) / scale)^p`` (``geodesic_distance``),
+    entries above ``COST_CLIP`` clipped to it (a larger p would overflow)."""
+    c = geodesic_distance(x, y)
+    if scale != 1.0:
+        c /= scale
+    with np.errstate(over="ignore"):
+        if p == 2:
+            c *= c
+        elif p != 1:
+            c **= p
+    return np.minimum(c, COST_CLIP, out=c)
 
 
 def dense_memory(n: int, m: int, copies: int) -> int:
@@ -176,19 +208,68 @@ def _prepare(x, y, a, b, p):
     return x, y, a / a.sum(), b / b.sum(), p
 
 
-def _emd_cost(x, y, a, b, p) -> float:
-    """Exact transport cost sum P d^p (no validation; memory checked by the caller)."""
+def _emd_plan(a, b, cost):
+    """The network simplex's plan for one cost matrix, or a ``RuntimeError``."""
     import ot
 
-    n, m = x.shape[0], y.shape[0]
-    cost = geodesic_cost(x, y, p)
-    # b rescaled so that both sum to the same float: ot.emd2 checks the marginals to 1e-7
-    b = b * (a.sum() / b.sum())
-    value, log = ot.emd2(a, b, cost, numItermax=max(10**6, 50 * n * m), log=True)
+    n, m = cost.shape
+    plan, log = ot.emd(a, b, cost, numItermax=max(10**6, 50 * n * m), log=True)
     if log.get("warning") is not None or log.get("result_code", 1) != 1:
-        raise RuntimeError(f"network simplex did not converge ({log.get('warning')}); "
-                           f"the value {float(value):.6g} is not the optimum")
-    return max(float(value), 0.0)
+        raise RuntimeError(f"network simplex did not converge ({log.get('warning')}): "
+                           "no value returned")
+    return plan
+
+
+def _emd_distance(x, y, a, b, p) -> float:
+    """Exact W_p by the network simplex (no validation; memory checked by the caller).
+
+    The simplex works in floating point: a cost matrix whose entries span more than
+    ~1e16 loses the small ones (measured: 200 points moved by 0.01 rad, W_16 off by a
+    factor 10 from d^16; W_32 of random sets off by 90 % however the cost is scaled).
+    For p > 2 the cost is therefore ``min((d / s)^p, CLIP)``: s a distance scale, CLIP
+    at least 10 / (smallest mass). A plan optimal for the clipped cost that uses no
+    clipped arc is optimal for d^p (clipping only lowers costs), and with s >= W_p no
+    arc of an optimal plan is clipped (flow (d/s)^p <= (W_p/s)^p <= 1), so a plan that
+    uses a clipped arc means s < W_p. s is found by bisection (geometric) between W_2
+    (<= W_p) and the smallest W_p of the plans so far (each an upper bound), until the
+    plan is certified and ``(W_p/s)^p >= SCALE_FLOOR`` (the entries that matter are then
+    within CLIP / SCALE_FLOOR of each other): 2-3 solves at p = 4, up to ~12 at 1e4.
+    """
+    b = b * (a.sum() / b.sum())  # ot.emd checks that both sum to the same float
+    d = geodesic_distance(x, y)
+    if p <= 2:
+        return _plan_distance(_emd_plan(a, b, d**p), d, a, b, p)
+    clip = max(1e4, 10.0 / min(a.min(), b.min()))
+    lo = _plan_distance(_emd_plan(a, b, d * d), d, a, b, 2.0)  # W_2 <= W_p
+    hi = float(d.max())  # >= W_p
+    if lo == 0.0:
+        return 0.0
+    scale = lo
+    for _ in range(MAX_RESCALES):
+        with np.errstate(over="ignore", under="ignore"):
+            cost = np.minimum((d / scale) ** p, clip)
+        plan = _emd_plan(a, b, cost)
+        value = _plan_distance(plan, d, a, b, p)  # a feasible plan: >= W_p
+        used = plan > FLOW_TOL * min(a.min(), b.min())
+        if np.any(cost[used] >= clip):
+            lo = scale  # an arc clipped: scale < W_p (see the docstring)
+        elif (value / scale) ** p >= SCALE_FLOOR:
+            return value  # certified
+        hi = min(hi, value)
+        scale = math.sqrt(lo * hi) if hi > lo else hi
+    raise RuntimeError(f"network simplex at p = {p:g}: the cost's scale did not settle in "
+                       f"{MAX_RESCALES} solves (W_p in [{lo:.6g}, {hi:.6g}] rad)")
+
+
+def _plan_distance(plan, d, a, b, p) -> float:
+    """(sum P d^p)^{1/p} over the plan's arcs (flows below FLOW_TOL of the smallest mass
+    are the round-off of the marginals, not transport), scaled so nothing overflows."""
+    i, j = np.nonzero(plan > FLOW_TOL * min(a.min(), b.min()))
+    dd = d[i, j]
+    top = float(dd.max()) if dd.size else 0.0
+    if top == 0.0:
+        return 0.0
+    return top * float(plan[i, j] @ (dd / top) ** p / plan[i, j].sum()) ** (1.0 / p)
 
 
 def sphere_wasserstein(x, y, a=None, b=None, p: float = 2.0) -> float:
@@ -215,120 +296,10 @@ def sphere_wasserstein(x, y, a=None, b=None, p: float = 2.0) -> float:
         RuntimeError: the simplex stopped before the optimum.
     """
     x, y, a, b, p = _prepare(x, y, a, b, p)
+    check_sphere_p(p)
     _check_memory(x.shape[0], y.shape[0], EMD_COPIES, "exact transport (network simplex)",
                   'method="sinkhorn" (debiased Sinkhorn divergence) or method="sliced"')
-    return _emd_cost(x, y, a, b, p) ** (1.0 / p)
-
-
-# --- debiased Sinkhorn ----------------------------------------------------------------
-def _lse_rows(z: np.ndarray) -> np.ndarray:
-    """log sum_j exp(z_ij) for each row, stably."""
-    zmax = z.max(axis=1, keepdims=True)
-    out = np.exp(z - zmax).sum(axis=1)
-    return np.log(out) + zmax[:, 0]
-
-
-def _entropic(cost, a, b, eps, tol, max_iter, symmetric=False):
-    """OT_eps(a, b) by stabilised Sinkhorn with eps-annealing; its dual value.
-
-    Potentials f (rows), g (columns) with the plan ``P_ij = a_i b_j exp((f_i + g_j -
-    C_ij)/eps)``. (1) Annealing in the log domain: eps from the cost's maximum down to the
-    target by a factor 0.7 per step, one f, g update each (f = -eps LSE_j((g_j - C_ij)/eps
-    + log b_j), the same for g). (2) At the target, scaling iterations on the kernel with
-    the potentials absorbed (Schmitzer 2019): ``K_ij = a_i b_j exp((f_i + g_j - C_ij)/eps)``
-    (entries <= ~1, nothing overflows; far pairs underflow to 0, carrying no mass),
-    ``u = a / (K v)``, ``v = b / (K^T u)`` (matrix-vector products, ~10x cheaper than
-    log-sum-exps), absorbed into f, g every 50 iterations, until the L1 marginal error is
-    below ``tol``. The dual value <a, f> + <b, g> equals OT_eps = <P, C> + eps KL(P | a x b)
-    at convergence (its error is about the marginal error times the cost's range).
-    ``symmetric`` (a = b, C = C^T): the averaged update f = (f + T f) / 2 of Feydy et al.
-    (u = sqrt(u a / (K u))), which converges where the alternating one oscillates.
-    """
-    la, lb = np.log(a), np.log(b)
-    big = float(cost.max()) if cost.size else 1.0
-    f = np.zeros(a.size)
-    g = np.zeros(b.size)
-    e = max(big, eps)
-    while True:
-        if symmetric:
-            f = 0.5 * (f - e * _lse_rows((f[None, :] - cost) / e + la[None, :]))
-            g = f
-        else:
-            g = -e * _lse_rows((f[None, :] - cost.T) / e + la[None, :])
-            f = -e * _lse_rows((g[None, :] - cost) / e + lb[None, :])
-        if e == eps:
-            break
-        e = max(e * 0.7, eps)
-    err = np.inf
-    done = 0
-    while done < max_iter:
-        kernel = np.exp((f[:, None] + g[None, :] - cost) / eps + la[:, None] + lb[None, :])
-        u = np.ones(a.size)
-        v = np.ones(b.size)
-        for it in range(50):
-            if symmetric:
-                u = np.sqrt(u * a / (kernel @ u))
-                v = u
-            else:
-                u = a / (kernel @ v)
-                v = b / (kernel.T @ u)
-        done += 50
-        f = f + eps * np.log(u)
-        g = f if symmetric else g + eps * np.log(v)
-        ku = kernel.T @ u
-        err = np.abs(v * ku - b).sum() + np.abs(u * (kernel @ v) - a).sum()
-        if not np.isfinite(err):
-            break
-        if err < tol:
-            return float(a @ f + b @ g)
-    raise RuntimeError(f"Sinkhorn did not converge at eps = {eps:g}: marginal error "
-                       f"{err:.3g} > {tol:g} after {done} iterations (raise reg)")
-
-
-def sinkhorn_divergence(x, y, a=None, b=None, p: float = 2.0, reg: float = 0.01, *,
-                        tol: float = 1e-6, max_iter: int = 20000) -> float:
-    """Debiased Sinkhorn divergence S_eps with cost d^p: an estimate of W_p^p.
-
-    ``S_eps = OT_eps(a, b) - (OT_eps(a, a) + OT_eps(b, b)) / 2``, ``OT_eps`` the entropic
-    transport cost with regularisation ``reg`` (in the cost's units, rad^p) and entropy
-    relative to a x b; S_eps >= 0 and -> W_p^p as eps -> 0 (Feydy et al., AISTATS 2019).
-
-    Bias (p = 2, measured against the exact W2^2 by the network simplex on 6 random
-    problems on S^2, uniform and clustered atoms, sizes 100..1000, random weights; see
-    ``SINKHORN_BIAS``): always S_eps <= W2^2, and
-    ``W2^2 - S_eps <= 0.15 eps log(1/eps)`` (``sinkhorn_bias_bound``) for
-    eps in {0.1, 0.03, 0.01, 0.003}: at most 2.8e-2, 1.3e-2, 5.4e-3, 1.7e-3 rad^2. The
-    bias of the W_2 estimate ``S_eps^{1/2}`` is then about ``bound / (2 W2)``.
-
-    Cost: three dense solves (n x m, n x n, m x m); per iteration two matrix-vector
-    products; measured (2 shared cores) 0.7 / 1.1 / 1.4 / 2.4 s at n = m = 300 for
-    eps = 0.1 / 0.03 / 0.01 / 0.003, 5-34 s at 1000 x 700, where the network simplex
-    took 0.06 s and 0.2-0.6 s: on CPU it is no faster than the exact method at these
-    sizes; it is a smooth, regularised quantity. Memory ``SINKHORN_COPIES`` dense arrays
-    of the larger size (refused above ``MEMORY_LIMIT_BYTES``, then use ``"sliced"``).
-
-    Args:
-        x, y: unit vectors ``(n, d)``, ``(m, d)``.
-        a, b: weights (``None``: uniform; normalised).
-        p: order of the cost d^p.
-        reg: eps > 0, in rad^p.
-        tol: L1 marginal error at which the iterations stop.
-        max_iter: iterations at the target eps before a ``RuntimeError``.
-
-    Returns:
-        S_eps (in rad^p, comparable to W_p^p).
-    """
-    x, y, a, b, p = _prepare(x, y, a, b, p)
-    reg = float(reg)
-    if not (math.isfinite(reg) and reg > 0):
-        raise ValueError(f"reg must be a finite number > 0, got {reg}")
-    n, m = x.shape[0], y.shape[0]
-    _check_memory(max(n, m), max(n, m), SINKHORN_COPIES, "the dense Sinkhorn divergence",
-                  'method="sliced"')
-    ab = _entropic(geodesic_cost(x, y, p), a, b, reg, tol, max_iter)
-    aa = _entropic(geodesic_cost(x, x, p), a, a, reg, tol, max_iter, symmetric=True)
-    bb = _entropic(geodesic_cost(y, y, p), b, b, reg, tol, max_iter, symmetric=True)
-    return max(ab - 0.5 * (aa + bb), 0.0)
+    return _emd_distance(x, y, a, b, p)
 
 
 # --- sliced ---------------------------------------------------------------------------
@@ -382,18 +353,22 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, p: float = 2.0,
 
 # --- Diracs, grids ----------------------------------------------------------------------
 def wasserstein_to_dirac(x, x0, a=None, p: float = 2.0) -> float:
-    """W_p(mu, delta_x0) = (sum_i a_i arccos(<x_i, x0>)^p)^{1/p}: the only coupling.
+    """W_p(mu, delta_x0) = (sum_i a_i d(x_i, x0)^p)^{1/p}: the only coupling.
 
-    Exact (round-off; arccos near 1 loses half the digits of tiny angles, as any geodesic
-    cost does). Cost O(n d). For a density on a grid pass ``grid_atoms``: the sum is then
-    the grid's quadrature of d(., x0)^p rho (error: the quadrature's).
+    Exact to round-off for any p (the stable distance of ``geodesic_distance``, and the
+    sum scaled by the largest distance so that d^p cannot overflow). Cost O(n d). For a
+    density on a grid pass ``grid_atoms``: the sum is then the grid's quadrature of
+    d(., x0)^p rho (error: the quadrature's).
     """
     p = validate_p(p)
     x = validate_points(x, "mu's points")
     x0 = validate_points(np.reshape(x0, (1, -1)), "the Dirac's point", dim=x.shape[1])[0]
     a = validate_weights(a, x.shape[0], "mu's weights")
-    d = np.arccos(np.clip(x @ x0, -1.0, 1.0))
-    return float((a @ d**p) / a.sum()) ** (1.0 / p)
+    d = pair_distance(x, x0[None, :])
+    top = float(d.max())
+    if top == 0.0:
+        return 0.0
+    return top * float((a @ (d / top) ** p) / a.sum()) ** (1.0 / p)  # no overflow
 
 
 def grid_atoms(points: np.ndarray, weights: np.ndarray, density: np.ndarray,
@@ -421,73 +396,3 @@ def grid_atoms(points: np.ndarray, weights: np.ndarray, density: np.ndarray,
                          "not a measure")
     mass = (weights * np.maximum(density, 0.0)).ravel()
     return pts, mass
-
-
-# --- modulo rotation --------------------------------------------------------------------
-def _kabsch(h: np.ndarray) -> np.ndarray:
-    """The rotation R maximising trace(R^T h), i.e. sum w <x, R y> for h = sum w x y^T."""
-    u, _, vt = np.linalg.svd(h)
-    s = np.ones(h.shape[0])
-    s[-1] = np.sign(np.linalg.det(u @ vt)) or 1.0
-    return (u * s) @ vt
-
-
-def _random_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
-    q, r = np.linalg.qr(rng.standard_normal((d, d)))
-    q *= np.sign(np.diag(r))
-    if np.linalg.det(q) < 0:
-        q[:, 0] = -q[:, 0]
-    return q
-
-
-def wasserstein_modulo_rotation(x, y, a=None, b=None, p: float = 2.0, *, starts: int = 8,
-                                max_iter: int = 50, seed: int = 0
-                                ) -> tuple[float, np.ndarray]:
-    """min over rotations R of W_p(mu, R_# nu) on S^{d-1}, by alternating minimisation.
-
-    From each start R (the identity, the rotation taking nu's mean direction to mu's, and
-    ``starts - 2`` Haar-random ones), alternate (1) the exact coupling P of mu and R_# nu
-    (network simplex) and (2) the rotation of the weighted Procrustes (Kabsch) problem
-    max sum P_ij w_ij <x_i, R y_j>, with w_ij = d_ij^p / (2 - 2 cos d_ij) so that the
-    chordal cost it minimises matches the geodesic cost d^p at the current R. Each
-    candidate R is kept only if it lowers the cost, so the value never increases.
-
-    A LOCAL method: the value is an upper bound on the minimum, exact when one start
-    lands in the global basin (more starts, more confidence). Cost: up to
-    ``starts x max_iter`` exact transports (each as ``sphere_wasserstein``) plus d x d SVDs.
-
-    Returns:
-        ``(value, R)``: the smallest W_p found and its rotation (``(d, d)``, det 1).
-    """
-    x, y, a, b, p = _prepare(x, y, a, b, p)
-    n, m, d = x.shape[0], y.shape[0], x.shape[1]
-    _check_memory(n, m, EMD_COPIES, "exact transport modulo rotation",
-                  "a smaller sample (the rotation is a global parameter)")
-    import ot
-
-    rng = np.random.default_rng(seed)
-    inits = [np.eye(d)]
-    mx, my = a @ x, b @ y
-    if np.linalg.norm(mx) > 1e-12 and np.linalg.norm(my) > 1e-12:
-        inits.append(_kabsch(np.outer(mx, my)))
-    while len(inits) < max(int(starts), 1):
-        inits.append(_random_rotation(d, rng))
-    best, best_r = np.inf, np.eye(d)
-    bb = b * (a.sum() / b.sum())
-    for r in inits:
-        value = np.inf
-        for _ in range(int(max_iter)):
-            ry = y @ r.T
-            cost = geodesic_cost(x, ry, p)
-            plan = ot.emd(a, bb, cost, numItermax=max(10**6, 50 * n * m))
-            new = float(np.sum(plan * cost))
-            if not new < value * (1 - 1e-12):
-                break
-            value, r_cur = new, r
-            cosine = np.clip(x @ ry.T, -1.0, 1.0)
-            chord = 2.0 - 2.0 * cosine
-            wts = np.where(chord > 1e-14, cost / np.maximum(chord, 1e-300), 1.0)
-            r = _kabsch(x.T @ (plan * wts) @ y)
-        if value < best:
-            best, best_r = value, r_cur
-    return max(best, 0.0) ** (1.0 / p), best_r

@@ -50,7 +50,7 @@ sphere     Two spectral (Gauss-Legendre) density frames, read as the band-limite
            ``"sinkhorn"`` or ``"sliced"`` explicitly (never a different quantity
            silently); ``"sinkhorn"``: S_eps^{1/p}, the debiased Sinkhorn divergence
            with ``reg``, an estimate of W_p with the bias stated in
-           ``sphere_transport.sinkhorn_divergence``; ``"sliced"``: the spherical sliced
+           ``sphere_sinkhorn.sinkhorn_divergence``; ``"sliced"``: the spherical sliced
            distance SSW_p (``n_projections``, ``seed``), a different distance.
 both       ``"dirac"``: one of the measures must be a single point (closed form; also
            chosen by ``"auto"`` and ``"exact"`` when one measure is a single point).
@@ -250,10 +250,10 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
 
     Cost and accuracy: circle, exact to round-off in O((n + m) log(n + m)); sphere
     ``"exact"`` to round-off with the network simplex (0.5 s at n = m = 1000, memory
-    ``6 n m 8`` bytes, refused above 2 GiB), modulo rotation up to ``starts x 50`` of those
+    ``7 n m 8`` bytes, refused above 2 GiB), modulo rotation up to ``starts x 50`` of those
     (a local method with multistart: an upper bound on the minimum);
     ``"sinkhorn"`` O(n m) per iteration, biased as stated in
-    ``sphere_transport.sinkhorn_divergence``; ``"sliced"`` O(n_projections n log n); a
+    ``sphere_sinkhorn.sinkhorn_divergence``; ``"sliced"`` O(n_projections n log n); a
     Dirac O(n) (closed form). Two spectral densities on the sphere (module docstring):
     ``"zonal"`` (about any common axis) exact, O(L^2); ``"linearised"`` (p = 2) second
     order in their difference, O(L^3) per conjugate-gradient iteration; grid atoms
@@ -281,6 +281,8 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
     p = st.validate_p(p)
     m1, m2 = as_measure(mu, "mu"), as_measure(nu, "nu")
     geo = _check(m1, m2, geometry, method, modulo_rotation)
+    if geo == "sphere" and not (m1.is_dirac or m2.is_dirac):
+        st.check_sphere_p(p)  # the Dirac's closed form takes any p
     if geo == "circle":
         from meanfield.metrics.circle_transport import (
             circle_wasserstein,
@@ -318,8 +320,9 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
                 f'estimate with a stated bias) or method="sliced" (a different distance) '
                 f"explicitly")
         if modulo_rotation:
-            return st.wasserstein_modulo_rotation(x, y, a, b, p, starts=starts,
-                                                  seed=seed)[0]
+            from meanfield.metrics.sphere_rotation import wasserstein_modulo_rotation
+
+            return wasserstein_modulo_rotation(x, y, a, b, p, starts=starts, seed=seed)[0]
         value = st.sphere_wasserstein(x, y, a, b, p)
         if method == "auto" and (m1.frame is not None or m2.frame is not None):
             from meanfield.metrics.sphere_dispatch import guarded_atoms
@@ -327,6 +330,8 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
             return guarded_atoms(value, m1, m2, p)
         return value
     if method == "sinkhorn":
-        return st.sinkhorn_divergence(x, y, a, b, p, reg=reg) ** (1.0 / p)
+        from meanfield.metrics.sphere_sinkhorn import sinkhorn_divergence
+
+        return sinkhorn_divergence(x, y, a, b, p, reg=reg) ** (1.0 / p)
     return st.sliced_wasserstein_sphere(x, y, a, b, p, n_projections=n_projections,
                                         seed=seed)

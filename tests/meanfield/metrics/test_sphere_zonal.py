@@ -236,3 +236,17 @@ def test_frame_validation_and_is_zonal():
         sz.zonal_wasserstein(a, a, 0.5)
     with pytest.raises(ValueError, match="positive mass"):
         sz.ZonalDensity.from_legendre([0.0, 1.0])
+
+
+@pytest.mark.parametrize("p", [650.0, 1e4])
+def test_large_p_is_scaled_and_resolved(p):
+    """|d|^p underflowed to 0 for p >= ~600 (W_p came out 0.0) and the default rule
+    missed its narrow peak: now scaled by the largest |d| and 8 sqrt(p) nodes, equal to
+    a 4096-node rule to 1e-12 (measured 4e-16), and between W_100 and the largest |d|."""
+    a = sz.ZonalDensity.from_legendre([1.0, 0.9, 0.5, 0.2])
+    b = sz.ZonalDensity.from_legendre([1.0, -0.2])
+    got = sz.zonal_wasserstein(a, b, p)
+    assert got == pytest.approx(sz.zonal_wasserstein(a, b, p, nodes=4096), rel=1e-12)
+    assert sz.zonal_wasserstein(a, b, 100.0) < got < np.pi
+    with pytest.raises(ValueError, match="P_MAX"):
+        sz.zonal_wasserstein(a, b, 2 * st.P_MAX)
