@@ -29,8 +29,10 @@ What ``"auto"`` does with two spectral frames (``density_distance``):
    0.01 a^2 for a relative perturbation a: 1e-4 at 10 %, measured in
    ``sphere_linearised``, where the estimate was at least 3.6 times the true error).
 3. Otherwise the network simplex on the grid atoms, kept only when ``q_mu + q_nu`` is at
-   most ``QUANTISATION_SHARE`` of the value (also for a frame against atoms, with the
-   frame's q), else a ``ValueError`` naming what to do. A distance that small relative
+   most ``QUANTISATION_SHARE`` (0.5) of the value, else a ``ValueError`` naming what to
+   do. Between a sample (atoms) and a frame, where the grid's error adds in W^2, the
+   frame's q may be up to ``SAMPLE_QUANTISATION_SHARE`` (1) of the value: the error is
+   then about ``q^2 / (2 W) <= W / 2`` (measured below). A distance that small relative
    to the grid cannot be had from atoms; ``method="exact"`` still returns the atoms' value
    when asked for by name.
 """
@@ -40,10 +42,16 @@ import numpy as np
 
 # "auto" keeps the linearised W_2 when its error estimate is at most this share of it.
 LINEARISED_SHARE = 1e-2
-# "auto" keeps the atoms' network simplex when the quantisation bound is at most this
-# share of the value it returns (the value is then within a factor 1 +- 0.5 of the
-# densities' W_p, and in practice much closer: the errors add in W^2).
+# "auto" keeps the atoms' network simplex between two frames when q_mu + q_nu is at most
+# this share of the value it returns (the value is then within a factor 1 +- 0.5 of the
+# densities' W_p).
 QUANTISATION_SHARE = 0.5
+# ... and between atoms (a sample) and a frame when the frame's q is at most this share:
+# there the grid's error adds in W^2, W_atoms^2 ~ W^2 + c q^2 with c ~ 1/2 (measured:
+# 2000 uniform samples against the uniform frame at L = 24, q = 0.046, gave 0.0789 where
+# 8000 Fibonacci points gave 0.0720: W^2 differs by 1.0e-3 = 0.49 q^2; 500 samples
+# 0.26 q^2), so its error q^2 / (2 W) is at most half the value when q <= W.
+SAMPLE_QUANTISATION_SHARE = 1.0
 
 
 def _cell_moments(frame) -> tuple[np.ndarray, np.ndarray]:
@@ -84,12 +92,14 @@ def guarded_atoms(value: float, mu, nu, p: float) -> float:
     """The atoms' value, or a ``ValueError`` when the quantisation could exceed
     ``QUANTISATION_SHARE`` of it (module docstring)."""
     q = quantisation(mu, p) + quantisation(nu, p)
-    if q <= QUANTISATION_SHARE * value:
+    share = QUANTISATION_SHARE if mu.frame is not None and nu.frame is not None \
+        else SAMPLE_QUANTISATION_SHARE
+    if q <= share * value:
         return value
     raise ValueError(
         f'method="auto": the network simplex between the grid atoms gives W_{p:g} = '
         f"{value:.4g}, but the grid's quantisation can move it by up to {q:.3g} (more than "
-        f"{QUANTISATION_SHARE:g} of it): the densities are too close for their grid. Use "
+        f"{share:g} of it): the densities are too close for their grid. Use "
         "spectral frames (zonal about a common axis: exact; p = 2: the linearised W_2 "
         'when they are close), a finer grid, or method="exact" to accept the atoms\' '
         "value with that error")

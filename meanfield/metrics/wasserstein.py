@@ -44,8 +44,9 @@ sphere     Two spectral (Gauss-Legendre) density frames, read as the band-limite
            ``"auto"``: zonal when it applies; else, for p = 2, linearised when its error
            estimate is at most 1 % of its value; else the grid atoms when q (both
            frames' summed) is at most half the value they give; else a
-           ``ValueError`` saying what to do. The same guard applies to atoms against
-           a frame (the frame's q). Atoms against atoms: the network simplex (exact)
+           ``ValueError`` saying what to do. Atoms (a sample) against a frame: the
+           grid atoms when the frame's q is at most the value (the error, about
+           q^2 / (2 W), adds in W^2: at most half the value). Atoms against atoms: the network simplex (exact)
            when it fits in ``MEMORY_LIMIT_BYTES``, else a ``ValueError`` asking for
            ``"sinkhorn"`` or ``"sliced"`` explicitly (never a different quantity
            silently); ``"sinkhorn"``: S_eps^{1/p}, the debiased Sinkhorn divergence
@@ -258,7 +259,8 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
     ``"zonal"`` (about any common axis) exact, O(L^2); ``"linearised"`` (p = 2) second
     order in their difference, O(L^3) per conjugate-gradient iteration; grid atoms
     (``"exact"``) the atoms' exact value, off by up to the grid's quantisation ~0.3 h,
-    which ``"auto"`` accepts only when it is at most half the value.
+    which ``"auto"`` accepts only when it is at most half the value (two frames) or the
+    value (a sample against a frame, where it adds in W^2).
 
     Args:
         mu, nu: the measures.

@@ -144,3 +144,27 @@ def test_linearised_needs_spectral_frames_and_positive_densities():
     dip = perturbed(g, 1.5, 1)  # negative near the antipode of the axis
     with pytest.raises(ValueError):
         wasserstein(dip, u, method="linearised")
+
+
+def test_auto_guards_a_sample_against_a_frame():
+    """Tokens against a frame: the grid atoms are kept while the frame's quantisation q
+    is at most the value (q = 0.144 at L = 7; its error adds in W^2), refused when the
+    sample is as fine as the grid (2000 Fibonacci points: the atoms give 0.142, all of it
+    quantisation, the uniform density being their limit)."""
+    from meanfield.metrics import sphere_dispatch as sd
+    from meanfield.metrics.wasserstein import as_measure
+
+    g = SphereGrid(7)
+    u = frame(g, np.full(g.shape, U))
+    q = sd.quantisation(as_measure(u), 2.0)
+    assert q == pytest.approx(0.144, abs=5e-4)
+    rng = np.random.default_rng(0)
+    few = rng.normal(size=(30, 3))
+    few /= np.linalg.norm(few, axis=1, keepdims=True)
+    assert wasserstein(few, u) == wasserstein(few, u, method="exact") > q
+    i = np.arange(2000) + 0.5
+    z, phi = 1 - 2 * i / 2000, np.pi * (1 + 5**0.5) * i
+    fib = np.stack([np.sqrt(1 - z * z) * np.cos(phi), np.sqrt(1 - z * z) * np.sin(phi), z], 1)
+    with pytest.raises(ValueError, match="too close for their grid"):
+        wasserstein(fib, u)
+    assert wasserstein(fib, u, method="exact") < q
