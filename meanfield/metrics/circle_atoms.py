@@ -266,7 +266,7 @@ def slope_root(ev, lo: float = -1.0, hi: float = 1.0, stop=None,
     (M, value, slope)`` (C = exp(M) value, C'_+ = exp(M) slope): the bracket is grown
     from [lo, hi] until the slopes change sign, then Illinois (modified regula falsi) on
     ``slope_key``, safeguarded by bisection, until it is ``tol`` wide, C = 0 at a point,
-    or ``stop(lo, hi)`` returns something other than None.
+    or ``stop(lo, plo, hi, phi)`` returns something other than None.
 
     Returns:
         ``(lo, plo, hi, phi, found)``: the bracket (slope < 0 at lo, >= 0 at hi) with
@@ -298,7 +298,7 @@ def slope_root(ev, lo: float = -1.0, hi: float = 1.0, stop=None,
         if hi - lo <= tol:
             break
         if stop is not None:
-            found = stop(lo, hi)
+            found = stop(lo, plo, hi, phi_)
             if found is not None:
                 return lo, plo, hi, phi_, ("stop", found)
         x = (lo * fhi - hi * flo) / (fhi - flo) if fhi != flo else np.nan
@@ -333,7 +333,7 @@ def shift_minimum(mu: CircleMeasure, nu: CircleMeasure, p: float, phi: float = 0
     n_pairs = mu.levels.size * nu.levels.size
     limit = 8 * (mu.levels.size + nu.levels.size) + 1024
 
-    def stop(lo, hi):
+    def stop(lo, _plo, hi, _phi):
         if n_pairs * (hi - lo) <= limit or hi - lo <= 1e-9:
             cand = _breakpoints_between(mu, nu, lo, hi, limit)
             if cand is not None and 0 < cand.size <= 256:

@@ -47,13 +47,19 @@ How each pair is solved (cost and accuracy):
   (inverses of the panel polynomials), so the rule converges geometrically: doubling the
   nodes changes W_p^p by < 1e-15 relative for integer p and ~1e-13 for p = 1.5 (|z|^p is
   not smooth at the split) on von Mises densities (test ``test_quadrature_converged``).
-  C' from the same rule (-int c'(D) / rho(G^{-1}) dt), same minimiser, when
-  min rho >= ``SLOPE_DENSITY_RATIO`` max rho; otherwise (empty or nearly empty cells,
-  where 1/rho(G^{-1}) cannot be integrated) bounded Brent on the values (xatol 1e-12;
-  C is convex). Known limit: for a spectral density whose quantile jumps across a gap
-  of nearly empty panels (a von Mises of concentration ~30 on 512 points), the value of
-  C near the kink of the minimiser is off by ~1e-4 (W_2 of two such densities a
-  rotation of 2 apart: 2 - 8e-5); at concentrations 100 and 300 it is exact to 1e-9.
+  C' from the same rule (-int c'(D) / rho(G^{-1}) dt) when min rho >=
+  ``SLOPE_DENSITY_RATIO`` max rho, both as exp(M) x (value, slope) with the powers taken
+  of |D| / max |D| (``circle_quadrature.gl_scaled``: no overflow or underflow at any p;
+  plain powers gave W_64 = 12 h for a density and its rotation by h, and inf at p =
+  1000), minimised by regula falsi on the slope until the better end is certified to 4
+  eps by its tangent; otherwise (empty or nearly empty cells, where 1/rho(G^{-1})
+  cannot be integrated) bounded Brent on log C (xatol 1e-12; C is convex). Checked at p
+  = 3, 4, 8 against refinements of piecewise-constant densities into atoms (second-order
+  convergence to our value, Richardson-extrapolated agreement 4e-10). Known limit: for
+  a spectral density whose quantile jumps across a gap of nearly empty panels (a von
+  Mises of concentration ~30 on 512 points), the value of C near the kink of the
+  minimiser is off by ~1e-4 (W_2 of two such densities a rotation of 2 apart: 2 -
+  8e-5); at concentrations 100 and 300 it is exact to 1e-9.
 
 Modulo rotation: atoms / atoms and p = 2 exactly: with the rotation chosen optimally
 (the mean of F^{-1} - G^{-1}, which is affine in alpha), C(alpha) minus the squared mean is
@@ -87,17 +93,24 @@ import functools
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from meanfield.metrics.circle_atoms import atoms_cost, shift_minimum, split_shift, w1_atoms
+from meanfield.metrics.circle_atoms import (
+    EPS,
+    atoms_cost,
+    shift_minimum,
+    slope_root,
+    split_shift,
+    w1_atoms,
+)
 from meanfield.metrics.circle_measures import TWO_PI, CircleMeasure
+from meanfield.metrics.circle_quadrature import GL_NODES, gl_cost, gl_scaled
+from meanfield.metrics.circle_quadrature import density as _density
 
 __all__ = ["CircleMeasure", "circle_wasserstein", "circle_wasserstein_to_dirac"]
 
-GL_NODES = 16
 COARSE_ABOVE = 50_000  # atoms vs density: a coarse pre-solve above this many atoms
 COARSE_GROUPS = 4096
 ROTATION_GRID = 64
 EXACT_ROTATION_MAX = 10**7  # n m above which modulo rotation leaves breakpoint enumeration
-EPS = np.finfo(float).eps
 
 
 # The slope of C(alpha) for a density nu is a quadrature of 1 / rho(G^{-1}): trusted when
@@ -113,14 +126,11 @@ def _check_p(p: float) -> float:
     return p
 
 
-def _cost(z: np.ndarray, p: float) -> np.ndarray:
-    return z * z if p == 2 else np.abs(z) ** p
-
-
 # ---- atoms / atoms: meanfield.metrics.circle_atoms ----------------------------------
 _split_shift = split_shift
 _atoms_cost = atoms_cost
 _w1_atoms = w1_atoms
+_gl_cost = gl_cost  # (the name the tests use)
 
 
 # ---- atoms / panels, p = 2 --------------------------------------------------------
@@ -540,59 +550,6 @@ def _atoms_panels_shift(mu: CircleMeasure, nu: CircleMeasure, phi: float, p: int
     return _minimise_with_slope(lambda a: fun(a)[:2], lo, hi, smooth=True)
 
 
-# ---- generic: Gauss-Legendre in the quantile variable -----------------------------
-def _breaks(mu: CircleMeasure) -> np.ndarray:
-    return mu.levels[:-1] if mu.kind == "atoms" else mu.masses[1:-1]
-
-
-def _gl_cost(mu: CircleMeasure, nu: CircleMeasure, alpha: float, phi: float, p: float,
-             nodes: int = GL_NODES, with_mean: bool = False):
-    """C(alpha) and C'(alpha) by Gauss-Legendre in t (nu a density, mu either kind);
-    ``with_mean``: also the mean of the difference of the quantiles, ``int D(t) dt``."""
-    beta = _split_shift(alpha)[1]
-    tg = np.mod(np.concatenate([[0.0], _breaks(nu)]) - beta, 1.0)
-    t = np.unique(np.concatenate([[0.0, 1.0], _breaks(mu), tg]))
-    a, b = t[:-1], t[1:]
-
-    def diff(tt):
-        s = tt + alpha
-        lap = np.floor(s)
-        return mu.quantile(tt) - (nu.quantile(s - lap) + lap * TWO_PI + phi)
-
-    if not (p == int(p) and int(p) % 2 == 0):
-        # Split the pieces where the difference changes sign (a kink of |.|^p).
-        # Just inside the ends (1e-14 (b - a) would round to the end itself, where an
-        # atom's quantile takes its left value); a root missed within 1e-9 of an end
-        # costs ~ 1e-18 (b - a)^2.
-        eps = 1e-9 * (b - a)
-        da, db = diff(a + eps), diff(b - eps)
-        cross = np.flatnonzero(da * db < 0)
-        if cross.size:
-            lo, hi, sl = a[cross] + eps[cross], b[cross] - eps[cross], np.sign(da[cross])
-            for _ in range(60):
-                mid = 0.5 * (lo + hi)
-                left = np.sign(diff(mid)) == sl
-                lo, hi = np.where(left, mid, lo), np.where(left, hi, mid)
-            t = np.unique(np.concatenate([t, 0.5 * (lo + hi)]))
-            a, b = t[:-1], t[1:]
-    x, w = np.polynomial.legendre.leggauss(nodes)
-    half = 0.5 * (b - a)
-    tt = ((a + b)[:, None] / 2 + half[:, None] * x).ravel()
-    s = tt + alpha
-    lap = np.floor(s)
-    _, _, y = nu.panel_quantile(np.clip(s - lap, 0.0, 1.0))
-    z = (mu.quantile(tt) - (y + lap * TWO_PI + phi)).reshape(-1, nodes)
-    value = float(np.sum(half * (_cost(z, p) @ w)))
-    # C'(alpha) = -int c'(D(t)) (G^{-1})'(t + alpha) dt, (G^{-1})' = 1 / rho(G^{-1}).
-    dc = 2 * z if p == 2 else p * np.abs(z) ** (p - 1) * np.sign(z)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = (1.0 / _density(nu, y)).reshape(-1, nodes)
-        slope = -float(np.sum(half * ((dc * inv) @ w)))
-    if with_mean:
-        return value, slope, float(np.sum(half * (z @ w)))
-    return value, slope
-
-
 # ---- minimisers -------------------------------------------------------------------
 def _minimise_with_slope(fun, lo: float = -1.0, hi: float = 1.0, maxiter: int = 200,
                          smooth: bool = False):
@@ -653,39 +610,61 @@ def _minimise_with_slope(fun, lo: float = -1.0, hi: float = 1.0, maxiter: int = 
     return best, arg
 
 
-def _minimise_brent(fun, lo: float = -1.0, hi: float = 1.0):
-    res = minimize_scalar(fun, bounds=(lo, hi), method="bounded",
-                          options={"xatol": 1e-12, "maxiter": 500})
-    return float(res.fun), float(res.x)
+def _shift_solve(mu: CircleMeasure, nu: CircleMeasure, p: float, phi: float = 0.0):
+    """min over alpha of C(alpha)^{1/p} for nu rotated by phi: ``(W_p, argmin)``.
 
-
-def _shift_cost(mu: CircleMeasure, nu: CircleMeasure, p: float, phi: float = 0.0):
-    """min over alpha of C(alpha) for nu rotated by phi (W_p^p), and the argmin."""
+    Atoms / atoms: ``circle_atoms.shift_minimum``. Atoms / density, p = 1, 2: the
+    compiled moment sweep. Otherwise Gauss-Legendre (``circle_quadrature.gl_scaled``, the
+    powers relative to the largest difference, so any p): ``slope_root`` on the slope,
+    stopped when the better end's value is within 4 eps of the lower bound its tangent
+    gives over the bracket (or the bracket is at round-off); with (nearly) empty cells,
+    where 1/rho(G^{-1}) cannot be integrated (measured: von Mises 30 gave C' = -3.8 for
+    a finite-difference -14.3, and a wrong minimum), bounded Brent on log C (C is
+    convex, so log C is unimodal).
+    """
     if mu.kind == "atoms" and nu.kind == "atoms":
-        dist, arg = shift_minimum(mu, nu, p, phi)
-        return dist**p, arg
+        return shift_minimum(mu, nu, p, phi)
     if nu.kind == "atoms":
         mu, nu, phi = nu, mu, -phi  # W(mu, R_phi nu) = W(nu, R_-phi mu): nu is a density
     if p in (1, 2) and mu.kind == "atoms":
-        return _atoms_panels_shift(mu, nu, phi, int(p))
-    fun = functools.partial(_gl_cost, mu, nu, phi=phi, p=p)
+        value, arg = _atoms_panels_shift(mu, nu, phi, int(p))
+        return float(max(value, 0.0) ** (1 / p)), arg
+
+    def ev(a):
+        return gl_scaled(mu, nu, a, phi, p)
+
+    def log_c(triple):
+        return triple[0] + np.log(triple[1]) if triple[1] > 0 else -np.inf
+
     dens = _density(nu, nu.centers)
-    if dens.min() >= SLOPE_DENSITY_RATIO * dens.max() and np.isfinite(fun(0.0)[1]):
-        return _minimise_with_slope(fun, smooth=True)
-    # A density with (nearly) empty cells: G^{-1} jumps or nearly so, and the slope's
-    # quadrature of 1/rho(G^{-1}) fails (measured: von Mises 30 gave C' = -3.8 for a
-    # finite-difference -14.3, and a wrong minimum); C is convex in alpha, so Brent on
-    # the values alone finds its minimum.
-    return _minimise_brent(lambda a: fun(a)[0])
+    if dens.min() >= SLOPE_DENSITY_RATIO * dens.max() and np.isfinite(ev(0.0)[2]):
+        def certified(lo, plo, hi, phi_):
+            # At the end b with the smaller C: C(x*) >= C(b) - |C'(b)| (hi - lo) for the
+            # minimiser x* in [lo, hi] (convexity), in b's own scale (no underflow).
+            _, value, slope = plo if log_c(plo) <= log_c(phi_) else phi_
+            return True if abs(slope) * (hi - lo) <= 4 * EPS * value else None
+
+        lo, plo, hi, phi_, found = slope_root(ev, stop=certified, tol=4 * EPS)
+        if found is not None and found[0] == "zero":
+            return 0.0, float(found[1])
+        x, t = (lo, plo) if log_c(plo) <= log_c(phi_) else (hi, phi_)
+        return float(np.exp(log_c(t) / p)), float(x)
+    res = minimize_scalar(lambda a: log_c(ev(a)), bounds=(-1.0, 1.0), method="bounded",
+                          options={"xatol": 1e-12, "maxiter": 500})
+    return float(np.exp(res.fun / p)), float(res.x)
+
+
+def _shift_cost(mu: CircleMeasure, nu: CircleMeasure, p: float, phi: float = 0.0):
+    """min over alpha of C(alpha) for nu rotated by phi (W_p^p), and the argmin (W_p^p
+    under- or overflows at large p: the solvers work with W_p, ``_shift_solve``)."""
+    dist, arg = _shift_solve(mu, nu, p, phi)
+    return dist**p, arg
 
 
 def _shift_distance(mu: CircleMeasure, nu: CircleMeasure, p: float,
                     phi: float = 0.0) -> float:
-    """W_p(mu, R_phi nu) itself (not its p-th power, which under- or overflows at large
-    p: two atomic measures are solved in that scale, ``circle_atoms``)."""
-    if mu.kind == "atoms" and nu.kind == "atoms":
-        return shift_minimum(mu, nu, p, phi)[0]
-    return float(max(_shift_cost(mu, nu, p, phi)[0], 0.0) ** (1 / p))
+    """W_p(mu, R_phi nu) (not its p-th power)."""
+    return _shift_solve(mu, nu, p, phi)[0]
 
 
 def _rotation_w2_atoms(mu: CircleMeasure, nu: CircleMeasure) -> float:
@@ -738,7 +717,7 @@ def _rotation_w2_densities(mu: CircleMeasure, nu: CircleMeasure) -> float:
         mu, nu = nu, mu
 
     def v(alpha: float) -> float:
-        value, _, mean = _gl_cost(mu, nu, alpha, 0.0, 2.0, with_mean=True)
+        value, _, mean = gl_cost(mu, nu, alpha, 0.0, 2.0, with_mean=True)
         return value - mean**2
 
     grid = np.arange(ROTATION_GRID) / ROTATION_GRID
@@ -827,7 +806,8 @@ def circle_wasserstein_to_dirac(mu: CircleMeasure, angle: float, p: float = 2.0)
     if mu.kind == "atoms":
         d = np.abs(mu.angles - a)
         d = np.minimum(d, TWO_PI - d)
-        return float(np.dot(mu.weights, d**p) ** (1 / p))
+        top = d.max()  # powers of d / top: no overflow or underflow at any p
+        return float(top * np.dot(mu.weights, (d / top) ** p) ** (1 / p)) if top else 0.0
     cuts = np.unique(np.concatenate([mu.edges, [a, np.mod(a + np.pi, TWO_PI)]]))
     lo, hi = cuts[:-1], cuts[1:]
     x, w = np.polynomial.legendre.leggauss(GL_NODES)
@@ -836,20 +816,5 @@ def circle_wasserstein_to_dirac(mu: CircleMeasure, angle: float, p: float = 2.0)
     d = np.abs(th - a)
     d = np.minimum(d, TWO_PI - d)
     rho = _density(mu, th.ravel()).reshape(th.shape)
-    return float(np.sum(half * ((d**p * rho) @ w)) ** (1 / p))
-
-
-def _density(mu: CircleMeasure, theta: np.ndarray) -> np.ndarray:
-    """Density of a panel measure at angles strictly inside panels (vectorised)."""
-    from numpy.polynomial import chebyshev as ch
-
-    k = np.clip(np.searchsorted(mu.edges, theta, side="right") - 1, 0, mu.coef.shape[0] - 1)
-    u = (theta - mu.centers[k]) / mu.radii[k]
-    d = ch.chebder(mu.coef, axis=1)  # (P, N)
-    # Vectorised Clenshaw-free evaluation: T_m(u) by the recurrence, dotted per row.
-    t0, t1 = np.ones_like(u), u
-    out = d[k, 0] * t0
-    for j in range(1, d.shape[1]):
-        out += d[k, j] * t1
-        t0, t1 = t1, 2 * u * t1 - t0
-    return out / mu.radii[k]
+    top = d.max()
+    return float(top * max(np.sum(half * (((d / top) ** p * rho) @ w)), 0.0) ** (1 / p))

@@ -13,7 +13,7 @@ import pytest
 
 from meanfield.metrics.circle_atoms import atoms_pieces, shift_minimum
 from meanfield.metrics.circle_measures import CircleMeasure
-from meanfield.metrics.circle_transport import circle_wasserstein
+from meanfield.metrics.circle_transport import circle_wasserstein, circle_wasserstein_to_dirac
 from meanfield.metrics.wasserstein import wasserstein
 
 L = 2 * np.pi
@@ -134,3 +134,80 @@ def test_large_p_tends_to_the_bottleneck():
         ref = 0.3 * (0.5 * ((1 / 3) ** p + 1)) ** (1 / p)
         assert w == pytest.approx(ref, rel=1e-13)
     assert ws[-1] == pytest.approx(0.3, rel=1e-5)
+
+
+# ---- densities (Gauss-Legendre in the quantile variable, scaled powers) ------------
+def _fv_pair(n=24, seed=11):
+    rng = np.random.default_rng(seed)
+    h = L / n
+    f, g = rng.uniform(0.2, 1, n), rng.uniform(0.2, 1, n)
+    g[: n // 3] *= 0.1
+    return f / (f.sum() * h), g / (g.sum() * h)
+
+
+def _refined(v, k):
+    """A piecewise-constant density (cells [theta_j - h/2, theta_j + h/2)) as k
+    equal-mass atoms at the midpoints of k equal sub-cells of each cell."""
+    n = v.size
+    h = L / n
+    x = (np.arange(n)[:, None] * h - h / 2 + (np.arange(k) + 0.5) * h / k).ravel()
+    return np.mod(x, L), np.repeat(v * h / k, k)
+
+
+@pytest.mark.parametrize("p", [3.0, 4.0, 8.0])
+def test_finite_volume_densities_against_refined_atoms(p):
+    """Two random piecewise-constant densities (24 cells) against their refinements into
+    k atoms a cell: the atoms' W_p (checked against ot.emd2 at k = 8) converges to the
+    densities' at second order (error ratio 16 per 4 x k: measured 16.05, 16.04, 16.07
+    at p = 3, 4, 8) and its Richardson extrapolation from k = 128, 512 agrees with the
+    densities' W_p to 1e-8 (measured 4e-10)."""
+    f, g = _fv_pair()
+    wd = circle_wasserstein(CircleMeasure.from_density(f, "finite-volume"),
+                            CircleMeasure.from_density(g, "finite-volume"), p)
+    errors = []
+    for k in (128, 512):
+        (x, a), (y, b) = _refined(f, k), _refined(g, k)
+        errors.append(circle_wasserstein(CircleMeasure.from_points(x, a),
+                                         CircleMeasure.from_points(y, b), p) - wd)
+    assert 15 < errors[0] / errors[1] < 17, errors
+    assert abs(errors[1] - (errors[0] - errors[1]) / 15) < 1e-8
+    ot = pytest.importorskip("ot")
+    (x, a), (y, b) = _refined(f, 8), _refined(g, 8)
+    mu, nu = CircleMeasure.from_points(x, a), CircleMeasure.from_points(y, b)
+    exact = ot.emd2(mu.weights, nu.weights, geodesic(mu.angles, nu.angles) ** p)
+    assert circle_wasserstein(mu, nu, p) ** p == pytest.approx(exact, rel=1e-10)
+
+
+def _von_mises(n, kappa, center):
+    th = L * np.arange(n) / n
+    v = np.exp(kappa * np.cos(th - center))
+    return v / (v.sum() * L / n)
+
+
+@pytest.mark.parametrize("method", ["spectral", "finite-volume"])
+def test_rotated_density_below_the_rotation(method):
+    """W_p(f, f rotated by one cell h) <= h and nondecreasing in p, up to p = 1000 (a
+    von Mises of concentration 5 on 256 points). Before the scaled powers: 12 h at p =
+    64, inf at p = 1000."""
+    v = _von_mises(256, 5.0, 1.0)
+    f = CircleMeasure.from_density(v, method)
+    g = CircleMeasure.from_density(np.roll(v, 1), method)
+    h = L / 256
+    ws = np.array([circle_wasserstein(f, g, p) for p in (3.0, 4.0, 8.0, 64.0, 1000.0)])
+    assert np.all(ws <= h) and np.all(np.diff(ws) >= 0), ws / h
+    assert ws[0] > 0.99 * h  # a rotation of a concentrated density: nearly h
+
+
+def test_dirac_at_large_p():
+    """W_p(uniform, delta) = pi (p + 1)^{-1/p} (int_0^pi t^p dt / pi), at p = 1000 too
+    (d^p overflowed), for a density and for 1e5 equispaced atoms (then to 1e-4)."""
+    uni = CircleMeasure.from_density(np.full(64, 1 / L), "finite-volume")
+    atoms = CircleMeasure.from_points(L * (np.arange(10**5) + 0.5) / 10**5)
+    for p in (3.0, 8.0, 1000.0):
+        ref = np.pi * (p + 1) ** (-1 / p)
+        assert circle_wasserstein(uni, CircleMeasure.from_points([1.0]), p) == \
+            pytest.approx(ref, rel=1e-12)
+        assert circle_wasserstein(atoms, CircleMeasure.from_points([0.0]), p) == \
+            pytest.approx(ref, rel=1e-4)
+        assert circle_wasserstein_to_dirac(uni, 1.0, p) == pytest.approx(ref, rel=1e-12)
+        assert circle_wasserstein_to_dirac(atoms, 0.0, p) == pytest.approx(ref, rel=1e-4)
