@@ -49,7 +49,7 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   ``"characteristics"``: the density carried by its labels along the characteristics
   (``meanfield.studies.contraction_reference``), which resolves the far side for as long
   as the run lasts (a grid loses it: the cluster's core narrows like
-  ``e^{-lambda_att t}`` while ``W_2`` decays at the mean-field rate).
+  ``e^{-lambda_att t}`` while ``W_2`` decays at the mean-field rate; no ``other`` there).
 - With ``[contraction] other`` (a second initial density): ``pair_distance``, ``W_2``
   between the solutions from the two starts (modulo rotation without noise, where the two
   clusters need not meet; the second tokens use seed ``particles.seed + 1``), and its
@@ -138,6 +138,8 @@ def check_contraction_config(cfg: dict) -> dict:
                           "the characteristics of the noiseless equation on S^1: give "
                           "domain.geometry = \"circle\" and no model.kappa, or "
                           "contraction.pde = \"grid\"", "contraction.pde")
+    if labelled:
+        ref.check_labels(cfg)
     if "pde" in c["sources"] and not labelled:
         budget.check(cfg, "evolve")
         # every beta's PDE member, before the first starts (not a failed member later)
@@ -309,7 +311,7 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
     from meanfield.metrics.wasserstein import wasserstein
 
     if cfg["contraction"]["pde"] == "characteristics":
-        return _label_member(cfg, plan, beta)
+        return ref.label_member(cfg, plan, beta)
     times, noisy = plan["times"], plan["noisy"]
     other = cfg["contraction"]["other"]
     out = {name: np.full(times.size, np.nan) for name in MEASURES}
@@ -342,30 +344,6 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
         rotate = not noisy and cfg["domain"]["geometry"] == "circle"
         out["pair_distance"][:done] = [wasserstein(a, b, modulo_rotation=rotate)
                                        for a, b in zip(*frames)]
-    return out
-
-
-def _label_member(cfg: dict, plan: dict, beta: float) -> dict:
-    """The PDE member carried by its labels (``contraction.pde = "characteristics"``)."""
-    from meanfield.initial.circle import density_function
-    from meanfield.metrics.wasserstein import wasserstein
-
-    times, other = plan["times"], cfg["contraction"]["other"]
-    normalized = cfg["model"]["normalized"]
-    runs = [ref.label_solution(density_function(initial), times, beta, normalized)
-            for initial in [cfg["initial"]] + ([other] if other is not None else [])]
-    first = runs[0]
-    distance, share = ref.distances_to(first["theta"], first["mass"], first["limit"])
-    out = {"distance": distance, "far_share": share, "predicted": math.nan,
-           "max_distance": np.full(times.size, np.nan),
-           "pair_distance": np.full(times.size, np.nan),
-           "floor": cfg["contraction"]["fit_above"],
-           "pair_floor": cfg["contraction"]["fit_above"]}
-    if other is not None:
-        out["pair_distance"] = np.array([
-            wasserstein((a, first["mass"]), (b, runs[1]["mass"]), geometry="circle",
-                        modulo_rotation=True)
-            for a, b in zip(first["theta"], runs[1]["theta"])])
     return out
 
 

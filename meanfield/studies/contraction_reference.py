@@ -30,6 +30,9 @@ Two solutions:
   ordinary differential equations (Dormand-Prince 8(5,3), ``rtol = 1e-10``), the field by
   the trapezoid rule over the labels; the centre c is moved until its antipode is the
   point the far side leaves (the repeller; exact at the start for a symmetric density).
+
+``label_member`` is the contraction study's PDE member on these labels
+(``contraction.pde = "characteristics"``), ``check_labels`` its check before any work.
 """
 from __future__ import annotations
 
@@ -39,10 +42,14 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from meanfield.errors import ConfigError
+from meanfield.initial.circle import density_function
+
 TAIL = 36.0  # labels beyond reach: their share of W_2^2 stays below e^{-TAIL}
 LABEL_SPACING = 0.2  # dxi: the trapezoid rule's error is about e^{-pi^2 / dxi}
 RTOL, ATOL = 1e-10, 1e-13  # the label system's tolerances (angles in rad)
 PASSES = 4  # label solutions recentred on the repeller at most this many times
+MAX_LABELS = 4097  # beta > 0: the field costs labels^2 per evaluation (4097: 134 MB a copy)
 SYMMETRY_TOLERANCE = 1e-12
 
 
@@ -50,8 +57,7 @@ def labels(density: Callable[[np.ndarray], np.ndarray], center: float, reach: fl
            spacing: float = LABEL_SPACING) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(xi, theta_0, mass)``: the labels on ``[-reach, reach]`` (module docstring), their
     initial angles and their masses (summing to 1)."""
-    count = 2 * math.ceil(reach / spacing) + 1
-    xi = np.linspace(-reach, reach, count)
+    xi = np.linspace(-reach, reach, label_count(reach, spacing))
     theta0 = center + 2 * np.arctan(np.sinh(xi))
     mass = density(theta0) * 2 / np.cosh(xi)
     return xi, theta0, mass / mass.sum()
@@ -61,6 +67,17 @@ def reach_for(t_final: float, rate: float) -> float:
     """The label range that keeps the far side's labels over ``t_final`` (``rate``: the
     fastest rate at which the far side is left, ``lambda_rep`` or more)."""
     return max(rate, 1.0) * t_final + TAIL
+
+
+def label_reach(t_final: float, beta: float, normalized: bool) -> float:
+    """The label range of ``label_solution``: the far side is left at ``e^{-beta}`` (USA)
+    near a cluster, and for SA at up to ~beta while the density is broad."""
+    return reach_for(t_final, max(1.0, beta) if normalized else 1.0)
+
+
+def label_count(reach: float, spacing: float = LABEL_SPACING) -> int:
+    """The number of labels on ``[-reach, reach]``."""
+    return 2 * math.ceil(reach / spacing) + 1
 
 
 def wrap(angle: np.ndarray) -> np.ndarray:
@@ -168,9 +185,7 @@ def label_solution(density: Callable[[np.ndarray], np.ndarray], times: np.ndarra
     times = np.asarray(times, dtype=float)
     probe = np.linspace(-np.pi, np.pi, 4096, endpoint=False)
     center = float(np.angle(np.exp(1j * probe) @ density(probe)))
-    # the fastest rate at which the far side is left: e^{-beta} (USA) near a cluster, up
-    # to ~beta for SA while the density is broad
-    reach = reach_for(float(times[-1]), max(1.0, beta) if normalized else 1.0)
+    reach = label_reach(float(times[-1]), beta, normalized)
     for _ in range(PASSES):
         _, theta0, mass = labels(density, center, reach, spacing)
         sol = _integrate(theta0, mass, times, beta, normalized)
@@ -194,3 +209,41 @@ def distances_to(theta: np.ndarray, mass: np.ndarray, point: float,
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total > 0, beyond / total, 0.0)
     return np.sqrt(total), share
+
+
+# ---------------------------------------------------------------------------------------
+# The contraction study's PDE member carried by its labels.
+
+def check_labels(cfg: dict) -> None:
+    """``contraction.pde = "characteristics"``: no second start (W_2 between two labelled
+    densities is not a smooth integral over the labels: it sees their atoms, 0.4 rad apart
+    at the centre, and errs by ~4 %), and at beta > 0 its field is evaluated over all label
+    pairs: refuse a run whose labels would not fit (the count grows with t_final)."""
+    c, t_final = cfg["contraction"], cfg["time"]["t_final"]
+    if c["other"] is not None:
+        raise ConfigError("contraction.other: the distance between two solutions needs "
+                          "W_2 between two densities, which the labels of contraction.pde = "
+                          "\"characteristics\" do not resolve (only the distance to the "
+                          "limit point); give contraction.pde = \"grid\" for the pair",
+                          "contraction.other")
+    top = max(label_count(label_reach(t_final, b, cfg["model"]["normalized"]))
+              for b in c["beta"] if b > 0) if max(c["beta"]) > 0 else 0
+    if top > MAX_LABELS:
+        raise ConfigError(f"time.t_final = {t_final:g}: contraction.pde = "
+                          f"\"characteristics\" would carry {top} labels (their field costs "
+                          f"labels^2 a step; at most {MAX_LABELS} at beta > 0): shorten "
+                          "time.t_final or lower contraction.beta", "time.t_final")
+
+
+def label_member(cfg: dict, plan: dict, beta: float) -> dict:
+    """The PDE member carried by its labels (``contraction.pde = "characteristics"``):
+    ``W_2`` to the Dirac at the limit point (the labels' quadrature of ``int d^2 dmu``) and
+    ``far_share``."""
+    times = plan["times"]
+    sol = label_solution(density_function(cfg["initial"]), times, beta,
+                         cfg["model"]["normalized"])
+    distance, share = distances_to(sol["theta"], sol["mass"], sol["limit"])
+    return {"distance": distance, "far_share": share, "predicted": math.nan,
+            "max_distance": np.full(times.size, np.nan),
+            "pair_distance": np.full(times.size, np.nan),
+            "floor": cfg["contraction"]["fit_above"], "pair_floor": math.nan}
