@@ -56,6 +56,11 @@ def _problem(cfg: dict, plan: dict, beta: float, source: str, value: dict, regim
         return (f"{where}: fewer than 3 saves with every token within "
                 f"contraction.fit_below = {c['fit_below']:g} rad and W_2 above the floor: "
                 "no rate fitted; save more often (time.save_every) or run longer")
+    d = np.asarray(value["distance"], dtype=float)
+    if np.isfinite(d[-1]):  # the run went on to t_final
+        return (f"{where}: fewer than 3 saves with W_2 in [floor, fit_below] by t = "
+                f"{times[-1]:g} (W_2 = {d[-1]:.3g} there): no rate fitted; run longer "
+                "(time.t_final) or save more often (time.save_every)")
     return (f"{where}: fewer than 3 saves with W_2 in [floor, fit_below] before the "
             "cluster's core narrowed below what the grid resolves: no rate fitted; raise "
             "discretization.resolution, or on S^1 give contraction.pde = "

@@ -205,6 +205,18 @@ def test_tokens_that_never_reach_the_linear_regime_are_no_rate():
     assert "fit_below" in ds.attrs["message"] and "time.t_final" in ds.attrs["message"]
 
 
+def test_a_density_run_too_short_or_unresolved_says_which():
+    """No PDE window: a labelled run that ends at W_2 > fit_below says "run longer"; a
+    grid whose core becomes unresolved first says "discretization.resolution"."""
+    short = ct.contraction({**LABELS, "time": {"t_final": 2.0, "save_every": 0.1}})
+    assert short.attrs["status"] == 1 and "time.t_final" in short.attrs["message"]
+    grid = ct.contraction({**LABELS, "discretization": {"resolution": 256},
+                           "time": {"t_final": 6.0, "save_every": 0.1},
+                           "contraction": {**LABELS["contraction"], "pde": "grid"}})
+    assert grid.fit_regime.item() == "none"
+    assert "discretization.resolution" in grid.attrs["message"]
+
+
 def test_status_one_is_written_to_the_file(tmp_path):
     from meanfield.io import read_netcdf
 
