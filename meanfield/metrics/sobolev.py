@@ -170,11 +170,18 @@ def hminus1(mu, nu, *, geometry: str | None = None, band_limit: int | None = Non
     for m in (m1, m2):
         if m.points is not None and m.points.shape[1] != 3:
             raise ValueError("the H^-1 norm on spheres is implemented for S^2 (d = 3)")
+    return sphere_hminus1(sphere_coefficients(m1, band_limit)
+                          - sphere_coefficients(m2, band_limit), band_limit)
+
+
+def sphere_hminus1(alm: np.ndarray, lmax: int) -> float:
+    """``(sum_{l >= 1} sum_m |f_lm|^2 / (l (l + 1)))^{1/2}`` of a real field on S^2 from
+    its packed coefficients (``solvers.transforms.sht`` layout, degree ``lmax``; the
+    degree 0 is dropped)."""
     from solvers.transforms.sht import alm_degrees
 
-    a = sphere_coefficients(m1, band_limit) - sphere_coefficients(m2, band_limit)
-    ll, mm = alm_degrees(band_limit)
+    ll, mm = alm_degrees(lmax)
     keep = ll >= 1
     mult = np.where(mm > 0, 2.0, 1.0)  # +-m of a real measure
-    return float(np.sqrt(np.sum(mult[keep] * np.abs(a[keep]) ** 2
+    return float(np.sqrt(np.sum(mult[keep] * np.abs(alm[keep]) ** 2
                                 / (ll[keep] * (ll[keep] + 1.0)))))

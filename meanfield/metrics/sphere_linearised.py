@@ -116,15 +116,6 @@ def inner(u: np.ndarray, v: np.ndarray, lmax: int) -> float:
     return float(np.sum(mult * (u * np.conj(v)).real))
 
 
-def _degree_power(alm: np.ndarray, lmax: int) -> np.ndarray:
-    """``||rho_l||^2_{L^2}`` for l = 0..lmax."""
-    from solvers.transforms.sht import alm_degrees
-
-    ll, mm = alm_degrees(lmax)
-    mult = np.where(mm > 0, 2.0, 1.0)
-    return np.bincount(ll, weights=mult * np.abs(alm) ** 2, minlength=lmax + 1)
-
-
 def zonal_coefficients(alm: np.ndarray, lmax: int, axis: np.ndarray
                        ) -> tuple[np.ndarray, float]:
     """``c_l = rho_l(n)``, l = 0..lmax, rho's Legendre series in ``<x, n>`` if it is zonal
@@ -134,8 +125,9 @@ def zonal_coefficients(alm: np.ndarray, lmax: int, axis: np.ndarray
     coefficient (not as a difference of powers, which would lose half the digits).
     O(lmax^2).
     """
+    from meanfield.metrics.sobolev import sphere_hminus1
     from solvers.transforms.legendre import legendre_table
-    from solvers.transforms.sht import alm_index
+    from solvers.transforms.sht import alm_degrees, alm_index
 
     z = float(np.clip(axis[2], -1.0, 1.0))
     phi = float(np.arctan2(axis[1], axis[0]))
@@ -147,18 +139,9 @@ def zonal_coefficients(alm: np.ndarray, lmax: int, axis: np.ndarray
         ylm[sl] = lam * np.exp(1j * m * phi)
         term = (alm[sl] * ylm[sl]).real
         c[m:] += term if m == 0 else 2 * term
-    from solvers.transforms.sht import alm_degrees
-
     ll = alm_degrees(lmax)[0]
     rest = alm - c[ll] * (4 * np.pi / (2 * ll + 1)) * np.conj(ylm)
-    return c, _hm1(rest, lmax)
-
-
-def _hm1(alm: np.ndarray, lmax: int) -> float:
-    """The (unweighted) H^-1 norm of a field from its coefficients (degree 0 dropped)."""
-    ll = np.arange(lmax + 1, dtype=float)
-    w = np.where(ll > 0, 1.0 / np.maximum(ll * (ll + 1), 1.0), 0.0)
-    return float(np.sqrt(np.sum(_degree_power(alm, lmax) * w)))
+    return c, sphere_hminus1(rest, lmax)
 
 
 def _candidate_axes(grid, fields) -> list[np.ndarray]:
@@ -192,12 +175,13 @@ def zonal_pair(mu: SpectralDensity, nu: SpectralDensity) -> tuple[ZonalPair | No
     The axis is accepted when the non-zonal parts of both (in H^-1) are at most
     ``ZONAL_SHARE`` times ``||mu - nu||_{H^-1}`` (equal measures: any axis).
     """
+    from meanfield.metrics.sobolev import sphere_hminus1
     from meanfield.metrics.sphere_zonal import ZonalDensity
     from solvers.grids.sphere import SphereGrid
 
     lmax = max(mu.lmax, nu.lmax)
     a, b = mu.padded(lmax), nu.padded(lmax)
-    diff = _hm1(a - b, lmax)
+    diff = sphere_hminus1(a - b, lmax)
     grid = SphereGrid(lmax, lmax + 2)  # the second moments are exact on it
     fields = [grid.synthesis(a), grid.synthesis(b)]
     fields.append(fields[0] - fields[1])
