@@ -93,6 +93,7 @@ import functools
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from meanfield.metrics.arguments import check_p
 from meanfield.metrics.circle_atoms import (
     EPS,
     atoms_cost,
@@ -117,13 +118,6 @@ EXACT_ROTATION_MAX = 10**7  # n m above which modulo rotation leaves breakpoint 
 # min rho >= SLOPE_DENSITY_RATIO max rho (measured on von Mises pairs: exact to 1e-16 down
 # to a ratio 1e-9, off by 2e-7 at 3e-14, wrong at 1e-15).
 SLOPE_DENSITY_RATIO = 1e-8
-
-
-def _check_p(p: float) -> float:
-    p = float(p)
-    if not (np.isfinite(p) and p >= 1):
-        raise ValueError(f"p must be a finite number >= 1, got {p!r}")
-    return p
 
 
 # ---- atoms / atoms: meanfield.metrics.circle_atoms ----------------------------------
@@ -760,17 +754,17 @@ def circle_wasserstein(mu: CircleMeasure, nu: CircleMeasure, p: float = 2.0, *,
 
     Args:
         mu, nu: ``CircleMeasure`` (atoms or densities).
-        p: finite, >= 1.
+        p: a real number in [1, ``arguments.P_MAX``] (1e4).
         modulo_rotation: the minimum over rotations of nu.
 
     Returns:
         W_p (not its p-th power).
 
     Raises:
-        ValueError: p < 1 or not finite.
+        ConfigError: p not a real number in [1, P_MAX] (a ``ValueError``).
         TypeError: arguments that are not ``CircleMeasure``.
     """
-    p = _check_p(p)
+    p = check_p(p)
     for m in (mu, nu):
         if not isinstance(m, CircleMeasure):
             raise TypeError(f"expected a CircleMeasure, got {type(m).__name__}")
@@ -798,7 +792,7 @@ def circle_wasserstein_to_dirac(mu: CircleMeasure, angle: float, p: float = 2.0)
     analytic inside each piece except at the cut, error < 1e-13 measured for p = 1.5),
     O(P).
     """
-    p = _check_p(p)
+    p = check_p(p)
     a = float(angle)
     if not np.isfinite(a):
         raise ValueError("angle must be finite")

@@ -76,6 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from meanfield.metrics import sphere_transport as st
+from meanfield.metrics.arguments import check_arguments, real_array
 
 MASS_RTOL = 1e-6
 METHODS = ("auto", "exact", "sinkhorn", "sliced", "dirac", "zonal", "linearised")
@@ -175,7 +176,8 @@ def as_measure(obj, name: str = "measure") -> Measure:
             raise ValueError(f"{name}: a tuple must be (points, weights), got length "
                              f"{len(obj)}")
         obj, weights = obj
-    x = np.asarray(obj, dtype=float)
+        weights = None if weights is None else real_array(weights, f"{name}'s weights")
+    x = real_array(obj, name)
     if x.ndim == 0:
         x = x.reshape(1)
     if x.ndim == 1:  # angles on the circle
@@ -280,7 +282,12 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
     Raises:
         ValueError: any bad input, before work (see the module docstring).
     """
-    p = st.validate_p(p)
+    ok = check_arguments(p=p, geometry=geometry, method=method,
+                         modulo_rotation=modulo_rotation, reg=reg,
+                         n_projections=n_projections, seed=seed, starts=starts,
+                         methods=METHODS, geometries=GEOMETRIES)  # before any work
+    p, reg, n_projections, seed, starts = (ok[k] for k in ("p", "reg", "n_projections",
+                                                            "seed", "starts"))
     m1, m2 = as_measure(mu, "mu"), as_measure(nu, "nu")
     geo = _check(m1, m2, geometry, method, modulo_rotation)
     if geo == "sphere" and not (m1.is_dirac or m2.is_dirac):
