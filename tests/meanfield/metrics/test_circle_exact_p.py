@@ -128,12 +128,12 @@ def test_large_p_tends_to_the_bottleneck():
     0.3^p) / 2 in closed form."""
     mu = CircleMeasure.from_points([0.0, np.pi / 2])
     nu = CircleMeasure.from_points([0.1, np.pi / 2 + 0.3])
-    ws = [circle_wasserstein(mu, nu, p) for p in (2.0, 8.0, 64.0, 1e3, 1e5)]
+    ws = [circle_wasserstein(mu, nu, p) for p in (2.0, 8.0, 64.0, 1e3, 1e4)]
     assert np.all(np.diff(ws) > 0)
-    for p, w in zip((2.0, 8.0, 64.0, 1e3, 1e5), ws, strict=True):
+    for p, w in zip((2.0, 8.0, 64.0, 1e3, 1e4), ws, strict=True):
         ref = 0.3 * (0.5 * ((1 / 3) ** p + 1)) ** (1 / p)
         assert w == pytest.approx(ref, rel=1e-13)
-    assert ws[-1] == pytest.approx(0.3, rel=1e-5)
+    assert ws[-1] == pytest.approx(0.3, rel=1e-4)  # 0.3 (1/2)^(1e-4)
 
 
 # ---- densities (Gauss-Legendre in the quantile variable, scaled powers) ------------
