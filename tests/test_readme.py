@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -114,6 +115,13 @@ def output_of(command: str) -> str | None:
     return words[words.index("--out") + 1] if "--out" in words[:-1] else None
 
 
+def _children_cpu() -> float:
+    """CPU seconds of the finished child processes (the commands' cost, whatever the
+    load of the machine)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_readme(folder: Path, *, demo: bool) -> dict:
     """Run the README in ``folder``; returns what ran (for the report of a failure)."""
     exe_dir = Path(sys.executable).parent  # a venv's console scripts sit beside python
@@ -139,12 +147,13 @@ def run_readme(folder: Path, *, demo: bool) -> dict:
                     todo = runnable(command)
                     if todo is None or (todo == "meanfield demo" and not demo):
                         continue
-                    start = time.perf_counter()
+                    start, cpu = time.perf_counter(), _children_cpu()
                     out = subprocess.run(["bash", "-c", todo], cwd=folder, env=env,
                                          capture_output=True, text=True,
                                          timeout=COMMAND_TIMEOUT_S, check=False)
                     ran["seconds"][todo] = time.perf_counter() - start
-                    print(f"{ran['seconds'][todo]:7.1f} s  {todo}")  # (seen with -s)
+                    print(f"{ran['seconds'][todo]:7.1f} s ({_children_cpu() - cpu:5.1f} s CPU)  "
+                          f"{todo}")  # (seen with -s)
                     assert out.returncode == 0, (
                         f"{where}: `{todo}` exited with status {out.returncode}:\n"
                         f"{out.stderr[-3000:]}")
@@ -153,10 +162,11 @@ def run_readme(folder: Path, *, demo: bool) -> dict:
                         assert (folder / target).is_file(), f"{where}: `{todo}` wrote no {target}"
                     ran["commands"].append(todo)
             elif lang == "python":
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 ran["claims"] += run_python(body, namespace, where)
                 ran["seconds"][where] = time.perf_counter() - start
-                print(f"{ran['seconds'][where]:7.1f} s  the python block of {where}")
+                print(f"{ran['seconds'][where]:7.1f} s ({time.process_time() - cpu:5.1f} s CPU)  "
+                      f"the python block of {where}")
             else:
                 raise AssertionError(f"{where}: a ```{lang} block this test does not know")
     finally:
