@@ -236,3 +236,32 @@ def list_or_range(key: str, value: Any, *, minimum: float | None = None,
 def _bounded(key: str, x: float, minimum: float | None, strict: bool) -> None:
     if minimum is not None and (x <= minimum if strict else x < minimum):
         raise ConfigError(f"{key} = {x!r} must be {'>' if strict else '>='} {minimum:g}", key)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with numpy arrays as (nested) lists and numpy scalars as Python scalars,
+    through dicts, lists and tuples: a config written in Python may hold
+    ``np.array([100, 1000])`` where a TOML file holds ``[100, 1000]``, and is then
+    checked the same way.
+
+    Raises:
+        ConfigError: nesting deeper than Python's recursion limit.
+    """
+    try:
+        return _plain(value)
+    except RecursionError:
+        raise ConfigError("the config is nested deeper than it can be read") from None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())  # (an object array may hold tables)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

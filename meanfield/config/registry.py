@@ -19,7 +19,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from meanfield.config.checkers import Checker, describe, suggest
+from meanfield.config.checkers import Checker, describe, plain, suggest
 from meanfield.config.renamed import renamed_key_error
 from meanfield.config.sections import CORE_SECTIONS, CORE_TASKS, Section
 from meanfield.config.studies import STUDY_SECTIONS, STUDY_TASKS
@@ -83,6 +83,7 @@ def validate(config: dict | None, task: str | None = None) -> dict:
     config = {} if config is None else config
     if not isinstance(config, dict):
         raise ConfigError(f"a config must be a dict of sections, got {type(config).__name__}")
+    config = plain(config)  # numpy arrays and scalars as the lists and numbers of TOML
     sections = task_sections(task)
     for name in config:
         if name not in sections:

@@ -2,7 +2,7 @@
 
     [convergence]   n [[100, 1000, 10000]] token counts (a list or {start, stop, num}),
                     replicas [8] per n (i.i.d. starts; one for quantile points), p [1.0]
-                    of W_p (>= 1), points ["iid" | "quantile" (circle: the quantiles
+                    of W_p (1 or 2), points ["iid" | "quantile" (circle: the quantiles
                     (i - 1/2)/n of the initial density, deterministic)], reference [2]
                     (sphere, p = 2: the density is quantised into reference x n equal-
                     mass atoms and W2 solved as an exact assignment; 0: the density's
@@ -66,10 +66,12 @@ def _token_counts(key: str, value) -> list[int]:
 
 
 def _p(key: str, value) -> float:
+    """The order of the study's distance: 1 or 2 (its documented choices; any other
+    value, 1e308 included, is refused before the study starts)."""
     p = ck.finite_number(key, value)
-    if p < 1:
-        raise ConfigError(f"{key} = {p!r}: W_p is a distance for p >= 1 only; use p = 1 or 2",
-                          key)
+    if p not in (1, 2):
+        raise ConfigError(f"{key} = {ck.describe(value)}: the convergence study measures "
+                          "W_1 or W_2; use p = 1 or 2", key)
     return p
 
 

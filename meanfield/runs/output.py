@@ -57,7 +57,8 @@ class Output:
     """
 
     def __init__(self, path: str | Path | None, overwrite: bool, resume: bool):
-        self.path = None if path is None else Path(path)
+        # (a path that is not a str or Path, out = 123, is one ConfigError naming out)
+        self.path = None if path is None else Path(cfgmod.checkers.path("out", path))
         self.overwrite, self.resume = overwrite, resume
         self.checkpoint = None if self.path is None else checkpoint_path(self.path)
         self._locked = False
