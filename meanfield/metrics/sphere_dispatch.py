@@ -25,7 +25,9 @@ What ``"auto"`` does with two spectral frames (``density_distance``):
    ``sphere_zonal``'s tests), plus at most ``ZONAL_SHARE`` of the distance from the
    non-zonal parts it neglects.
 2. p = 2 and the linearised W_2 (``sphere_linearised.linearised_w2``) has an error
-   estimate at most ``LINEARISED_SHARE`` of its value: that value (relative error about
+   estimate at most ``LINEARISED_SHARE`` of its value, or smaller than both the atoms'
+   quantisation ``q_mu + q_nu`` and ``QUANTISATION_SHARE`` of its value (it is then the
+   more accurate of the two, at the acceptance level of step 3): that value (relative error about
    0.01 a^2 for a relative perturbation a: 1e-4 at 10 %, measured in
    ``sphere_linearised``, where the estimate was at least 3.6 times the true error).
 3. Otherwise the network simplex on the grid atoms, kept only when ``q_mu + q_nu`` is at
@@ -149,5 +151,9 @@ def density_distance(m1, m2, p: float, method: str) -> float | None:
             raise
         return None
     if method == "linearised" or lin.error <= LINEARISED_SHARE * lin.value:
+        return lin.value
+    # more accurate than the atoms can be promised to be, within the atoms' own share
+    q = quantisation(m1, 2.0) + quantisation(m2, 2.0)
+    if lin.error <= min(q, QUANTISATION_SHARE * lin.value):
         return lin.value
     return None

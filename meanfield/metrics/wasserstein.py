@@ -42,7 +42,8 @@ sphere     Two spectral (Gauss-Legendre) density frames, read as the band-limite
            (``sphere_dispatch.quantisation``, ~0.3 h), which between close densities
            is larger than the distance (it reports ~ sqrt(a h) for densities a apart).
            ``"auto"``: zonal when it applies; else, for p = 2, linearised when its error
-           estimate is at most 1 % of its value; else the grid atoms when q (both
+           estimate is at most 1 % of its value (or below both the atoms' q and half
+           its value); else the grid atoms when q (both
            frames' summed) is at most half the value they give; else a
            ``ValueError`` saying what to do. Atoms (a sample) against a frame: the
            grid atoms when the frame's q is at most the value (the error, about
