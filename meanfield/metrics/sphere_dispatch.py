@@ -27,9 +27,13 @@ What ``"auto"`` does with two spectral frames (``density_distance``):
 2. p = 2 and the linearised W_2 (``sphere_linearised.linearised_w2``) has an error
    estimate at most ``LINEARISED_SHARE`` of its value, or smaller than both the atoms'
    quantisation ``q_mu + q_nu`` and ``QUANTISATION_SHARE`` of its value (it is then the
-   more accurate of the two, at the acceptance level of step 3): that value (relative error about
-   0.01 a^2 for a relative perturbation a: 1e-4 at 10 %, measured in
+   more accurate of the two, at the acceptance level of step 3): that value (relative
+   error about 0.01 a^2 for a relative perturbation a: 1e-4 at 10 %, measured in
    ``sphere_linearised``, where the estimate was at least 3.6 times the true error).
+   Only for p = 2: the first-order W_p of close densities is the dual norm of
+   ``phi -> (int w |grad phi|^q)^{1/q}`` (1/p + 1/q = 1), a weighted W^{-1,p} norm that
+   is Hilbertian (a linear solve) only for p = 2; it is not computed here, so for
+   p != 2 a pair that is not zonal goes to step 3 (and ``"linearised"`` refuses it).
 3. Otherwise the network simplex on the grid atoms, kept only when ``q_mu + q_nu`` is at
    most ``QUANTISATION_SHARE`` (0.5) of the value, else a ``ValueError`` naming what to
    do. Between a sample (atoms) and a frame, where the grid's error adds in W^2, the
