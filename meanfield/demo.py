@@ -28,6 +28,7 @@ from scipy import optimize, special
 from meanfield.errors import ConfigError, ResultExistsError
 from meanfield.io import check_writable, write_atomic
 from meanfield.runs.evolve import evolve
+from meanfield.runs.schedule import checkpoint_path
 
 RUNS = {
     "clustering": {
@@ -93,7 +94,8 @@ def _check_out_dir(out_dir: Path, targets, overwrite: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {str(out_dir)!r} is a file; the demo writes a folder of "
                           "results: give a folder name (made if missing)", "--out")
-    existing = [p.name for p in targets if p.exists()]
+    # (an interrupted run's checkpoint too: the runs of the demo do not resume)
+    existing = [q.name for p in targets for q in (p, checkpoint_path(p)) if q.exists()]
     if existing and not overwrite:
         raise ResultExistsError(
             f"{str(out_dir)!r} already holds demo results ({', '.join(existing)}); run "

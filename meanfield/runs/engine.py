@@ -4,10 +4,15 @@ A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask`
 ``Engine.run`` does the rest, the same way for all of them:
 
 - the output (``meanfield.runs.output``): checked before any work (``Output.claim``: an
-  existing result, ``resume`` without a checkpoint, a place that cannot be written),
-  locked while the run goes (``<out>.lock``: a second run on it refuses), written
-  atomically at the end (elsewhere, said where, if that fails), and its checkpoint
-  ``<out>.checkpoint.nc`` removed then;
+  existing result, ``resume`` without a checkpoint, a checkpoint without ``resume`` or
+  ``overwrite``, a place that cannot be written), locked while the run goes
+  (``<out>.lock``: a second run on it refuses) and checked again under the lock (a run
+  that finished meanwhile), written atomically at the end (elsewhere, said where, if
+  that fails), and its checkpoint ``<out>.checkpoint.nc`` removed then. A folder that
+  cannot be written any more in the middle of a run stops no work: a checkpoint or a
+  part that cannot be written is said once (a warning) and the run goes on with its
+  frames in memory, the result (or on Ctrl-C the frames so far) then kept in the
+  temporary directory;
 - the schedule: ``task.points()``; the first point is the start (``task.start()``), each
   further one is reached by ``task.advance(state, point, on_step)``, and ``task.frame``
   says what is kept there (all of a frame or none of it, whenever Ctrl-C comes);
@@ -45,6 +50,7 @@ import contextlib
 import signal
 import threading
 import time as _time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +63,7 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError, SolverError
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.frames import FrameStore, frames_path, streaming
-from meanfield.runs.output import Output
+from meanfield.runs.output import Output, reason
 from meanfield.runs.schedule import progress_bar, save_times
 
 
@@ -262,6 +268,7 @@ class Engine:
         self.task: RunTask | None = None
         self.store: FrameStore | None = None
         self.last: Any = None
+        self.unwritable: BaseException | None = None  # why the output could not be written
 
     def run(self, task: RunTask) -> xr.Dataset:
         """Run (or resume) ``task``; the result dataset (``status`` -1 if interrupted)."""
@@ -271,14 +278,16 @@ class Engine:
         wall = _time.perf_counter()
         try:
             self.output.lock()
+            self.output.claim()  # again, now that no other run can finish meanwhile
             with thread_policy.current().applied(), _signals():
                 state, frames, failure = self._loop()
             info = {**task.info(), "wall_time_s": _time.perf_counter() - wall}
             if failure is not None:
-                self._checkpoint(state, frames)
+                kept = self._checkpoint(state, frames)
                 raise TaskFailed(f"{failure}; the rest is kept in "
                                  f"{str(self.output.checkpoint)!r}, retry with resume"
-                                 if self.output.checkpoint is not None else failure)
+                                 if self.output.checkpoint is not None and kept
+                                 else failure)
             if len(frames) < len(task.points()):
                 return self._interrupted(state, frames, info)
             if frames.parts:  # the end first: if the (long) write fails, resume only
@@ -306,7 +315,8 @@ class Engine:
                 frames.frames = list(kept)
         else:
             state = task.start()
-            frames.truncate(0)  # the parts of an earlier run (not resumed) go
+            self.output.discard_checkpoint()  # (overwrite) an earlier run's: not resumed,
+            frames.truncate(0)  # and its parts go
             frames.append(task.frame(state))
         self.last = state  # the exact state at the last point kept
         bar = task.progress_bar(self.progress, len(frames))
@@ -317,7 +327,10 @@ class Engine:
                 state = task.advance(self.last, point, on_step)
                 frames.append(task.frame(state))
                 self.last = state
-                frames.spill()  # after self.last: Ctrl-C in a write keeps frame and state
+                try:  # after self.last: Ctrl-C in a write keeps frame and state
+                    frames.spill()
+                except (OSError, ConfigError) as exc:  # kept in memory: see _checkpoint
+                    self._cannot_write(exc)
                 if self.output.checkpoint is not None and self.clock.due():
                     self._checkpoint(state, frames)
         except KeyboardInterrupt:  # stop: the frames so far and self.last are kept
@@ -339,22 +352,46 @@ class Engine:
         self.last = state
         self._checkpoint(state, frames)
 
-    def _checkpoint(self, state: Any, frames: FrameStore) -> None:
+    def _checkpoint(self, state: Any, frames: FrameStore) -> bool:
+        """Write a checkpoint; False if the output folder cannot be written now (the run
+        goes on: its frames stay in memory, and what it makes is kept elsewhere at the
+        end, ``Output.keep_elsewhere``)."""
         task = self.task
-        frames.flush()  # first: the checkpoint covers whole parts on disk
-        ds = task.checkpoint(state, len(frames) if task.streams else frames.frames)
-        stamp(ds, task.kind, task.cfg, -1,
-              f"checkpoint at {task.where(len(frames))}{task.beyond(state)}")
-        self.output.write_checkpoint(ds)
-        self.clock.reset()
+        self.clock.reset()  # (also after a failure: not tried again at every step)
+        try:
+            frames.flush()  # first: the checkpoint covers whole parts on disk
+            ds = task.checkpoint(state, len(frames) if task.streams else frames.frames)
+            stamp(ds, task.kind, task.cfg, -1,
+                  f"checkpoint at {task.where(len(frames))}{task.beyond(state)}")
+            self.output.write_checkpoint(ds)
+        except (OSError, ConfigError) as exc:  # (ConfigError: check_writable's probe)
+            self._cannot_write(exc)
+            return False
+        return True
+
+    def _cannot_write(self, exc: BaseException) -> None:
+        """Say once that the output folder cannot be written (the run goes on)."""
+        if self.unwritable is None:
+            self.unwritable = exc
+            warnings.warn(f"the checkpoint of {str(self.output.path)!r} cannot be written "
+                          f"now ({reason(exc)}); the run goes on, and what it makes is "
+                          "kept in the temporary directory if its folder stays unwritable",
+                          RuntimeWarning, stacklevel=3)
 
     def _interrupted(self, state: Any, frames: FrameStore, info: dict) -> xr.Dataset:
         task = self.task
         message = f"interrupted after {task.where(len(frames))}"
-        if self.output.checkpoint is not None:
-            self._checkpoint(state, frames)
+        kept = self.output.checkpoint is not None and self._checkpoint(state, frames)
+        if kept:
             message += f"; kept in {str(self.output.checkpoint)!r}, continue with resume"
-        return stamp(frames.assemble(info), task.kind, task.cfg, -1, message)
+        ds = stamp(frames.assemble(info), task.kind, task.cfg, -1, message)
+        if self.output.checkpoint is not None and not kept:  # the folder: not writable
+            with streaming(frames.lazy):
+                spare = self.output.keep_elsewhere(ds, "the frames so far", self.unwritable)
+            ds.attrs["message"] = (f"{message}; {str(self.output.path)!r} cannot be written "
+                                   f"({reason(self.unwritable)}): the frames so far are "
+                                   f"kept in {spare!r}")
+        return ds
 
 
 def _terminate(signum: int, frame: Any) -> None:

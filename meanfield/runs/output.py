@@ -3,18 +3,24 @@ apart. Nothing is lost and nothing is replaced by accident:
 
 - before any work (``Output.claim``): an existing result is refused unless ``overwrite``;
   with ``resume`` it is accepted only if a checkpoint is there to continue (a finished
-  result without one is reported as finished: nothing to do); the directory must be
-  writable (a file is created and removed there);
+  result without one is reported as finished: nothing to do); a checkpoint (the work of
+  an interrupted run) is refused unless ``resume`` continues it or ``overwrite``
+  discards it; the directory must be writable (a file is created and removed there);
 - when the run starts (``Output.lock``): ``<out>.lock`` is created exclusively, holding
   the pid and host; a second run on the same output refuses in one line while the first
-  is alive; a lock left by a process that no longer exists (kill -9) is taken over;
+  is alive; a lock left by a process that no longer exists (kill -9) is taken over. The
+  checks of ``claim`` are made again once the lock is held (the engine does): a run that
+  passed them while another was still going (a dask start-up takes seconds) would
+  otherwise replace the result the other has finished meanwhile;
 - a checkpoint to resume from must be readable, of the same task and the same config,
   else one line says what is wrong and what to do;
 - the result is written atomically (``meanfield.io``; a dataset whose frames were
   streamed to part files, ``meanfield.runs.frames``, is written from them a part at a
-  time); if that still fails at the end (a disk that filled up, permissions changed), it
-  is written to the temporary directory instead and ``OutputError`` says where (the
-  checkpoint and the part files are kept then).
+  time); if that still fails at the end (a disk that filled up, permissions changed,
+  the folder gone), it is written to the temporary directory instead
+  (``keep_elsewhere``) and ``OutputError`` says where (the checkpoint and the part files
+  are kept then); the lock in a folder that cannot be written any more is left (it
+  names a process that is gone after the run: the next run takes it over).
 """
 from __future__ import annotations
 
@@ -64,8 +70,9 @@ class Output:
         self._locked = False
 
     def claim(self) -> None:
-        """Before any work: refuse an existing result (see the module docstring) and an
-        output directory that cannot be written."""
+        """Before any work, and again under the lock: refuse an existing result, a
+        checkpoint that would be thrown away (see the module docstring) and an output
+        directory that cannot be written."""
         if self.path is None:
             return
         continuing = self.resume and self.checkpoint.exists()
@@ -73,6 +80,15 @@ class Output:
             raise ResultExistsError(
                 f"output.path = {str(self.path)!r} is a finished result and there is no "
                 "checkpoint to resume: nothing to do (pass --overwrite to run it again)",
+                "output.path")
+        lock = lock_path(self.path)
+        if not self._locked and lock.exists() and self._holder_alive(lock):
+            raise self._busy(lock)  # (its checkpoint is not one of an interrupted run)
+        if self.checkpoint.exists() and not (self.resume or self.overwrite):
+            raise ResultExistsError(
+                f"output.path = {str(self.path)!r} has the checkpoint of an interrupted "
+                f"run ({str(self.checkpoint)!r}); pass --resume (resume=True) to continue "
+                "it, or --overwrite (overwrite=True) to discard it and start again",
                 "output.path")
         check_writable(self.path, self.overwrite or continuing)
 
@@ -87,17 +103,23 @@ class Output:
                 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 if self._holder_alive(lock):
-                    raise ConfigError(
-                        f"output.path = {str(self.path)!r} is being written by another run "
-                        f"({lock.read_text().strip() or 'unknown process'}, lock "
-                        f"{str(lock)!r}); wait for it to end or choose another --out",
-                        "output.path") from None
+                    raise self._busy(lock) from None
                 lock.unlink(missing_ok=True)  # left by a process that is gone
                 continue
             with os.fdopen(fd, "w") as f:
                 f.write(me + "\n")
             self._locked = True
             return
+
+    def _busy(self, lock: Path) -> ConfigError:
+        """The error for an output that another live run holds."""
+        try:
+            holder = lock.read_text().strip()
+        except OSError:
+            holder = ""
+        return ConfigError(f"output.path = {str(self.path)!r} is being written by another "
+                           f"run ({holder or 'unknown process'}, lock {str(lock)!r}); wait "
+                           "for it to end or choose another --out", "output.path")
 
     @staticmethod
     def _holder_alive(lock: Path) -> bool:
@@ -110,10 +132,20 @@ class Output:
         return host != socket.gethostname() or _alive(pid)
 
     def release(self) -> None:
-        """Drop the lock (if this output holds it)."""
+        """Drop the lock (if this output holds it); left in a folder that cannot be
+        written any more (module docstring)."""
         if self._locked:
-            lock_path(self.path).unlink(missing_ok=True)
             self._locked = False
+            try:
+                lock_path(self.path).unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    def discard_checkpoint(self) -> None:
+        """Delete the checkpoint of an earlier run (a run started again with
+        ``overwrite``: it must not be resumed later with parts it no longer covers)."""
+        if self.checkpoint is not None:
+            self.checkpoint.unlink(missing_ok=True)
 
     def saved(self, cfg: dict, kind: str) -> xr.Dataset | None:
         """The checkpoint to resume from, checked against the task and ``cfg``; None if
@@ -151,16 +183,39 @@ class Output:
             return
         try:
             write_netcdf(ds, self.path, overwrite=True)
-        except OSError as exc:
-            fd, spare = tempfile.mkstemp(prefix=f"{self.path.stem}.", suffix=".nc")
-            os.close(fd)
-            write_netcdf(ds, spare, overwrite=True)
-            raise OutputError(f"could not write {str(self.path)!r} ({exc}); the result is "
-                              f"kept in {spare!r}") from None
+        except (OSError, ConfigError) as exc:  # (check_writable's: the probe failed)
+            spare = self.keep_elsewhere(ds, "the result", exc)
+            raise OutputError(f"could not write {str(self.path)!r} ({reason(exc)}); the "
+                              f"result is kept in {spare!r}") from None
         self.checkpoint.unlink(missing_ok=True)
+
+    def keep_elsewhere(self, ds: xr.Dataset, what: str, why: BaseException) -> str:
+        """Write ``ds`` (``what``, for the message) to a new file in the temporary
+        directory, since the output path could not be written (``why``); its path.
+
+        Raises:
+            OutputError: that failed too (saying so).
+        """
+        fd, spare = tempfile.mkstemp(prefix=f"{self.path.stem}.", suffix=".nc")
+        os.close(fd)
+        try:
+            write_netcdf(ds, spare, overwrite=True)
+        except (OSError, ConfigError) as exc:
+            Path(spare).unlink(missing_ok=True)
+            raise OutputError(
+                f"could not write {str(self.path)!r} ({reason(why)}) nor keep {what} in "
+                f"{tempfile.gettempdir()!r} ({reason(exc)})") from None
+        return spare
 
     def open_result(self) -> xr.Dataset:
         """The written result, opened lazily (values are read when used; ``.load()``)
         without holding the file open (``meanfield.runs.frames.open_detached``)."""
         from meanfield.runs.frames import open_detached
         return open_detached(self.path)
+
+
+def reason(exc: BaseException) -> str:
+    """Why a write failed, in a few words (an OSError's strerror and file)."""
+    if isinstance(exc, OSError) and not isinstance(exc, ConfigError) and exc.strerror:
+        return exc.strerror + (f": {exc.filename!r}" if exc.filename else "")
+    return str(exc)
