@@ -183,6 +183,39 @@ def run_readme(folder: Path, *, demo: bool) -> dict:
     return ran
 
 
+RUN_COMMANDS = ("evolve", "particles", "compare", "convergence", "contraction", "bifurcation",
+                "phase-diagram", "metastability", "normalization", "long-context")
+
+
+def test_readme_results_go_to_distinct_files():
+    """Static, without running anything: every toml block names its file, and no run
+    command of the README writes where an earlier one did unless it says --overwrite
+    (the README's first failure: `particles` and `compare` on run.toml's run.nc)."""
+    import tomllib
+
+    files, written = {}, {}
+    for lang, body, line in readme_blocks(README.read_text(encoding="utf-8")):
+        if lang == "toml":
+            m = re.fullmatch(r"#\s*(\S+\.toml)\s*", body.splitlines()[0])
+            assert m, f"README.md:{line}: a toml block must name its file on its first line"
+            files[m.group(1)] = tomllib.loads(body)
+        if lang != "bash":
+            continue
+        for command in command_lines(body):
+            words = shlex.split(command, comments=True)
+            if words[:1] != ["meanfield"] or len(words) < 3 or words[1] not in RUN_COMMANDS:
+                continue
+            config = words[2]
+            assert config in files, f"README.md:{line}: `{command}` reads {config}, not shown before"
+            target = (output_of(command) or files[config].get("output", {}).get("path")
+                      or Path(config).with_suffix(".nc").name)
+            assert target not in written or "--overwrite" in words, (
+                f"README.md:{line}: `{command}` writes {target}, which "
+                f"`{written.get(target)}` wrote before")
+            written[target] = command
+    assert written
+
+
 def kuramoto_root(kappa: float) -> float:
     """The non-trivial root of r = I_1(kappa r)/I_0(kappa r), independently (brentq)."""
     return brentq(lambda r: r - i1e(kappa * r) / i0e(kappa * r), 1e-3, 1.0, xtol=1e-15)
