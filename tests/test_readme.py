@@ -216,6 +216,39 @@ def test_readme_results_go_to_distinct_files():
     assert written
 
 
+def _text_files() -> list[Path]:
+    root = README.parent
+    found = []
+    for pattern in ("*.md", "*.py", "*.toml", "*.cfg"):
+        for path in root.rglob(pattern):
+            parts = path.relative_to(root).parts
+            if not any(p.startswith(".") or p.endswith(".egg-info") or p == "build"
+                       for p in parts[:-1]):
+                found.append(path)
+    return found
+
+
+def test_conventions_live_in_the_repository():
+    """The signs and reference results the code relies on are stated in docs/, and every
+    "docs/NAME.md" that a file mentions exists; nothing points outside the repository to
+    a design file."""
+    root = README.parent
+    this = Path(__file__).resolve()
+    outside = re.compile(r"\.\./shared|DESIGN\.md")
+    mentioned = re.compile(r"docs/([\w-]+\.md)")
+    for path in _text_files():
+        if path.resolve() == this:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert not outside.search(text), f"{path.relative_to(root)} points outside the repository"
+        for name in mentioned.findall(text):
+            assert (root / "docs" / name).is_file(), f"{path.relative_to(root)}: no docs/{name}"
+    conventions = (root / "docs" / "conventions.md").read_text(encoding="utf-8")
+    for fact in ("∂_t ρ + div(ρ v[ρ]) = κ⁻¹ Δρ", "√(2/κ) dW_i", "σ_k = k² (a_k − 1/κ)",
+                 "r = I_1(κr) / I_0(κr)", "min(λ_att, (d − 1) λ_rep / 2)"):
+        assert fact in conventions, fact
+
+
 def kuramoto_root(kappa: float) -> float:
     """The non-trivial root of r = I_1(kappa r)/I_0(kappa r), independently (brentq)."""
     return brentq(lambda r: r - i1e(kappa * r) / i0e(kappa * r), 1e-3, 1.0, xtol=1e-15)
