@@ -164,7 +164,8 @@ def test_auto_guards_a_sample_against_a_frame():
     assert wasserstein(few, u) == wasserstein(few, u, method="exact") > q
     i = np.arange(2000) + 0.5
     z, phi = 1 - 2 * i / 2000, np.pi * (1 + 5**0.5) * i
-    fib = np.stack([np.sqrt(1 - z * z) * np.cos(phi), np.sqrt(1 - z * z) * np.sin(phi), z], 1)
+    r = np.sqrt(1 - z * z)
+    fib = np.stack([r * np.cos(phi), r * np.sin(phi), z], 1)
     with pytest.raises(ValueError, match="too close for their grid"):
         wasserstein(fib, u)
     assert wasserstein(fib, u, method="exact") < q

@@ -43,8 +43,8 @@ def test_a_start_zonal_about_no_axis():
     are the linearised W_2 (its error estimate 20 % at t = 0, below 1 % from t = 5),
     the later ones the exact zonal W_2 about the mean direction. The fit still finds
     2/15 (measured 0.13402), and the distance has no jump where the path changes: the
-    second differences of log W stay below 0.005 after t = 1 (measured 0.0019; the
-    atoms, which the old "auto" used, jumped by 10 % at a switch)."""
+    second differences of log W stay below 0.005 after t = 1 (measured 0.0019; a switch
+    from the grid atoms to the linearised value jumped by 10 % for a pair at L = 24)."""
     cfg = {"model": {"normalized": True, "kappa": KAPPA},
            "domain": {"geometry": "sphere"},
            "discretization": {"resolution": 24},
