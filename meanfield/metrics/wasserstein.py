@@ -24,8 +24,9 @@ rescaled.
 Methods (the geometry is inferred, or checked against ``geometry=`` when given):
 
 =========  =========================================================================
-circle     ``"auto"`` = ``"exact"``: ``meanfield.metrics.circle_transport`` (exact, any
-           p >= 1, O((n + m) log(n + m)); densities in their own representation).
+circle     ``"auto"`` = ``"exact"``: ``meanfield.metrics.circle_transport`` (exact at
+           every accepted p, O((n + m) log(n + m)); densities in their own
+           representation).
 sphere     Two spectral (Gauss-Legendre) density frames, read as the band-limited
            densities the grid represents (``meanfield.metrics.sphere_dispatch``):
            ``"zonal"``: both zonal about one axis, any axis (found from their moments,
@@ -66,9 +67,12 @@ additive error up to q ~ 0.3 h (0.046 rad at L = 24), so for ``u`` against
 ``u (1 + a P_1)`` at L = 24 they gave 0.0695, 0.0220, 0.00695 for a = 0.1, 0.01, 0.001
 where W_2 = 0.0408, 0.00408, 0.000408: "auto" never returns those.
 
-All input errors (p < 1, NaN, negative weights, points off the sphere, different masses,
-a grid that does not match its geometry, a problem too large for the exact method) are a
-``ValueError`` raised before any transport is computed.
+All input errors (p not a real number in [1, 1e4] (``arguments.P_MAX``: W_p is exact up
+to there), other options out of range (``meanfield.metrics.arguments``), complex or
+non-numeric values, NaN, negative weights, points off the sphere, different masses, a
+grid that does not match its geometry, a problem too large for the exact method) are a
+``ValueError`` raised before any transport is computed (a ``ConfigError`` naming the
+argument for the options and the values).
 """
 from __future__ import annotations
 
@@ -267,7 +271,7 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
 
     Args:
         mu, nu: the measures.
-        p: order, ``>= 1``.
+        p: order, a real number in [1, 1e4] (``arguments.P_MAX``).
         geometry: ``"circle"``, ``"sphere"`` or ``None`` (inferred).
         method: ``"auto"``, ``"exact"``, ``"sinkhorn"``, ``"sliced"``, ``"dirac"``,
             ``"zonal"`` or ``"linearised"``.
