@@ -328,3 +328,58 @@ def test_demo_refuses_an_interrupted_runs_checkpoint_naming_overwrite(tmp_path,
     with pytest.raises(ResultExistsError, match="--overwrite") as err:
         demo.run_demo(tmp_path, progress=False)
     assert f"{first}.nc.checkpoint.nc" in str(err.value)
+
+
+def test_a_read_only_folder_mid_run_keeps_a_streamed_result_elsewhere(tmp_path,
+                                                                       monkeypatch):
+    """evolve writes its frames to part files as it goes: once the folder is read-only
+    (simulated: as root a chmod stops nothing) the parts and checkpoints that cannot be
+    written are a warning, the frames stay in memory, and the result (the parts written
+    before and the frames since) is kept in the temporary directory."""
+    import tempfile
+
+    from meanfield.runs import evolve as evolve_module
+    from meanfield.runs import frames as frames_module
+
+    monkeypatch.setattr(frames_module, "PART_BYTES", 1500)  # a part every few frames
+    folder = tmp_path / "o"
+    out = folder / "e.nc"
+    cfg = {**EVOLVE, "time": {"t_final": 2.0, "save_every": 0.1},
+           "output": {"checkpoint_every": 1e-3}}
+    real_mkstemp, real_unlink = tempfile.mkstemp, os.unlink
+    read_only = []
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if read_only and dir is not None and str(dir).startswith(str(folder)):
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    def unlink(path, *args, **kwargs):
+        if read_only and str(path).startswith(str(folder)):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_unlink(path, *args, **kwargs)
+
+    real_advance, calls = evolve_module.EvolveTask.advance, []
+
+    def advance(self, *args):
+        calls.append(1)
+        if len(calls) == 8:
+            read_only.append(True)
+        return real_advance(self, *args)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(os, "unlink", unlink)
+    monkeypatch.setattr(evolve_module.EvolveTask, "advance", advance)
+    with pytest.warns(RuntimeWarning, match="cannot be written"), \
+            pytest.raises(OutputError, match="kept in") as err:
+        meanfield.evolve(cfg, out=out)
+    read_only.clear()
+    kept = str(err.value).rsplit("kept in ", 1)[1].strip("'")
+    try:
+        monkeypatch.setattr(evolve_module.EvolveTask, "advance", real_advance)
+        expected = meanfield.evolve(cfg)
+        ds = read_netcdf(kept)
+        assert ds.sizes["time"] == 21
+        np.testing.assert_array_equal(ds.density.values, expected.density.values)
+    finally:
+        os.unlink(kept)
