@@ -13,7 +13,9 @@ rho evaluated at n, ``c_l = sum_m a_lm Y_lm(n)``, and the part of rho NOT zonal 
 grid is needed: the Legendre series about n goes to ``sphere_zonal.ZonalDensity`` and its
 exact W_p (the monotone rearrangement of the colatitudes about n). The candidate axes are
 the mean directions and the principal axes of the second moments of mu, nu and mu - nu
-(a zonal density about n has its mean along n and n as a principal axis); one is
+(a zonal density about n has its mean along n and n as a principal axis), and, when
+those show nothing (a difference with no degree 1 or 2), the point where the lowest
+degree of mu - nu peaks in absolute value (``_peak_axis``: |P_l| < 1 but at +-1); one is
 accepted when the non-zonal parts of both are negligible against the distance
 (``ZONAL_SHARE``, measured in H^-1, where W_2 sees them: see ``zonal_pair``).
 
@@ -159,6 +161,42 @@ def _candidate_axes(grid, fields) -> list[np.ndarray]:
     return axes
 
 
+def _peak_axis(alm: np.ndarray, lmax: int) -> np.ndarray:
+    """Where the lowest significant degree l >= 1 of a field peaks in absolute value: its
+    axis if that part is zonal (|P_l| < 1 except at +-1). Grid argmax, then Nelder-Mead
+    on the two angles (to about 3e-8 rad: the peak is quadratic)."""
+    from scipy.optimize import minimize
+
+    from solvers.grids.sphere import SphereGrid
+    from solvers.transforms.legendre import legendre_table
+    from solvers.transforms.sht import alm_degrees, alm_index, resize_alm
+
+    ll, mm = alm_degrees(lmax)
+    power = np.bincount(ll, weights=np.where(mm > 0, 2.0, 1.0) * np.abs(alm) ** 2,
+                        minlength=lmax + 1)
+    l = int(np.flatnonzero(power[1:] > 1e-6 * power[1:].max())[0]) + 1
+    grid = SphereGrid(l, 2 * l + 8, 4 * l + 16)
+    values = grid.synthesis(resize_alm(np.where(ll == l, alm, 0.0), l))
+    i = int(np.argmax(np.abs(values)))
+    coef = np.array([alm[alm_index(l, m, lmax)] for m in range(l + 1)])
+
+    def minus_square(angles):
+        colat, lon = angles
+        lam = np.array([legendre_table(l, m, np.array([np.cos(colat)]))[-1, 0]
+                        for m in range(l + 1)])
+        ylm = lam * np.exp(1j * np.arange(l + 1) * lon)
+        value = coef[0].real * ylm[0].real + 2 * np.sum((coef[1:] * ylm[1:]).real)
+        return -value * value
+
+    start = np.pi / 2 - grid.lat[i // grid.nlon], grid.lon[i % grid.nlon]
+    # the peak is quadratic: values 1e-15 apart are 3e-8 rad apart
+    tol = 1e-15 * abs(minus_square(start))
+    colat, lon = minimize(minus_square, start, method="Nelder-Mead",
+                          options={"xatol": 1e-10, "fatol": tol, "maxiter": 2000}).x
+    return np.array([np.sin(colat) * np.cos(lon), np.sin(colat) * np.sin(lon),
+                     np.cos(colat)])
+
+
 @dataclass(frozen=True)
 class ZonalPair:
     """Two densities zonal about one axis: their Legendre series about it."""
@@ -186,7 +224,14 @@ def zonal_pair(mu: SpectralDensity, nu: SpectralDensity) -> tuple[ZonalPair | No
     fields = [grid.synthesis(a), grid.synthesis(b)]
     fields.append(fields[0] - fields[1])
     best = np.inf
-    for axis in [np.array([0.0, 0.0, 1.0])] + _candidate_axes(grid, fields):
+
+    def candidates():
+        yield np.array([0.0, 0.0, 1.0])
+        yield from _candidate_axes(grid, fields)
+        if diff > 0:  # last, as it costs a search: moments that do not show the axis
+            yield _peak_axis(a - b, lmax)
+
+    for axis in candidates():
         (ca, ra), (cb, rb) = zonal_coefficients(a, lmax, axis), \
             zonal_coefficients(b, lmax, axis)
         rest = ra + rb
