@@ -38,7 +38,8 @@ A task (``evolve``, ``particles``, ``compare``) supplies the hooks of ``RunTask`
   returned dataset (read lazily from the parts when they were streamed) and the
   checkpoint, and a message saying where the checkpoint is;
 - the dataset: ``task.dataset(frames, info)`` stamped with ``kind``, ``config`` (JSON),
-  ``version`` (the package's), ``status`` and ``message``.
+  ``version`` (the package's), ``status`` and ``message`` (finished: ``task.outcome``,
+  before the result is written: nothing is written after the lock is released).
 
 ``SteppingTask`` is the base of the tasks that step in time (evolve, particles): the save
 times of ``[time]``, the bar over simulated time, frames streamed to disk with an output,
@@ -141,6 +142,12 @@ class RunTask:
     def finish(self, frames: list) -> None:
         """Called when every point is done with the frames in memory (all of them unless
         the task ``streams``); raises ``TaskFailed`` if some part failed."""
+
+    def outcome(self, ds: xr.Dataset) -> tuple[int, str]:
+        """The ``status`` and ``message`` of the finished result ``ds``, before it is
+        written (a task that finished with problems: status 1 and what they are)."""
+        del ds
+        return 0, "finished"
 
     def progress_bar(self, enabled: bool, done: int):
         """A bar with ``update(n)``/``close()`` and an ``n``, or None (the default: a
@@ -292,7 +299,8 @@ class Engine:
                 return self._interrupted(state, frames, info)
             if frames.parts:  # the end first: if the (long) write fails, resume only
                 self._checkpoint(state, frames)  # assembles the parts again
-            ds = stamp(frames.assemble(info), task.kind, task.cfg, 0, "finished")
+            ds = frames.assemble(info)
+            ds = stamp(ds, task.kind, task.cfg, *task.outcome(ds))
             with streaming(frames.lazy):  # lazily opened parts: one part at a time
                 self.output.write_result(ds)
             if frames.lazy:  # opened from the parts: read the result back lazily

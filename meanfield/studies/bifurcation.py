@@ -320,6 +320,9 @@ class BifurcationTask(RunTask):
                 "problems": "; ".join(([] if ok else [check]) + failed)}
         return study_dataset(self.cfg, self.plan, self.disc.grid, branches, info)
 
+    def outcome(self, ds: xr.Dataset) -> tuple[int, str]:
+        return finished_with_problems(ds)
+
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
         branches = [f for f in frames[1:] if isinstance(f, dict)]
         if not branches:
@@ -379,8 +382,8 @@ def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Da
         from meanfield.studies import bifurcation_map as bm
 
         bm.check_map_config(cfg)
-        return _finish(Engine(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
-                              progress=progress).run(bm.MapTask(cfg)), _out(cfg, out))
+        return Engine(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
+                      progress=progress).run(bm.MapTask(cfg))
     plan = check_bifurcation_config(cfg)
     if cfg["bifurcation"]["mode"] == "scan":
         try:
@@ -392,21 +395,16 @@ def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Da
         return _scan(run_scan, cfg, out, overwrite, resume, progress)
     out = _out(cfg, out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
-    return _finish(engine.run(BifurcationTask(cfg, plan)), out)
+    return engine.run(BifurcationTask(cfg, plan))
 
 
 def _out(cfg: dict, out):
     return out if out is not None else cfg["output"]["path"]
 
 
-def _finish(ds: xr.Dataset, out) -> xr.Dataset:
-    """``status`` 1 and the problems in ``message`` when a check failed or a branch's
-    Newton did (the file rewritten with them)."""
+def finished_with_problems(ds: xr.Dataset) -> tuple[int, str]:
+    """The outcome of a finished study (``RunTask.outcome``): ``status`` 1 and the
+    problems in ``message`` when a check failed or a branch's Newton did (the attr
+    ``problems``), else 0."""
     problems = ds.attrs.get("problems", "")
-    if ds.attrs["status"] == 0 and problems:
-        ds.attrs.update(status=1, message=f"finished with problems: {problems}")
-        if out is not None:
-            from meanfield.io import write_netcdf
-
-            write_netcdf(ds, out, overwrite=True)
-    return ds
+    return (1, f"finished with problems: {problems}") if problems else (0, "finished")

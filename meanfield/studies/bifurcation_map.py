@@ -273,6 +273,9 @@ class MapTask(RunTask):
             problems.append(f"fold curve: {fold['message']}")
         return map_dataset(self.cfg, done, {**info, "problems": "; ".join(problems)}, fold)
 
+    def outcome(self, ds: xr.Dataset) -> tuple[int, str]:
+        return bf.finished_with_problems(ds)
+
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
         done = [f for f in frames[1:] if isinstance(f, dict)]
         return map_dataset(self.cfg, done, {}) if done else xr.Dataset()

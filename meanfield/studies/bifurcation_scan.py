@@ -87,7 +87,6 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError, SolverError
-from meanfield.io import write_netcdf
 from meanfield.runs.engine import Engine, stamp
 from meanfield.runs.executor import Executor
 from meanfield.studies.members import MemberStudy
@@ -470,7 +469,6 @@ class ScanTask(MemberStudy):
         super().__init__(cfg, executor, progress)
         self.plan = plan
         self.members = scan_members(plan)
-        self.summary = ""  # the message of the last complete dataset
         self._done: set[tuple[str, int]] = set()  # the members a checkpoint held
 
     def points(self) -> list:
@@ -521,9 +519,10 @@ class ScanTask(MemberStudy):
 
     def dataset(self, frames: list, info: dict) -> xr.Dataset:
         del info  # (the scan's attrs: as they always were)
-        ds = _dataset(self.cfg, self.plan, self._table(frames))
-        self.summary = ds.attrs["message"]
-        return ds
+        return _dataset(self.cfg, self.plan, self._table(frames))
+
+    def outcome(self, ds: xr.Dataset) -> tuple[int, str]:
+        return 0, ds.attrs["message"]  # the scan's summary, not "finished"
 
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
         done = [f for f in frames[1:] if isinstance(f, tuple)]
@@ -600,10 +599,6 @@ def run_scan(cfg: dict, out: str | Path | None = None, *, overwrite: bool = Fals
     finally:
         if own:
             executor.close()
-    if ds.attrs.get("status") == 0 and task.summary:  # the scan's summary, not "finished"
-        ds.attrs["message"] = task.summary
-        if out is not None:
-            write_netcdf(ds, out, overwrite=True)
     return ds
 
 

@@ -383,3 +383,60 @@ def test_a_read_only_folder_mid_run_keeps_a_streamed_result_elsewhere(tmp_path,
         np.testing.assert_array_equal(ds.density.values, expected.density.values)
     finally:
         os.unlink(kept)
+
+
+def _break_after_release(monkeypatch, folder):
+    """Nothing may be written once the lock is released (another run may hold it by
+    then): the folder breaks right after the release."""
+    real_release = Output.release
+
+    def release(self):
+        held = self._locked
+        real_release(self)
+        if held:
+            _break_folder(folder)
+
+    monkeypatch.setattr(Output, "release", release)
+
+
+def test_the_bifurcation_scan_is_written_once_under_the_lock(tmp_path, monkeypatch):
+    """The scan's summary is its message on disk, written with the result (it was
+    written again after the lock was released)."""
+    folder = tmp_path / "o"
+    _break_after_release(monkeypatch, folder)
+    cfg = {"domain": {"geometry": "circle"}, "discretization": {"resolution": 64},
+           "model": {"beta": 0.0, "kappa": 2.0},
+           "bifurcation": {"mode": "scan", "parameter": "kappa", "start": 1.5,
+                           "stop": 3.0, "scan_num": 2, "scan_starts": ["clustered"]}}
+    ds = meanfield.bifurcation(cfg, out=folder / "s.nc")
+    written = read_netcdf(tmp_path / "o-moved" / "s.nc")
+    assert ds.attrs["status"] == written.attrs["status"] == 0
+    assert written.attrs["message"] == ds.attrs["message"]
+    assert written.attrs["message"].startswith("6 states")
+
+
+def test_a_bifurcation_with_problems_is_written_once_under_the_lock(tmp_path,
+                                                                   monkeypatch):
+    """Status 1 and the problems are in the file written under the lock (the file was
+    rewritten with them after the lock was released)."""
+    import dataclasses
+
+    from solvers.nonlinear import continuation
+
+    def failing(real):
+        def corrector(*args, **kwargs):
+            return dataclasses.replace(real(*args, **kwargs), converged=False,
+                                       message="the corrector was made to fail (test)")
+        return corrector
+
+    for name in ("newton_krylov", "chord_newton"):
+        monkeypatch.setattr(continuation, name, failing(getattr(continuation, name)))
+    folder = tmp_path / "o"
+    _break_after_release(monkeypatch, folder)
+    cfg = {"model": {"beta": 0.0}, "discretization": {"resolution": 32},
+           "bifurcation": {"start": 1.5, "stop": 4.0, "modes": 1, "stride": 2}}
+    ds = meanfield.bifurcation(cfg, out=folder / "b.nc")
+    written = read_netcdf(tmp_path / "o-moved" / "b.nc")
+    assert ds.attrs["status"] == written.attrs["status"] == 1
+    assert written.attrs["message"] == ds.attrs["message"]
+    assert "finished with problems" in written.attrs["message"]
