@@ -295,8 +295,6 @@ def wasserstein(mu, nu, p: float = 2, *, geometry: str | None = None,
                                                             "seed", "starts"))
     m1, m2 = as_measure(mu, "mu"), as_measure(nu, "nu")
     geo = _check(m1, m2, geometry, method, modulo_rotation)
-    if geo == "sphere" and not (m1.is_dirac or m2.is_dirac):
-        st.check_sphere_p(p)  # the Dirac's closed form takes any p
     if geo == "circle":
         from meanfield.metrics.circle_transport import (
             circle_wasserstein,
