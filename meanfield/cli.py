@@ -83,12 +83,9 @@ def _run(args) -> int:
     out."""
     from meanfield import config as cfgmod
 
-    # (the phase diagram takes only its sections: [model], [particles], [parallel],
-    # [output], [phase_diagram])
-    task_name = "phase_diagram" if args.command == "phase-diagram" else None
-    if args.command == "metastability":  # [model], [domain], [particles], [parallel],
-        task_name = "metastability"  # [output], [metastability]
-    cfg = cfgmod.load(args.config, args.set, task_name)
+    # every command takes its task's sections only: a config written for another study
+    # (a section of its own) is refused, not run with this one's defaults
+    cfg = cfgmod.load(args.config, args.set, args.command.replace("-", "_"))
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
     progress = not args.no_progress
     if args.command == "compare":

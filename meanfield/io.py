@@ -21,12 +21,12 @@ def check_writable(path: str | Path, overwrite: bool, key: str = "output.path") 
     a place where no file can be written (a file is created and removed beside it; the
     missing parent directories are made)."""
     path = Path(path)
+    if path.is_dir():  # first: --overwrite would not help (a folder is never replaced)
+        raise ResultExistsError(f"{key} = {str(path)!r} is a directory; give a file "
+                                f"name such as {str(path / 'result.nc')!r}", key)
     if path.exists() and not overwrite:
         raise ResultExistsError(f"{key} = {str(path)!r} exists; pass --overwrite "
                                 "(overwrite=True) to replace it", key)
-    if path.is_dir():
-        raise ResultExistsError(f"{key} = {str(path)!r} is a directory; give a file "
-                                "name such as result.nc", key)
     for folder in path.parents:  # the nearest existing ancestor must be a folder
         if folder.exists():
             if not folder.is_dir():

@@ -100,6 +100,25 @@ def integer(key: str, value: Any, *, minimum: int | None = None,
     return value
 
 
+# The largest beta accepted anywhere (model.beta, the studies' beta lists and ranges). The
+# attention weight e^{beta (<x, y> - 1)} inherits the rounding of the cosine <x, y>
+# (2^-53 ~ 1.1e-16) multiplied by beta: a relative error of 1.1e-8 at beta = 1e8, about
+# the steppers' tolerances, and of order 1 by beta ~ 1e16 (where the phase diagram's
+# compiled engine fails and most_unstable_mode cannot even list its modes).
+MAX_BETA = 1e8
+
+
+def beta(key: str, value: Any) -> float:
+    """A temperature: a finite number in [0, ``MAX_BETA``]."""
+    x = finite_number(key, value, minimum=0.0)
+    if x > MAX_BETA:
+        raise ConfigError(f"{key} = {describe(value)}: beta is accepted up to {MAX_BETA:g} "
+                          "(the attention weight e^(beta (<x, y> - 1)) carries beta times "
+                          "the cosine's rounding, 1.1e-16: 1e-8 at the limit, meaningless by "
+                          "1e16)", key)
+    return x
+
+
 def kappa(key: str, value: Any) -> float:
     """A number > 0, or "inf" (no noise) as ``math.inf``."""
     if isinstance(value, str):

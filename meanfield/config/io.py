@@ -73,7 +73,9 @@ def load(path: str | Path, overrides: list[str] | None = None,
     """Read a TOML config, apply ``--set`` overrides and validate it (for ``task``)."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        # utf-8-sig: a byte-order mark (written by some Windows editors) is dropped, not
+        # read as the start of a TOML statement
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {str(path)!r} is not a text (UTF-8) TOML file: byte "
                           f"{exc.start} cannot be decoded", "config") from None

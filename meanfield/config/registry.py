@@ -57,6 +57,11 @@ def unknown_key(key: str, valid) -> ConfigError:
         f"unknown key {key}; {suggest(key.rsplit('.', 1)[-1], list(valid))}", key)
 
 
+def _command(task: str) -> str:
+    """The command line of a task (``phase_diagram``: 'meanfield phase-diagram')."""
+    return f"'meanfield {task.replace('_', '-')}'"
+
+
 def task_sections(task: str | None) -> tuple[str, ...]:
     """The sections ``task`` takes (None: every registered section)."""
     if task is None:
@@ -85,11 +90,18 @@ def validate(config: dict | None, task: str | None = None) -> dict:
         raise ConfigError(f"a config must be a dict of sections, got {type(config).__name__}")
     config = plain(config)  # numpy arrays and scalars as the lists and numbers of TOML
     sections = task_sections(task)
-    for name in config:
+    # a section of one study only names that study best: such sections are looked at first
+    for name in sorted(config, key=lambda s: sum(s in taken for taken in TASKS.values())):
         if name not in sections:
             if task is not None and name in SECTIONS:
-                raise ConfigError(f"section [{name}] is not taken by task {task!r}; it "
-                                  f"takes {', '.join(f'[{s}]' for s in sections)}", name)
+                owners = [t for t, taken in TASKS.items() if name in taken]
+                raise ConfigError(
+                    f"section [{name}] is not taken by task {task!r} ({_command(task)}): it "
+                    f"belongs to "
+                    f"{' or '.join(_command(t) for t in owners[:3]) or 'no command'}"
+                    f"{' (and others)' if len(owners) > 3 else ''}; "
+                    f"{_command(task)} takes {', '.join(f'[{s}]' for s in sections)}",
+                    name)
             raise ConfigError(f"unknown section [{name}]; {suggest(name, list(sections))}",
                               name)
         if not isinstance(config[name], dict):

@@ -1,6 +1,7 @@
 """The core sections of a config and the tasks that take them (defaults in brackets)::
 
-    [model]           beta [1.0] >= 0, kappa ["inf"] > 0 or "inf", normalized [true]
+    [model]           beta [1.0] in [0, 1e8] (checkers.MAX_BETA), kappa ["inf"] > 0 or
+                      "inf", normalized [true]
     [domain]          geometry ["circle" | "sphere"], dim: the particles' R^d (circle: 2;
                       sphere: 3 [default], or any d > 3 for particle runs)
     [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
@@ -159,7 +160,7 @@ def _scheduler(key: str, value: Any) -> str | None:
 
 CORE_SECTIONS: tuple[Section, ...] = (
     Section("model", {
-        "beta": (_at_least(0.0), 1.0),
+        "beta": (ck.beta, 1.0),
         "kappa": (ck.kappa, math.inf),
         "normalized": (ck.boolean, True),
     }, finish=_finish_model),

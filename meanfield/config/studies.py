@@ -60,6 +60,13 @@ SOURCES = ("pde", "particles")
 PDES = ("grid", "characteristics")  # contraction.pde
 
 
+def _betas(values: list[float], key: str) -> list[float]:
+    """``values`` (a checked list of beta) with each at most ``checkers.MAX_BETA``."""
+    for i, v in enumerate(values):
+        ck.beta(f"{key}[{i}]", v)
+    return values
+
+
 def _token_counts(key: str, value) -> list[int]:
     counts = ck.list_or_range(key, value, minimum=2, integers=True)
     return sorted({int(n) for n in counts})
@@ -140,6 +147,8 @@ def _finish_bifurcation(cfg: dict) -> None:
     if parameter == "beta" and b["start"] < 0:
         raise ConfigError(f"bifurcation.start = {b['start']:g}: beta must be >= 0",
                           "bifurcation.start")
+    if parameter == "beta":
+        ck.beta("bifurcation.stop", b["stop"])
     if parameter == "beta" and not math.isfinite(model["kappa"]):
         raise ConfigError("bifurcation.parameter = \"beta\" holds kappa fixed at "
                           "model.kappa, which is \"inf\" (no noise, no stationary states "
@@ -157,6 +166,8 @@ def _finish_bifurcation(cfg: dict) -> None:
             raise ConfigError(f"bifurcation.map_start = {b['map_start']:g}: {second} must "
                               f"be {'>= 0' if second == 'beta' else '> 0'}",
                               "bifurcation.map_start")
+        if second == "beta":
+            ck.beta("bifurcation.map_stop", b["map_stop"])
     # (discretization.method = "spectral" is checked by the study itself: a config
     # validated for every section (no task) holds [bifurcation]'s defaults too)
     disc = cfg["discretization"]
@@ -219,7 +230,8 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "reference": (lambda k, v: ck.integer(k, v, minimum=0, maximum=16), 2),
     }, finish=_finish_convergence),
     Section("contraction", {
-        "beta": (lambda k, v: ck.list_or_range(k, v, minimum=0.0), [0.5, 1.0, 2.0]),
+        "beta": (lambda k, v: _betas(ck.list_or_range(k, v, minimum=0.0), k),
+                 [0.5, 1.0, 2.0]),
         "sources": (_subset(SOURCES, "source"), ["pde", "particles"]),
         "fit_below": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 0.1),
         "fit_above": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 1e-8),
@@ -247,7 +259,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_bifurcation),
     Section("phase_diagram", {
         "dims": (_dims, [2, 8, 32, 128, 1024]),
-        "beta": (lambda k, v: _increasing_grid(k, v, 0.0),
+        "beta": (lambda k, v: _betas(_increasing_grid(k, v, 0.0), k),
                  {"start": 0.1, "stop": 9.0, "num": 50}),
         "times": (lambda k, v: _increasing_grid(k, v, 0.0),
                   {"start": 0.0, "stop": 30.0, "num": 121}),
@@ -404,7 +416,7 @@ def _finish_metastability(cfg: dict) -> None:
 
 STUDY_SECTIONS += (
     Section("metastability", {
-        "beta": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
+        "beta": (lambda k, v: _betas(_grid(k, v, minimum=0.0, strict=True), k),
                  [16.0, 32.0, 64.0, 128.0, 256.0]),
         "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 8),
         "chunk": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 4),

@@ -223,6 +223,9 @@ class SpectralDiscretization(Discretization):
     """
 
     method = "spectral"
+    # the last resort an unstable run is told of; a study that takes spectral only (the
+    # bifurcation scan) sets its own, so that it never advises what it refuses
+    other_method = "use method = \"finite-volume\""
 
     def __init__(self, model, tendency: Callable[[np.ndarray], np.ndarray],
                  tendency_jvp: Callable[[np.ndarray, np.ndarray], np.ndarray],
@@ -293,8 +296,8 @@ class SpectralDiscretization(Discretization):
         if not np.all(np.isfinite(state)):
             raise SolverError(
                 f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
-                f"{self.resolution_hint}, lower time.dt (or use dt = \"auto\"), or use "
-                "method = \"finite-volume\"")
+                f"{self.resolution_hint}, lower time.dt (or use dt = \"auto\"), or "
+                f"{self.other_method}")
         rho = self.to_density(state)
         low, high = float(rho.min()), float(rho.max())
         if low < -self.negativity_tolerance * high:
@@ -302,7 +305,7 @@ class SpectralDiscretization(Discretization):
                 f"the spectral density went negative at t = {t:.6g} (min {low:.3g}, max "
                 f"{high:.3g}; tolerance {self.negativity_tolerance:g} of the max): the "
                 f"solution is not resolved; raise discretization.resolution "
-                f"({self.resolution_hint}) or use method = \"finite-volume\"")
+                f"({self.resolution_hint}) or {self.other_method}")
 
 
 class FiniteVolumeDiscretization(Discretization):

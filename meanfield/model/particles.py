@@ -117,9 +117,12 @@ class AttentionParticles:
     def equiangular_rhs(self, n: int) -> Callable:
         """``f(t, [rho]) -> [rho']`` of the equiangular reduction."""
         beta = self.beta
-        if self.normalized:
-            return lambda t, y: [2 * (1 - y[0]) * ((n - 1) * y[0] + 1)
-                                 / (math.exp(beta * (1 - y[0])) + n - 1)]
+        if self.normalized:  # divided through by e^{beta (1 - rho)}: no overflow at any
+            # beta (e^{beta (1 - rho)} alone passes the float range at beta (1 - rho) > 709)
+            def rhs(t, y):
+                w = math.exp(-beta * (1 - y[0]))
+                return [2 * (1 - y[0]) * ((n - 1) * y[0] + 1) * w / (1 + (n - 1) * w)]
+            return rhs
         return lambda t, y: [2 / n * math.exp(beta * y[0]) * (1 - y[0])
                              * ((n - 1) * y[0] + 1)]
 

@@ -352,6 +352,7 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
             ``points`` are invalid. Nothing is written then.
     """
     _check_log(log)
+    _check_some_finite(ds)
     kind = _kind_plots(ds)
     if kind is not None:
         _check_no_points(points, ds)
@@ -392,6 +393,18 @@ def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = N
                       max_frames=_MAX_FRAMES, log=log, **extra)
         written.append(path)
     return written
+
+
+def _check_some_finite(ds: xr.Dataset) -> None:
+    """Refuse a result whose numbers are all NaN/inf (a run that produced none, or a
+    file edited by hand): every figure would be empty, and log axes fail to draw."""
+    numeric = sorted((v for v in ds.data_vars.values() if v.dtype.kind in "fc" and v.size),
+                     key=lambda v: v.size)  # the small ones first: usually one decides
+    if numeric and not any(bool(np.isfinite(v.values).any()) for v in numeric):
+        raise ConfigError("the result has no finite values (every variable is NaN or inf: "
+                          + ", ".join(str(v.name) for v in numeric[:6])
+                          + (", ..." if len(numeric) > 6 else "")
+                          + "): nothing to plot; run the study again", "result")
 
 
 def _check_stem_and_dpi(stem: str | None, dpi: Any) -> str:

@@ -62,12 +62,13 @@ from __future__ import annotations
 import copy
 import math
 import os
+import shutil
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
-from meanfield.runs.schedule import save_times
 
 GiB = 2**30
 MiB = 2**20
@@ -129,11 +130,11 @@ class Budget:
 # The estimates.
 
 def frame_count(cfg: dict) -> int:
-    """The number of saved frames (``meanfield.runs.schedule.save_times``), without making
-    the array of save times when there are very many of them."""
-    t = cfg["time"]
-    count = t["t_final"] / t["save_every"]
-    return int(count) + 2 if count > 1e7 else len(save_times(t["t_final"], t["save_every"]))
+    """The number of saved frames (``meanfield.runs.schedule.save_times``), counted as it
+    counts them, without making the array (1e10 save times would be 160 GB)."""
+    t_final, every = cfg["time"]["t_final"], cfg["time"]["save_every"]
+    count = int(math.floor(t_final / every * (1 + 1e-12)))  # as save_times counts them
+    return count + 1 + (t_final - every * count > 1e-12 * t_final)
 
 
 def _frames_key(frames: int, size_key: str) -> str:
@@ -159,17 +160,28 @@ def _frame_bytes(frames: int, frame: float, streamed: bool) -> float:
     return float(FRAME_COPIES * total)
 
 
-def _pde_parts(cfg: dict, budget: Budget, streamed: bool = False) -> None:
+def _pde_work(cfg: dict) -> float:
+    """Bytes of the PDE state and its work arrays (module docstring)."""
     from meanfield.discretizations.base import Discretization
     pair = (cfg["domain"]["geometry"], cfg["discretization"]["method"])
-    size, key = grid_size(cfg), "discretization.resolution"
     own = getattr(Discretization.from_name(*pair), "memory_bytes", None)
     if own is not None:
-        work = float(own(cfg))
-    else:
-        work = SAFETY * BYTES_PER_POINT.get(pair, BYTES_PER_POINT[("circle", "spectral")]) \
-            * size + FIXED_BYTES.get(pair, 0)
-    budget.parts["PDE state and work arrays"] = (work, key)
+        return float(own(cfg))
+    return SAFETY * BYTES_PER_POINT.get(pair, BYTES_PER_POINT[("circle", "spectral")]) \
+        * grid_size(cfg) + FIXED_BYTES.get(pair, 0)
+
+
+def _save_times_part(cfg: dict, budget: Budget) -> None:
+    """The array of save times itself (``schedule.save_times``: an integer range and its
+    float multiple, 16 bytes a frame): 1e10 frames would be 160 GB before any step."""
+    budget.parts["save times"] = (16.0 * frame_count(cfg), "time.save_every")
+
+
+def _pde_parts(cfg: dict, budget: Budget, streamed: bool = False) -> None:
+    pair = (cfg["domain"]["geometry"], cfg["discretization"]["method"])
+    size, key = grid_size(cfg), "discretization.resolution"
+    budget.parts["PDE state and work arrays"] = (_pde_work(cfg), key)
+    _save_times_part(cfg, budget)
     frames = frame_count(cfg)
     budget.parts["PDE frames"] = (_frame_bytes(frames, size * 8.0, streamed),
                                   _frames_key(frames, key))
@@ -214,6 +226,7 @@ def _particle_parts(cfg: dict, budget: Budget, prefix: str = "",
         SAFETY * PARTICLE_ARRAYS * n * d * 8 + 4 * GRAM_BLOCK, key)
     if cfg["particles"]["attention_rank"]:
         budget.parts[prefix + "attention matrix SVD"] = (4.0 * n * n * 8, "particles.n")
+    _save_times_part(cfg, budget)
     frames = frame_count(cfg)
     budget.parts[prefix + "token frames"] = (
         _frame_bytes(frames, n * (d + 1) * 8.0, streamed), _frames_key(frames, key))
@@ -246,7 +259,47 @@ def estimate(cfg: dict, task: str, streamed: bool = False) -> Budget:
             min(cfg["parallel"]["workers"], ensemble) * running.bytes, running.dominant[1])
         budget.parts["ensemble frames"] = (float(FRAME_COPIES * ensemble * frames * n * d * 8),
                                            _frames_key(frames, key))
+    if task == "bifurcation":
+        _bifurcation_parts(cfg, budget)
     return budget
+
+
+EIGEN_COPIES = 6  # arrays of the stability problem's size alive at once: the probes,
+#                   their states, the products, the real columns, a block, eigvals' copy
+DENSE_ENTRY_BYTES = 56  # per entry of a dense Jacobian and its eigenproblem: the identity,
+#   the columns and their stack (8 each), the complex eigenvectors (16), LAPACK's copy (8)
+#   and work; measured peak over the import: S^2 L = 31 / 63: 92 / 1054 MiB (estimated
+#   with SAFETY and the rest: 687 / 1957 MiB)
+
+
+def _bifurcation_parts(cfg: dict, budget: Budget) -> None:
+    """The bifurcation study: one discretization's state and work arrays (``scan``: one
+    per worker), the branch states it keeps, and its eigenproblems. At each pitchfork of
+    the uniform branch (continuation and map) the mode is read off the eigenvectors of
+    the dense Jacobian of every real component (``bifurcation_branches._crossing_mode``):
+    ``size^2`` entries, ``size = (L+1)^2`` on S^2 and ``n`` on S^1, ``DENSE_ENTRY_BYTES``
+    each (1.3 PB at L = 2047); the scan's stability is dense up to
+    ``spectrum.DENSE_MAX`` unknowns (ARPACK beyond). On S^2 the stability of the
+    axisymmetric states is formed by blocks from ``2L`` products of the ``(L+1)^2`` real
+    components each (``stationary_linear.axisymmetric_eigenvalues``): ``~2L (L+1)^2``
+    doubles, 128 GiB a copy at L = 2047."""
+    from meanfield.discretizations.spectrum import DENSE_MAX
+    b, res = cfg["bifurcation"], cfg["discretization"]["resolution"]
+    key = "discretization.resolution"
+    sphere = cfg["domain"]["geometry"] == "sphere"
+    at_once = min(cfg["parallel"]["workers"], 2 * len(b["scan_starts"])) \
+        if b["mode"] == "scan" else 1
+    budget.parts["PDE state and work arrays"] = (at_once * _pde_work(cfg), key)
+    branches = 1 + b["modes"] * (2 if sphere else 1)
+    saved = branches * (b["points"] // b["stride"] + 2)
+    budget.parts["branch states"] = (FRAME_COPIES * saved * grid_size(cfg) * 8.0,
+                                     "bifurcation.points")
+    size = (res + 1) ** 2 if sphere else res  # real components of a state
+    dense = min(size, DENSE_MAX) if b["mode"] == "scan" else size
+    eigen = float(DENSE_ENTRY_BYTES) * dense * dense
+    if sphere:
+        eigen = max(eigen, EIGEN_COPIES * 2 * res * (res + 1) ** 2 * 8.0)
+    budget.parts["eigenproblems"] = (SAFETY * at_once * eigen, key)
 
 
 # ---------------------------------------------------------------------------------------
@@ -268,14 +321,17 @@ def available_memory() -> int:
 
 
 def check(cfg: dict, task: str, available: int | None = None, *,
-          streamed: bool = False) -> Budget:
-    """Refuse a run that does not fit in memory; warn about one of hours.
+          streamed: bool = False, out: str | Path | None = None) -> Budget:
+    """Refuse a run that does not fit in memory (or whose result does not fit on the
+    disk); warn about one of hours.
 
     Args:
         cfg: a validated config.
-        task: "evolve", "particles" or "compare".
+        task: "evolve", "particles", "compare" or "bifurcation".
         available: bytes available (default ``available_memory()``).
         streamed: the run has an output (its frames go to disk; see ``estimate``).
+        out: the result file of an evolve or particles run: its frames must fit in
+            the free space of its folder (``check_disk``).
 
     Returns:
         The ``Budget``.
@@ -294,11 +350,94 @@ def check(cfg: dict, task: str, available: int | None = None, *,
             f"{budget.bytes / GiB:.3g} GiB (mostly {part}) but {limit / GiB:.3g} GiB are "
             f"available ({MEMORY_MARGIN:.0%} of the free memory); "
             + _what_fits(cfg, task, key, limit, streamed), key)
+    if out is not None and task in ("evolve", "particles"):
+        check_disk(cfg, task, out)
     if budget.seconds is not None and budget.seconds > LONG_RUN_S:
         warnings.warn(f"this run will take at least {budget.seconds / 3600:.3g} h: "
                       f"{budget.what}; raise model.kappa or use method = \"spectral\"",
                       LongRunWarning, stacklevel=3)
     return budget
+
+
+MAX_STEPS = 1e9  # time steps of one system: beyond, days of work even at 100 us a step
+
+
+def check_steps(steps: float, key: str, value, why: str, fits: str) -> float:
+    """Refuse a run whose (lower bound of the) number of time steps passes
+    ``MAX_STEPS``: ``why`` says where the count comes from, ``fits`` what would fit."""
+    if steps > MAX_STEPS:
+        from meanfield.config.checkers import describe
+        raise ConfigError(f"{key} = {describe(value)}: {why}, at least {steps:.3g} time "
+                          f"steps (limit {MAX_STEPS:.3g}); {fits}", key)
+    return steps
+
+
+MAX_MEMBERS = 10**6  # members of a study: each a task (dask's graph) and a kept result
+
+
+def check_members(count: int, key: str, value, fewer: str) -> int:
+    """Refuse, before the list of members is made, a study of more than ``MAX_MEMBERS``
+    members (``fewer``: what gives fewer). Returns ``count``."""
+    if count > MAX_MEMBERS:
+        from meanfield.config.checkers import describe
+        raise ConfigError(f"{key} = {describe(value)}: {count:.3g} members (each a task "
+                          f"with a result kept), limit {MAX_MEMBERS:.3g}; {fewer}", key)
+    return count
+
+
+MIN_WORKER_CAP = 2  # on a one-core machine two workers are still allowed (tests, examples)
+
+
+def check_workers(workers: int, scheduler: str | None, cores: int | None = None) -> int:
+    """Refuse more local worker processes than this process has cores (at least
+    ``MIN_WORKER_CAP``): each is a process with its own interpreter, imports and memory,
+    and more than the cores only share them (``parallel.workers = 1000`` started 80
+    processes before failing). With ``scheduler`` (the user's own dask cluster) the
+    cluster decides; nothing is checked. Returns ``workers``."""
+    if scheduler is not None:
+        return workers
+    from meanfield.runs.threads import machine_cores
+    cores = machine_cores() if cores is None else cores
+    cap = max(MIN_WORKER_CAP, cores)
+    if workers > cap:
+        raise ConfigError(f"parallel.workers = {workers}: a local cluster of more worker "
+                          f"processes than the {cores} cores of this machine only shares "
+                          f"them; give at most {cap}, or parallel.scheduler = the address "
+                          "of your own dask cluster", "parallel.workers")
+    return workers
+
+
+DISK_COPIES = 2  # the streamed parts and the result they are assembled into
+
+
+def check_disk(cfg: dict, task: str, out: str | Path, free: int | None = None) -> float:
+    """Refuse an evolve or particles run whose saved frames (``DISK_COPIES`` times: the
+    parts and the result) pass the free space of the result's folder; the bytes."""
+    frames = frame_count(cfg)
+    if task == "evolve":
+        size, key = grid_size(cfg) * 8.0, "discretization.resolution"
+    else:
+        n, d, key = _particle_size(cfg)
+        size = n * (d + 1) * 8.0
+    need = DISK_COPIES * frames * size
+    if free is None:  # (the nearest folder that exists: the result's is made later)
+        from meanfield.config.checkers import path as file_path
+        out = file_path("out", out)  # (out = 123: the ConfigError naming out)
+        folder = next((p for p in Path(out).absolute().parents if p.exists()), Path("/"))
+        free = shutil.disk_usage(folder).free
+    if need > free:
+        key = _frames_key(frames, key)
+        section, name = key.split(".")
+        t_final = cfg["time"]["t_final"]
+        most = int(free // (DISK_COPIES * size))  # frames that fit
+        raise ConfigError(
+            f"{key} = {cfg[section][name]!r}: the result would take about {need / GiB:.3g} "
+            f"GiB on disk ({frames} frames of {size / MiB:.3g} MiB, {DISK_COPIES} copies "
+            f"while its parts are assembled) but {free / GiB:.3g} GiB are free beside "
+            f"{str(out)!r}; " + (f"time.save_every >= {_round_up(t_final / (most - 1)):.3g} "
+                                 "fits" if most >= 2 else "even two frames do not fit")
+            + ", or another --out", key)
+    return need
 
 
 def _what_fits(cfg: dict, task: str, key: str, limit: float, streamed: bool = False) -> str:
@@ -316,13 +455,14 @@ def _what_fits(cfg: dict, task: str, key: str, limit: float, streamed: bool = Fa
         count = _largest(lambda c: fits(t_final / c), 1, frame_count(cfg))
         if count is None:
             return "even a single saved interval does not fit"
-        return (f"{key} >= {_round_up(t_final / count)} fits (or a shorter time.t_final: "
+        return (f"{key} >= {_round_up(t_final / count):.3g} fits (or a shorter time.t_final: "
                 f"at most {count + 1} frames)")
     if key == "discretization.resolution" and cfg["domain"]["geometry"] == "sphere" \
             and cfg["discretization"]["method"] == "finite-volume":
         good = [c for c in cfgmod.SPHERE_MESH_CELLS if c < value and fits(c)]
         return f"{key} = {good[-1]} fits" if good else "no mesh fits"
-    low = {"discretization.resolution": 8, "domain.dim": 3, "particles.n": 2}[key]
+    low = {"discretization.resolution": 8, "domain.dim": 3, "particles.n": 2,
+           "bifurcation.points": 2}[key]
     best = _largest(fits, low, value)
     return f"{key} <= {best} fits" if best is not None else f"even {key} = {low} does not fit"
 

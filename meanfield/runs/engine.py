@@ -292,7 +292,9 @@ class Engine:
             if failure is not None:
                 kept = self._checkpoint(state, frames)
                 raise TaskFailed(f"{failure}; the rest is kept in "
-                                 f"{str(self.output.checkpoint)!r}, retry with resume"
+                                 f"{str(self.output.checkpoint)!r}; run the same "
+                                 "command with --resume (resume=True) to retry the "
+                                 "failed part"
                                  if self.output.checkpoint is not None and kept
                                  else failure)
             if len(frames) < len(task.points()):
@@ -391,7 +393,8 @@ class Engine:
         message = f"interrupted after {task.where(len(frames))}"
         kept = self.output.checkpoint is not None and self._checkpoint(state, frames)
         if kept:
-            message += f"; kept in {str(self.output.checkpoint)!r}, continue with resume"
+            message += (f"; kept in {str(self.output.checkpoint)!r}, run the same "
+                        "command with --resume (resume=True) to continue")
         ds = stamp(frames.assemble(info), task.kind, task.cfg, -1, message)
         if self.output.checkpoint is not None and not kept:  # the folder: not writable
             with streaming(frames.lazy):

@@ -138,6 +138,6 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     cfgmod.check_pde_dim(cfg)
     out = out if out is not None else cfg["output"]["path"]
     # too big for this machine: refused before any work (frames on disk with an output)
-    budget.check(cfg, "evolve", streamed=out is not None)
+    budget.check(cfg, "evolve", streamed=out is not None, out=out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(EvolveTask(cfg, threads))

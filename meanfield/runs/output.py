@@ -75,6 +75,8 @@ class Output:
         directory that cannot be written."""
         if self.path is None:
             return
+        if self.path.is_dir():  # refused at once: no flag makes a folder a result
+            check_writable(self.path, True)
         continuing = self.resume and self.checkpoint.exists()
         if self.path.exists() and not (self.overwrite or continuing) and self.resume:
             raise ResultExistsError(

@@ -353,6 +353,6 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
     plan = check_config(cfg)
     out = out if out is not None else cfg["output"]["path"]
     # too big for this machine: refused before any work (frames on disk with an output)
-    budget.check(cfg, "particles", streamed=out is not None)
+    budget.check(cfg, "particles", streamed=out is not None, out=out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(ParticlesTask(cfg, plan, threads))

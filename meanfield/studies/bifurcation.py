@@ -51,6 +51,7 @@ from scipy import optimize
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
+from meanfield.runs import budget
 from meanfield.runs.engine import Engine, RunTask
 from meanfield.runs.threads import one_blas_thread
 from meanfield.studies import stationary_linear as lin
@@ -382,9 +383,11 @@ def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Da
         from meanfield.studies import bifurcation_map as bm
 
         bm.check_map_config(cfg)
+        budget.check(cfg, "bifurcation")
         return Engine(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
                       progress=progress).run(bm.MapTask(cfg))
     plan = check_bifurcation_config(cfg)
+    budget.check(cfg, "bifurcation")  # before any grid is made (S^2 L = 2047: 1.3 PB)
     if cfg["bifurcation"]["mode"] == "scan":
         try:
             from meanfield.studies.bifurcation_scan import run_scan

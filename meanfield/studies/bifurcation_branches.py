@@ -152,6 +152,13 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
         f_lo, f_hi = eig_at(lo, index), eig_at(hi, index)
         if f_lo * f_hi > 0:  # an end on the crossing itself (round-off on either side)
             root = lo if abs(f_lo) < abs(f_hi) else hi
+        elif lo > 0 and hi > 2 * lo:  # a wide bracket (kappa up to 1e300): in log, where
+            # bisection halves orders of magnitude (brentq's 100 iterations cannot halve
+            # [2, 5e297] down to 1e-14)
+            root = math.exp(optimize.brentq(lambda s: eig_at(math.exp(s), index),
+                                            math.log(lo), math.log(hi), xtol=1e-15,
+                                            rtol=1e-15))
+            root = min(max(root, lo), hi)
         else:
             root = optimize.brentq(eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
         _set(disc, parameter, root)
@@ -164,6 +171,8 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
                         "order_parameter": 0.0, "analytic": analytic,
                         "side": 1 if n_hi > n_lo else -1, "located": True})
         rest = abs(n_hi - n_lo) - multiplicity
+        if any(abs(s["lam"] - root) <= 1e-6 * max(1.0, abs(root)) for s in special[:-1]):
+            special.pop()  # found again from a sub-bracket (wide brackets): once is enough
         if rest > 0 and depth < 8 and multiplicity > 0:  # more crossings in the interval
             eps = 1e-9 * max(1.0, abs(root))
             if root - eps > lo:

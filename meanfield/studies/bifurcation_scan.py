@@ -354,6 +354,8 @@ def _member_disc(cfg: dict, dt: float):
     cfg = {**cfg, "time": {**cfg["time"], "dt": float(dt), "save_every": float(dt)}}
     disc = Discretization.from_config(cfg, threads=1)
     check_spectral(disc)
+    # (not finite volumes, which the bifurcation study refuses)
+    disc.other_method = "give a smaller time.dt (the scan's fixed step)"
     return disc
 
 

@@ -107,6 +107,8 @@ def check_convergence_config(cfg: dict) -> dict:
                               "time.dt")
         dt = AUTO_DT
     replicas = 1 if c["points"] == "quantile" else c["replicas"]
+    budget.check_members(len(c["n"]) * replicas, "convergence.replicas", replicas,
+                         "give fewer replicas or fewer token counts convergence.n")
     if cfg["particles"]["seed"] + replicas - 1 > cfgmod.MAX_SEED:
         raise ConfigError(f"particles.seed = {cfg['particles']['seed']}: the replicas' seeds "
                           f"seed + r pass {cfgmod.MAX_SEED}", "particles.seed")

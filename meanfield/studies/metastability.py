@@ -283,6 +283,8 @@ def check_metastability_config(cfg: dict) -> dict:
     # memory, before any work: a chunk on each worker, its states kept at every save
     budget.check_ensemble(min(chunk, c["systems"]) * cfg["parallel"]["workers"], int(n),
                           int(dom["dim"]), "particles.n", n, saves=len(c["times"]))
+    budget.check_members(len(c["beta"]) * -(-c["systems"] // chunk), "metastability.chunk",
+                         chunk, "give a larger chunk, fewer systems or fewer beta")
     tasks = [{"beta": float(b), "first": k, "count": min(chunk, c["systems"] - k)}
              for b in c["beta"] for k in range(0, c["systems"], chunk)]
     modes = [most_unstable_mode(b, dom["geometry"], m["normalized"]) for b in c["beta"]]

@@ -94,6 +94,7 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, uniform_span
 from meanfield.model.particles import AttentionParticles, PreLNParticles
+from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.studies.contraction import fit_rate
 from meanfield.studies.members import MemberList, run_study
@@ -103,6 +104,7 @@ DEFAULT_N = 32
 PREDICTED_POWER = -2.0
 ODE_TOLERANCE = 1e-12  # relative tolerance of the equiangular ODE (DOP853)
 MEMORY_LIMIT = 2 * 2**30  # bytes a member's saves, or the result, may take
+STEP_RATE = 12.0  # step x rate bound of the Post-LN RK4 steps (10.5 measured; a bound)
 
 
 # ---------------------------------------------------------------------------------------
@@ -127,6 +129,14 @@ def check_normalization_config(cfg: dict) -> dict:
     for a in ARCHITECTURES:
         build_model(cfg, a)  # (USA beta beyond overflow: ConfigError)
     times = np.asarray(c["times"], dtype=float)
+    # The clustered Post-LN systems are stiff at their rate: the adaptive RK4 step stays
+    # below ~STEP_RATE / rate (measured 10.5 for SA and USA, n = 8..32, beta = 0..4), so
+    # t = 1e12 is 1.7e11 steps that would run on for days.
+    rate = 2.0 if m["normalized"] else 2.0 * math.exp(m["beta"])
+    budget.check_steps(times[-1] * rate / STEP_RATE, "normalization.times", c["times"],
+                       f"Post-LN systems at rate {rate:.3g} up to t = {times[-1]:g} take "
+                       f"steps of at most ~{STEP_RATE / rate:.3g}",
+                       f"end the times by t = {budget.MAX_STEPS * STEP_RATE / rate:.3g}")
     # what a member holds (the ensemble keeps its states at every save) and the result
     member = (times.size + 1) * min(c["chunk"], c["systems"]) * n * min(n, d) * 8
     if member > MEMORY_LIMIT:
@@ -141,6 +151,9 @@ def check_normalization_config(cfg: dict) -> dict:
                           f"{result / 2**30:.1f} GiB of gaps and radii (limit "
                           f"{MEMORY_LIMIT / 2**30:g}); give fewer systems or times",
                           "normalization.systems")
+    budget.check_members(len(ARCHITECTURES) * -(-c["systems"] // c["chunk"]),
+                         "normalization.chunk", c["chunk"],
+                         "give a larger chunk or fewer systems")
     members = [(a, first, min(c["chunk"], c["systems"] - first))
                for a in ARCHITECTURES for first in range(0, c["systems"], c["chunk"])]
     return {"n": n, "dim": d, "reduce": d >= n, "times": times, "members": members,
@@ -168,10 +181,11 @@ def equiangular_log_rhs(architecture: str, n: int, beta: float, normalized: bool
     def rhs(t, y):
         eps, r = math.exp(y[0]), y[1]
         rho = 1.0 - eps
-        if normalized:
-            den = math.exp(beta * eps) + n - 1
-            rate = 2.0 * (n - (n - 1) * eps) / den  # -(log eps)'
-            radial = (math.exp(beta * eps) + (n - 1) * rho) / den
+        if normalized:  # over e^{beta eps} (w = e^{-beta eps} <= 1): no overflow at any beta
+            w = math.exp(-beta * eps)
+            den = 1.0 + (n - 1) * w
+            rate = 2.0 * (n - (n - 1) * eps) * w / den  # -(log eps)'
+            radial = (1.0 + (n - 1) * rho * w) / den
         else:
             e = math.exp(beta * rho)
             rate = 2.0 / n * e * (n - (n - 1) * eps)

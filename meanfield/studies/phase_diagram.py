@@ -156,6 +156,8 @@ def check_phase_config(cfg: dict) -> dict:
     key = "particles.n" if n > DEFAULT_N else "phase_diagram.batch"
     budget.check_ensemble(at_once, n, min(n, max(p["dims"])), key,
                           n if key == "particles.n" else batch, stepped=stepped)
+    budget.check_members(len(p["dims"]) * -(-pairs // batch), "phase_diagram.batch", batch,
+                         "give a larger batch, fewer systems, beta or dims")
     tasks = [{"dim": d, "first": k, "count": min(batch, pairs - k)}
              for d in p["dims"] for k in range(0, pairs, batch)]
     return {"n": n, "tasks": tasks}

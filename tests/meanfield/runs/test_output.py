@@ -148,7 +148,7 @@ def test_two_runs_on_one_output_and_sigterm_keeps_a_checkpoint(tmp_path):
     finally:
         first.kill()
     assert first.returncode == 130, err
-    assert "continue with resume" in err and not lock_path(out).exists()
+    assert "with --resume (resume=True) to continue" in err and not lock_path(out).exists()
     ckpt = read_netcdf(checkpoint_path(out))
     assert ckpt.attrs["kind"] == "evolve" and ckpt.attrs["checkpoint_frames"] >= 2
 
