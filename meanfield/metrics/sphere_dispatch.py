@@ -39,8 +39,13 @@ What ``"auto"`` does with two spectral frames (``density_distance``):
    do. Between a sample (atoms) and a frame, where the grid's error adds in W^2, the
    frame's q may be up to ``SAMPLE_QUANTISATION_SHARE`` (1) of the value: the error is
    then about ``q^2 / (2 W) <= W / 2`` (measured below). A distance that small relative
-   to the grid cannot be had from atoms; ``method="exact"`` still returns the atoms' value
+   to the grid cannot be had from atoms; ``method="atoms"`` still returns the atoms' value
    when asked for by name.
+
+``method="exact"`` with a density frame on either side (``exact_refusal``) is step 1 only:
+the exact W_p of a pair zonal about a common axis, else a ``ValueError`` naming
+``"linearised"`` (p = 2), ``"atoms"`` (with the q of these frames) and ``"auto"``. It
+never returns the atoms' value, which between close densities is mostly quantisation.
 """
 from __future__ import annotations
 
@@ -107,14 +112,38 @@ def guarded_atoms(value: float, mu, nu, p: float) -> float:
         f"{value:.4g}, but the grid's quantisation can move it by up to {q:.3g} (more than "
         f"{share:g} of it): the densities are too close for their grid. Use "
         "spectral frames (zonal about a common axis: exact; p = 2: the linearised W_2 "
-        'when they are close), a finer grid, or method="exact" to accept the atoms\' '
+        'when they are close), a finer grid, or method="atoms" to accept the atoms\' '
         "value with that error")
 
 
+def exact_refusal(m1, m2, p: float, why: str) -> ValueError:
+    """The ``ValueError`` of ``method="exact"`` for sphere measures, one a density frame,
+    that are not a zonal pair (``why``): what is exact, and the alternatives with their
+    accuracy (module docstring)."""
+    q = quantisation(m1, p) + quantisation(m2, p)
+    spectral = all(m.frame is not None and m.method == "spectral" for m in (m1, m2))
+    if p != 2:
+        lin = f"not for p = {p:g}: it is the first-order W_2"
+    elif not spectral:
+        lin = "not here: it needs two spectral (Gauss-Legendre) frames"
+    else:
+        lin = ("the first-order W_2, relative error about 0.01 a^2 for densities a apart "
+               "relative to their size, with an error estimate")
+    return ValueError(
+        f'method="exact" with a sphere density frame is the exact W_{p:g} only for two '
+        f"spectral frames zonal about a common axis, but {why}. Alternatives: "
+        f'"linearised" ({lin}); "atoms" (the exact transport between the grid atoms: '
+        f"off from the densities' W_{p:g} by up to the grid's quantisation q = {q:.3g} for "
+        "these frames, so only a distance well above q is measured by it: between close "
+        'densities a apart it gives ~ sqrt(a h)); "auto" (the most accurate of these '
+        "whose error is small against the distance it reports, else an error)")
+
+
 def density_distance(m1, m2, p: float, method: str) -> float | None:
-    """W_p of two parsed spectral frames by ``"zonal"``, ``"linearised"`` or ``"auto"``
-    (steps 1 and 2 of the module docstring); ``None`` when ``"auto"`` must go on to the
-    atoms. Raises a ``ValueError`` when the method named does not apply."""
+    """W_p of two parsed sphere frames by ``"zonal"``, ``"exact"`` (zonal or refused),
+    ``"linearised"`` or ``"auto"`` (steps 1 and 2 of the module docstring); ``None`` when
+    ``"auto"`` must go on to the atoms. Raises a ``ValueError`` when the method named does
+    not apply."""
     from meanfield.metrics import sphere_linearised as sl
     from meanfield.metrics.sphere_zonal import zonal_wasserstein
 
@@ -131,14 +160,18 @@ def density_distance(m1, m2, p: float, method: str) -> float | None:
     if None in densities:
         if method == "auto":
             return None
+        if method == "exact":
+            raise exact_refusal(m1, m2, p, why)
         raise ValueError(f"method={method!r} needs two spectral (Gauss-Legendre) sphere "
-                         f"frames, but {why}; use method=\"exact\" (the grid atoms, "
+                         f"frames, but {why}; use method=\"atoms\" (the grid atoms, "
                          f"O(h) error), \"sinkhorn\" or \"sliced\"")
     mu, nu = densities
-    if method in ("auto", "zonal"):
+    if method in ("auto", "zonal", "exact"):
         pair, why = sl.zonal_pair(mu, nu)
         if pair is not None:
             return float(zonal_wasserstein(pair.mu, pair.nu, p))
+        if method == "exact":
+            raise exact_refusal(m1, m2, p, why)
         if method == "zonal":
             raise ValueError(f'method="zonal" needs two densities zonal about a common '
                              f"axis, but {why}; use \"auto\" or \"linearised\" (p = 2)")
@@ -146,7 +179,7 @@ def density_distance(m1, m2, p: float, method: str) -> float | None:
         if method == "linearised":
             raise ValueError(f'method="linearised" is the first-order W_2 (a weighted H^-1 '
                              f"norm); there is no such linearisation of W_p for p = {p:g} "
-                             "here: use p = 2, or \"zonal\" / \"exact\"")
+                             "here: use p = 2, or \"zonal\" / \"atoms\"")
         return None
     try:
         lin = sl.linearised_w2(mu, nu)

@@ -148,7 +148,7 @@ def test_against_the_network_simplex_on_grid_atoms():
         zonal = sz.zonal_wasserstein(a, b, 2)
         assert zonal <= emd + 2 * h
         assert abs(zonal - emd) <= 2 * h
-        assert wasserstein(a, b, method="exact") == pytest.approx(emd, rel=1e-12)
+        assert wasserstein(a, b, method="atoms") == pytest.approx(emd, rel=1e-12)
         gaps.append(abs(zonal - emd))
     assert gaps[1] < gaps[0] / 2
 
@@ -162,7 +162,7 @@ def test_colatitude_bound_for_non_zonal_measures():
     assert not sz.is_zonal(a) and sz.is_zonal(b)
     bound = sz.zonal_wasserstein(a, b, 2)
     exact = wasserstein(a, b)  # auto: not zonal, so the network simplex on atoms
-    assert exact == pytest.approx(wasserstein(a, b, method="exact"), rel=1e-14)
+    assert exact == pytest.approx(wasserstein(a, b, method="atoms"), rel=1e-14)
     assert bound <= exact + 2 * np.pi / g.nlat
     assert bound < 0.8 * exact
 
@@ -178,8 +178,9 @@ def test_front_chooses_zonal_and_refuses_what_is_not():
     one_time = b.assign(density=b.density.expand_dims(time=[0.0]))
     assert wasserstein(a, one_time, p=1) == pytest.approx(sz.zonal_wasserstein(a, b, 1),
                                                           rel=1e-12)
-    # the atoms are an O(h) estimate, not the same number
-    assert wasserstein(a, b, method="exact") != pytest.approx(direct, rel=1e-3)
+    # "exact" is the zonal value; the atoms are an O(h) estimate, not the same number
+    assert wasserstein(a, b, method="exact") == pytest.approx(direct, rel=1e-12)
+    assert wasserstein(a, b, method="atoms") != pytest.approx(direct, rel=1e-3)
     tilted = frame(g, vmf(1.0), tilt=0.3)
     with pytest.raises(ValueError, match="not zonal about a common axis"):
         wasserstein(a, tilted, method="zonal")
@@ -205,10 +206,13 @@ def test_front_refuses_zonal_on_other_grids():
     with pytest.raises(ValueError, match="method='finite-volume'"):
         wasserstein(uniform, fv, method="zonal")
     # the same uniform density on two grids: the atoms' value is all quantisation, so
-    # auto refuses it; "exact" by name returns it
+    # auto refuses it; "atoms" by name returns it; "exact" (no exact method for a
+    # finite-volume frame) refuses, naming the alternatives
     with pytest.raises(ValueError, match="too close for their grid"):
         wasserstein(uniform, fv)
-    assert wasserstein(uniform, fv, method="exact") < np.pi / 8
+    assert wasserstein(uniform, fv, method="atoms") < np.pi / 8
+    with pytest.raises(ValueError, match='method="exact".*finite-volume.*"atoms"'):
+        wasserstein(uniform, fv, method="exact")
     n = 64
     circle = xr.Dataset({"density": (("theta",), np.full(n, 1 / (2 * np.pi))),
                          "weights": (("theta",), np.full(n, 2 * np.pi / n))},

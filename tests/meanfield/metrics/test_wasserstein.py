@@ -159,8 +159,10 @@ def test_sphere_frames_as_atoms():
     assert wasserstein(sphere_frame(15, times=1), x0[None]) == pytest.approx(target, abs=1e-3)
     assert wasserstein(mesh_frame(3), x0[None]) == pytest.approx(target, abs=5e-3)
     # two frames of the same uniform density on different grids: a small O(h) distance
-    # from the atoms (by name), which auto refuses (all of it is quantisation)
-    assert wasserstein(sphere_frame(7), mesh_frame(2), method="exact") < np.pi / 8
+    # from the atoms (by name), which auto and exact refuse (all of it is quantisation)
+    assert wasserstein(sphere_frame(7), mesh_frame(2), method="atoms") < np.pi / 8
+    with pytest.raises(ValueError, match='"linearised".*"atoms".*"auto"'):
+        wasserstein(sphere_frame(7), mesh_frame(2), method="exact")
     with pytest.raises(ValueError, match="too close for their grid"):
         wasserstein(sphere_frame(7), mesh_frame(2))
 
@@ -195,7 +197,7 @@ def test_bad_input_before_any_work():
         wasserstein(x, x, method="fast")
     with pytest.raises(ValueError, match="single point"):
         wasserstein(x, x, method="dirac")
-    with pytest.raises(ValueError, match="exact method only"):
+    with pytest.raises(ValueError, match="\"exact\" and \"atoms\" only"):
         wasserstein(x, x, method="sliced", modulo_rotation=True)
     with pytest.raises(ValueError, match="tuple must be"):
         wasserstein((x, None, None), x)
