@@ -7,7 +7,9 @@ seconds where a cheap lower bound exists. ``check(cfg, task)`` compares the tota
 available memory (``/proc/meminfo`` MemAvailable, else ``os.sysconf``; ``MEMORY_MARGIN`` of
 it) and raises ``ConfigError`` naming the dominant key, the estimate in GiB and the value
 of that key that would fit; a run estimated above ``LONG_RUN_S`` is warned about
-(``LongRunWarning``), never refused.
+(``LongRunWarning``), never refused. With ``out`` the saved frames must also fit on the
+disk (``check_disk``). The ensemble studies check theirs with ``check_ensemble``; the
+counts of the work (time steps, members, local workers) are ``meanfield.runs.limits``.
 
 The parts (bytes of float64 = 8, complex = 16):
 
@@ -30,7 +32,10 @@ The parts (bytes of float64 = 8, complex = 16):
   (``n^2``), and the frames ``frames x n x d x 8`` times ``FRAME_COPIES``;
 - compare: the PDE, the ``particles.ensemble`` members' kept frames (the positions) with
   their copies in the comparison and the checkpoint, and the working set of the members
-  running at once (``parallel.workers``).
+  running at once (``parallel.workers``);
+- every stepped run: the array of save times itself (16 bytes a frame);
+- bifurcation: the PDE's, the branch states kept, and the eigenproblems
+  (``_bifurcation_parts``: a dense Jacobian of every real component at each pitchfork).
 
 The coefficients ``C`` were measured on this machine (peak RSS increment over the imported
 package, ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in a fresh process) and are then
@@ -357,54 +362,6 @@ def check(cfg: dict, task: str, available: int | None = None, *,
                       f"{budget.what}; raise model.kappa or use method = \"spectral\"",
                       LongRunWarning, stacklevel=3)
     return budget
-
-
-MAX_STEPS = 1e9  # time steps of one system: beyond, days of work even at 100 us a step
-
-
-def check_steps(steps: float, key: str, value, why: str, fits: str) -> float:
-    """Refuse a run whose (lower bound of the) number of time steps passes
-    ``MAX_STEPS``: ``why`` says where the count comes from, ``fits`` what would fit."""
-    if steps > MAX_STEPS:
-        from meanfield.config.checkers import describe
-        raise ConfigError(f"{key} = {describe(value)}: {why}, at least {steps:.3g} time "
-                          f"steps (limit {MAX_STEPS:.3g}); {fits}", key)
-    return steps
-
-
-MAX_MEMBERS = 10**6  # members of a study: each a task (dask's graph) and a kept result
-
-
-def check_members(count: int, key: str, value, fewer: str) -> int:
-    """Refuse, before the list of members is made, a study of more than ``MAX_MEMBERS``
-    members (``fewer``: what gives fewer). Returns ``count``."""
-    if count > MAX_MEMBERS:
-        from meanfield.config.checkers import describe
-        raise ConfigError(f"{key} = {describe(value)}: {count:.3g} members (each a task "
-                          f"with a result kept), limit {MAX_MEMBERS:.3g}; {fewer}", key)
-    return count
-
-
-MIN_WORKER_CAP = 2  # on a one-core machine two workers are still allowed (tests, examples)
-
-
-def check_workers(workers: int, scheduler: str | None, cores: int | None = None) -> int:
-    """Refuse more local worker processes than this process has cores (at least
-    ``MIN_WORKER_CAP``): each is a process with its own interpreter, imports and memory,
-    and more than the cores only share them (``parallel.workers = 1000`` started 80
-    processes before failing). With ``scheduler`` (the user's own dask cluster) the
-    cluster decides; nothing is checked. Returns ``workers``."""
-    if scheduler is not None:
-        return workers
-    from meanfield.runs.threads import machine_cores
-    cores = machine_cores() if cores is None else cores
-    cap = max(MIN_WORKER_CAP, cores)
-    if workers > cap:
-        raise ConfigError(f"parallel.workers = {workers}: a local cluster of more worker "
-                          f"processes than the {cores} cores of this machine only shares "
-                          f"them; give at most {cap}, or parallel.scheduler = the address "
-                          "of your own dask cluster", "parallel.workers")
-    return workers
 
 
 DISK_COPIES = 2  # the streamed parts and the result they are assembled into

@@ -122,7 +122,7 @@ class Executor:
     def from_config(cls, cfg: dict, timeout: float | None = None) -> Executor:
         """The executor of a validated config's ``[parallel]`` section (``timeout``:
         ``CONNECT_TIMEOUT``)."""
-        from meanfield.runs.budget import check_workers
+        from meanfield.runs.limits import check_workers
 
         par = cfg.get("parallel") or {}
         check_workers(par.get("workers", 1), par.get("scheduler"))  # before any process

@@ -74,7 +74,7 @@ from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.lipschitz import dobrushin_bound
-from meanfield.runs import budget
+from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
@@ -107,7 +107,7 @@ def check_convergence_config(cfg: dict) -> dict:
                               "time.dt")
         dt = AUTO_DT
     replicas = 1 if c["points"] == "quantile" else c["replicas"]
-    budget.check_members(len(c["n"]) * replicas, "convergence.replicas", replicas,
+    limits.check_members(len(c["n"]) * replicas, "convergence.replicas", replicas,
                          "give fewer replicas or fewer token counts convergence.n")
     if cfg["particles"]["seed"] + replicas - 1 > cfgmod.MAX_SEED:
         raise ConfigError(f"particles.seed = {cfg['particles']['seed']}: the replicas' seeds "

@@ -109,7 +109,7 @@ from meanfield.errors import ConfigError
 from meanfield.model import kernels
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles
-from meanfield.runs import budget
+from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.studies.members import MemberList, run_study
 
@@ -283,7 +283,7 @@ def check_metastability_config(cfg: dict) -> dict:
     # memory, before any work: a chunk on each worker, its states kept at every save
     budget.check_ensemble(min(chunk, c["systems"]) * cfg["parallel"]["workers"], int(n),
                           int(dom["dim"]), "particles.n", n, saves=len(c["times"]))
-    budget.check_members(len(c["beta"]) * -(-c["systems"] // chunk), "metastability.chunk",
+    limits.check_members(len(c["beta"]) * -(-c["systems"] // chunk), "metastability.chunk",
                          chunk, "give a larger chunk, fewer systems or fewer beta")
     tasks = [{"beta": float(b), "first": k, "count": min(chunk, c["systems"] - k)}
              for b in c["beta"] for k in range(0, c["systems"], chunk)]

@@ -94,7 +94,7 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, uniform_span
 from meanfield.model.particles import AttentionParticles, PreLNParticles
-from meanfield.runs import budget
+from meanfield.runs import limits
 from meanfield.runs.executor import Executor
 from meanfield.studies.contraction import fit_rate
 from meanfield.studies.members import MemberList, run_study
@@ -133,10 +133,10 @@ def check_normalization_config(cfg: dict) -> dict:
     # below ~STEP_RATE / rate (measured 10.5 for SA and USA, n = 8..32, beta = 0..4), so
     # t = 1e12 is 1.7e11 steps that would run on for days.
     rate = 2.0 if m["normalized"] else 2.0 * math.exp(m["beta"])
-    budget.check_steps(times[-1] * rate / STEP_RATE, "normalization.times", c["times"],
+    limits.check_steps(times[-1] * rate / STEP_RATE, "normalization.times", c["times"],
                        f"Post-LN systems at rate {rate:.3g} up to t = {times[-1]:g} take "
                        f"steps of at most ~{STEP_RATE / rate:.3g}",
-                       f"end the times by t = {budget.MAX_STEPS * STEP_RATE / rate:.3g}")
+                       f"end the times by t = {limits.MAX_STEPS * STEP_RATE / rate:.3g}")
     # what a member holds (the ensemble keeps its states at every save) and the result
     member = (times.size + 1) * min(c["chunk"], c["systems"]) * n * min(n, d) * 8
     if member > MEMORY_LIMIT:
@@ -151,7 +151,7 @@ def check_normalization_config(cfg: dict) -> dict:
                           f"{result / 2**30:.1f} GiB of gaps and radii (limit "
                           f"{MEMORY_LIMIT / 2**30:g}); give fewer systems or times",
                           "normalization.systems")
-    budget.check_members(len(ARCHITECTURES) * -(-c["systems"] // c["chunk"]),
+    limits.check_members(len(ARCHITECTURES) * -(-c["systems"] // c["chunk"]),
                          "normalization.chunk", c["chunk"],
                          "give a larger chunk or fewer systems")
     members = [(a, first, min(c["chunk"], c["systems"] - first))

@@ -97,7 +97,7 @@ from scipy import stats
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.model.particles import AttentionParticles
-from meanfield.runs import budget
+from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.threads import machine_cores
 from meanfield.studies import phase_kernels as pk
@@ -156,7 +156,7 @@ def check_phase_config(cfg: dict) -> dict:
     key = "particles.n" if n > DEFAULT_N else "phase_diagram.batch"
     budget.check_ensemble(at_once, n, min(n, max(p["dims"])), key,
                           n if key == "particles.n" else batch, stepped=stepped)
-    budget.check_members(len(p["dims"]) * -(-pairs // batch), "phase_diagram.batch", batch,
+    limits.check_members(len(p["dims"]) * -(-pairs // batch), "phase_diagram.batch", batch,
                          "give a larger batch, fewer systems, beta or dims")
     tasks = [{"dim": d, "first": k, "count": min(batch, pairs - k)}
              for d in p["dims"] for k in range(0, pairs, batch)]

@@ -1,7 +1,8 @@
 """Issue 19, item 4: what scales an allocation or the work is estimated before anything
-starts (``meanfield.runs.budget``): the save times, the result on disk, the bifurcation
-study's grids and eigenproblem, the local workers. Each refusal names the key, the
-estimate and the limit; the CLI prints it as one line with status 2."""
+starts (``meanfield.runs.budget``: the save times, the result on disk, the bifurcation
+study's grids and eigenproblems; ``meanfield.runs.limits``: time steps, members, local
+workers). Each refusal names the key, the estimate and the limit; the CLI prints it as
+one line with status 2."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from meanfield import config as cfgmod
 from meanfield.cli import main
 from meanfield.errors import ConfigError
-from meanfield.runs import budget
+from meanfield.runs import budget, limits
 
 GiB = 2**30
 
@@ -106,11 +107,11 @@ def test_the_pitchforks_dense_jacobian_is_counted():
 # --- workers ----------------------------------------------------------------------------
 
 def test_local_workers_are_capped_at_the_cores():
-    assert budget.check_workers(4, None, cores=4) == 4
-    assert budget.check_workers(2, None, cores=1) == 2  # two are always allowed
-    assert budget.check_workers(1000, "tcp://10.0.0.1:8786", cores=2) == 1000  # theirs
+    assert limits.check_workers(4, None, cores=4) == 4
+    assert limits.check_workers(2, None, cores=1) == 2  # two are always allowed
+    assert limits.check_workers(1000, "tcp://10.0.0.1:8786", cores=2) == 1000  # theirs
     with pytest.raises(ConfigError) as err:
-        budget.check_workers(1000, None, cores=16)
+        limits.check_workers(1000, None, cores=16)
     assert err.value.key == "parallel.workers" and "at most 16" in str(err.value)
 
 
@@ -134,7 +135,7 @@ def test_normalization_times_of_1e12_are_refused_by_their_step_count(tmp_path, c
     with pytest.raises(ConfigError) as err:
         check_normalization_config(cfg)
     assert err.value.key == "normalization.times" and "1.67e+11" in str(err.value)
-    assert f"end the times by t = {budget.MAX_STEPS * STEP_RATE / 2:.3g}" in str(err.value)
+    assert f"end the times by t = {limits.MAX_STEPS * STEP_RATE / 2:.3g}" in str(err.value)
     fits = cfgmod.validate({"normalization": {"times": [1.0, 1e4], "dim": 8}},
                            "normalization")
     check_normalization_config(fits)  # the default span passes
@@ -152,7 +153,7 @@ def test_a_billion_members_are_refused_before_their_list_is_made(tmp_path, capsy
                     "replicas = 10000\n")
     line = one_error_line(capsys, ["convergence", str(toml), "--out", str(tmp_path / "r.nc")])
     assert "convergence.replicas = 10000" in line and "1e+07 members" in line
-    assert budget.check_members(budget.MAX_MEMBERS, "k", 1, "") == budget.MAX_MEMBERS
+    assert limits.check_members(limits.MAX_MEMBERS, "k", 1, "") == limits.MAX_MEMBERS
 
 
 @pytest.mark.parametrize("command, text, key", [
