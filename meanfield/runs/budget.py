@@ -345,6 +345,8 @@ def check(cfg: dict, task: str, available: int | None = None, *,
         ConfigError: the estimate passes ``MEMORY_MARGIN`` of the available memory; the
             message names the dominant key, the estimate and what would fit.
     """
+    if out is not None and task in ("evolve", "particles"):
+        check_disk(cfg, task, out)  # first: its save_every also fits the memory's frames
     budget = estimate(cfg, task, streamed)
     limit = MEMORY_MARGIN * (available_memory() if available is None else available)
     if budget.bytes > limit:
@@ -355,8 +357,6 @@ def check(cfg: dict, task: str, available: int | None = None, *,
             f"{budget.bytes / GiB:.3g} GiB (mostly {part}) but {limit / GiB:.3g} GiB are "
             f"available ({MEMORY_MARGIN:.0%} of the free memory); "
             + _what_fits(cfg, task, key, limit, streamed), key)
-    if out is not None and task in ("evolve", "particles"):
-        check_disk(cfg, task, out)
     if budget.seconds is not None and budget.seconds > LONG_RUN_S:
         warnings.warn(f"this run will take at least {budget.seconds / 3600:.3g} h: "
                       f"{budget.what}; raise model.kappa or use method = \"spectral\"",
