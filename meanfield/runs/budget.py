@@ -345,6 +345,12 @@ def check(cfg: dict, task: str, available: int | None = None, *,
         ConfigError: the estimate passes ``MEMORY_MARGIN`` of the available memory; the
             message names the dominant key, the estimate and what would fit.
     """
+    t = cfg.get("time")
+    if t is not None and t["dt"] != "auto":  # a fixed step: t_final / dt steps at least
+        from meanfield.runs.limits import check_steps
+        check_steps(t["t_final"] / t["dt"], "time.dt", t["dt"],
+                    f"stepping to time.t_final = {t['t_final']:g}",
+                    "raise time.dt or shorten time.t_final")
     if out is not None and task in ("evolve", "particles"):
         check_disk(cfg, task, out)  # first: its save_every also fits the memory's frames
     budget = estimate(cfg, task, streamed)

@@ -170,3 +170,15 @@ def test_member_counts_of_the_ensemble_studies(tmp_path, capsys, command, text, 
     toml.write_text(text + "[particles]\nn = 4\n")
     line = one_error_line(capsys, [command, str(toml), "--out", str(tmp_path / "r.nc")])
     assert key in line and "members" in line
+
+
+def test_a_fixed_step_over_a_long_span_is_refused_by_its_step_count(tmp_path, capsys):
+    """Noisy tokens need a fixed step: dt = 0.01 up to t = 1e12 is 1e14 steps."""
+    toml = tmp_path / "p.toml"
+    toml.write_text("[model]\nkappa = 4.0\n[time]\nt_final = 1e12\nsave_every = 1e11\n"
+                    "dt = 0.01\n[particles]\nn = 10\n")
+    line = one_error_line(capsys, ["particles", str(toml), "--out", str(tmp_path / "r.nc")])
+    assert "time.dt = 0.01" in line and "at least 1e+14 time steps" in line
+    cfg = cfgmod.validate({"time": {"t_final": 1e7, "save_every": 1e6, "dt": 0.01}},
+                          "evolve")  # 1e9 steps: at the limit, not refused for them
+    budget.check(cfg, "evolve", available=2**40)
