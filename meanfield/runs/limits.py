@@ -21,6 +21,25 @@ def check_steps(steps: float, key: str, value, why: str, fits: str) -> float:
     return steps
 
 
+# step x rate of the adaptive RK4 steps of tokens that have clustered (a bound over the
+# measured 10.5: to t = 1e4 at rate 2, 1904 steps for the normalization study's Post-LN
+# systems, n = 8..32, beta = 0..4, SA and USA alike; 1920 for the metastability study's,
+# n = 16, beta = 16)
+CLUSTER_STEP_RATE = 12.0
+
+
+def check_clustered_steps(t_end: float, rate: float, key: str, value, what: str) -> float:
+    """Tokens that have clustered are stiff at their attraction ``rate`` (2 for SA,
+    ``2 e^beta`` for USA): the adaptive RK4 step stays below ``CLUSTER_STEP_RATE /
+    rate``, so reaching ``t_end`` takes at least ``t_end rate / CLUSTER_STEP_RATE``
+    steps (``normalization.times = [1, 1e12]``: 1.7e11); refused beyond ``MAX_STEPS``."""
+    return check_steps(t_end * rate / CLUSTER_STEP_RATE, key, value,
+                       f"{what} up to t = {t_end:g} step at most "
+                       f"~{CLUSTER_STEP_RATE / rate:.3g} at a time (clustered, rate "
+                       f"{rate:.3g})",
+                       f"end the times by t = {MAX_STEPS * CLUSTER_STEP_RATE / rate:.3g}")
+
+
 MAX_MEMBERS = 10**6  # members of a study: each a task (dask's graph) and a kept result
 
 

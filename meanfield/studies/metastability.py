@@ -280,6 +280,9 @@ def check_metastability_config(cfg: dict) -> dict:
     if n < 2:
         raise ConfigError(f"particles.n = {n}: clusters need n >= 2", "particles.n")
     chunk = c["chunk"]
+    # (the clusters are stiff at their rate: times up to 1e12 would run on for days)
+    limits.check_clustered_steps(c["times"][-1], 2.0 if m["normalized"] else 2.0 * math.exp(
+        c["beta"][-1]), "metastability.times", c["times"], "clustering tokens")
     # memory, before any work: a chunk on each worker, its states kept at every save
     budget.check_ensemble(min(chunk, c["systems"]) * cfg["parallel"]["workers"], int(n),
                           int(dom["dim"]), "particles.n", n, saves=len(c["times"]))

@@ -5,6 +5,8 @@ workers). Each refusal names the key, the estimate and the limit; the CLI prints
 one line with status 2."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from meanfield import config as cfgmod
@@ -126,24 +128,28 @@ def test_a_thousand_workers_are_refused_before_any_process(tmp_path, capsys):
 
 # --- work ----------------------------------------------------------------------------------
 
-def test_normalization_times_of_1e12_are_refused_by_their_step_count(tmp_path, capsys):
-    """The Post-LN systems' RK4 step stays below ~10.5 / rate (measured: 1904 steps to
-    t = 1e4 at rate 2): t = 1e12 is > 1e11 steps; refused, naming the key and the limit."""
-    from meanfield.studies.normalization import STEP_RATE, check_normalization_config
+@pytest.mark.parametrize("command, section", [("normalization", "normalization"),
+                                              ("metastability", "metastability")])
+def test_times_of_1e12_are_refused_by_their_step_count(tmp_path, capsys, command, section):
+    """Clustered tokens are stiff at their rate (2 for SA): the adaptive RK4 step stays
+    below ~10.5 / rate (measured: 1904 and 1920 steps to t = 1e4), so t = 1e12 is more
+    than 1e11 steps; refused, naming the key and the limit."""
+    toml = tmp_path / "c.toml"
+    toml.write_text(f"[{section}]\ntimes = [1, 1e12]\n[particles]\nn = 8\n")
+    line = one_error_line(capsys, [command, str(toml), "--out", str(tmp_path / "r.nc")])
+    assert f"{section}.times" in line and "at least 1.67e+11 time steps" in line
+    assert f"end the times by t = {limits.MAX_STEPS * limits.CLUSTER_STEP_RATE / 2:.3g}" \
+        in line
 
-    cfg = cfgmod.validate({"normalization": {"times": [1.0, 1e12], "dim": 8}},
-                          "normalization")
+
+def test_the_default_times_pass_the_step_count():
+    from meanfield.studies.normalization import check_normalization_config
+
+    check_normalization_config(cfgmod.validate({"normalization": {"dim": 8}},
+                                               "normalization"))  # times up to 1e4
     with pytest.raises(ConfigError) as err:
-        check_normalization_config(cfg)
-    assert err.value.key == "normalization.times" and "1.67e+11" in str(err.value)
-    assert f"end the times by t = {limits.MAX_STEPS * STEP_RATE / 2:.3g}" in str(err.value)
-    fits = cfgmod.validate({"normalization": {"times": [1.0, 1e4], "dim": 8}},
-                           "normalization")
-    check_normalization_config(fits)  # the default span passes
-    toml = tmp_path / "n.toml"
-    toml.write_text("[normalization]\ntimes = [1, 1e12]\ndim = 8\n")
-    line = one_error_line(capsys, ["normalization", str(toml), "--out", str(tmp_path / "r.nc")])
-    assert "normalization.times" in line and "time steps" in line
+        limits.check_clustered_steps(1e12, 2 * math.exp(10), "k", 1, "USA")
+    assert "step at most ~0.000272" in str(err.value)
 
 
 def test_a_billion_members_are_refused_before_their_list_is_made(tmp_path, capsys):
