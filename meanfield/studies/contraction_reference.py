@@ -49,6 +49,8 @@ TAIL = 36.0  # labels beyond reach: their share of W_2^2 stays below e^{-TAIL}
 LABEL_SPACING = 0.2  # dxi: the trapezoid rule's error is about e^{-pi^2 / dxi}
 RTOL, ATOL = 1e-10, 1e-13  # the label system's tolerances (angles in rad)
 PASSES = 4  # label solutions recentred on the repeller at most this many times
+FAR_REACH = 30.0  # lambda_rep t_final at most this: the repeller's round-off (~1e-16) is
+# the offset of the labels at xi ~ 36, whose mass is what W_2 is made of at lambda_rep t ~ xi
 MAX_LABELS = 4097  # beta > 0: the field costs labels^2 per evaluation (4097: 134 MB a copy)
 SYMMETRY_TOLERANCE = 1e-12
 
@@ -61,6 +63,16 @@ def labels(density: Callable[[np.ndarray], np.ndarray], center: float, reach: fl
     theta0 = center + 2 * np.arctan(np.sinh(xi))
     mass = density(theta0) * 2 / np.cosh(xi)
     return xi, theta0, mass / mass.sum()
+
+
+def antipode_offsets(xi: np.ndarray) -> np.ndarray:
+    """The labels' initial angles measured from the antipode of the centre, ``theta_0 - c
+    - pi`` wrapped: ``-sign(xi) 2 arctan(1/|sinh xi|)`` (pi at xi = 0), exact in floating
+    point down to the smallest offsets (``c + pi + offset`` would round the far side's
+    labels, whose offsets reach ``4 e^{-reach}``, onto the repeller)."""
+    with np.errstate(divide="ignore"):
+        offset = 2 * np.arctan(1 / np.abs(np.sinh(xi)))
+    return np.where(xi > 0, -offset, offset)
 
 
 def reach_for(t_final: float, rate: float) -> float:
@@ -144,10 +156,10 @@ def circle_velocity(query: np.ndarray, theta: np.ndarray, mass: np.ndarray, beta
     return field / kernel.sum(axis=1) if normalized else math.exp(beta) * field
 
 
-def _integrate(theta0: np.ndarray, mass: np.ndarray, times: np.ndarray, beta: float,
+def _integrate(psi0: np.ndarray, mass: np.ndarray, times: np.ndarray, beta: float,
                normalized: bool):
     sol = solve_ivp(lambda t, y: circle_velocity(y, y, mass, beta, normalized),
-                    (0.0, float(times[-1])), theta0, method="DOP853", t_eval=times,
+                    (0.0, float(times[-1])), psi0, method="DOP853", t_eval=times,
                     rtol=RTOL, atol=ATOL, dense_output=True)
     if sol.status != 0:
         raise RuntimeError(f"the label system stopped: {sol.message}")
@@ -161,8 +173,8 @@ def _repeller_start(sol, mass: np.ndarray, beta: float, normalized: bool,
     time the repeller attracts, so the start's error shrinks on the way)."""
     t_final = float(sol.t[-1])
     back = solve_ivp(lambda t, y: circle_velocity(y, sol.sol(t), mass, beta, normalized),
-                     (t_final, 0.0), [limit + np.pi], method="DOP853", rtol=RTOL,
-                     atol=ATOL)
+                     (t_final, 0.0), [float(wrap(limit + np.pi))], method="DOP853",
+                     rtol=RTOL, atol=ATOL)
     return float(back.y[0, -1])
 
 
@@ -187,16 +199,17 @@ def label_solution(density: Callable[[np.ndarray], np.ndarray], times: np.ndarra
     center = float(np.angle(np.exp(1j * probe) @ density(probe)))
     reach = label_reach(float(times[-1]), beta, normalized)
     for _ in range(PASSES):
-        _, theta0, mass = labels(density, center, reach, spacing)
-        sol = _integrate(theta0, mass, times, beta, normalized)
-        theta = sol.y.T
-        limit = float(np.angle(mass @ np.exp(1j * theta[-1])))
-        shift = float(wrap(_repeller_start(sol, mass, beta, normalized, limit) - np.pi
-                           - center))
+        # the labels move as offsets from the antipode of the centre (the field depends
+        # on differences only): the far side keeps its precision (antipode_offsets)
+        xi, _, mass = labels(density, center, reach, spacing)
+        sol = _integrate(antipode_offsets(xi), mass, times, beta, normalized)
+        limit = float(np.angle(mass @ np.exp(1j * sol.y[:, -1])))
+        shift = float(wrap(_repeller_start(sol, mass, beta, normalized, limit)))
         if abs(shift) < 1e-12:
             break
         center = float(wrap(center + shift))
-    return {"theta": theta, "mass": mass, "limit": limit, "center": center}
+    return {"theta": sol.y.T + center + np.pi, "mass": mass,
+            "limit": float(wrap(limit + center + np.pi)), "center": center}
 
 
 def distances_to(theta: np.ndarray, mass: np.ndarray, point: float,
@@ -220,6 +233,14 @@ def check_labels(cfg: dict) -> None:
     at the centre, and errs by ~4 %), and at beta > 0 its field is evaluated over all label
     pairs: refuse a run whose labels would not fit (the count grows with t_final)."""
     c, t_final = cfg["contraction"], cfg["time"]["t_final"]
+    normalized = cfg["model"]["normalized"]
+    slowest = min(c["beta"]) if not normalized else 0.0  # USA: lambda_rep = e^{-beta}
+    if t_final * math.exp(-slowest) > FAR_REACH:
+        top = FAR_REACH * math.exp(slowest)
+        raise ConfigError(f"time.t_final = {t_final:g}: contraction.pde = \"characteristics\" "
+                          f"follows the far side's labels while lambda_rep t <= {FAR_REACH:g} "
+                          "(beyond, their offsets from the repeller are below round-off): "
+                          f"give time.t_final <= {top:.4g}", "time.t_final")
     if c["other"] is not None:
         raise ConfigError("contraction.other: the distance between two solutions needs "
                           "W_2 between two densities, which the labels of contraction.pde = "
