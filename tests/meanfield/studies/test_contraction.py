@@ -264,12 +264,13 @@ def test_cli_run_and_plot(tmp_path, capsys):
 # resolves it down to 4 pi/320 = 0.039 rad, and the window top is 0.06, where the local
 # rate of USA at beta = 2 is within 2 % of e^beta (the O(beta W^2) correction, measured on
 # tokens: 7 % at W = 0.1). The tokens' window opens once all 300 are within fit_below of
-# the limit point: USA at beta = 0.5 on S^2 from t = 1.59 (hence t_final 1.8, was 1.3).
+# the limit point: on S^2 from t = 2.56 for SA and t = 1.59 for USA at beta = 0.5 (hence
+# t_final 3.5 and 1.8, were 2.5 and 1.3; the PDE stops earlier, its core unresolved).
 ACCEPTANCE = {
     "circle": {"discretization": {"resolution": 1024}, "fit_below": 0.1,
                "save_every": {True: 0.05, False: 0.01}, "t_final": {True: 5.0, False: 2.0}},
     "sphere": {"discretization": {"resolution": 320}, "fit_below": 0.06,
-               "save_every": {True: 0.02, False: 0.005}, "t_final": {True: 2.5, False: 1.8}},
+               "save_every": {True: 0.02, False: 0.005}, "t_final": {True: 3.5, False: 1.8}},
 }
 
 
