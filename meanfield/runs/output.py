@@ -171,7 +171,8 @@ class Output:
             same = False
         if not same:
             raise ConfigError(f"the checkpoint {where!r} was made with another config; "
-                              "delete it or run with the same config", "resume")
+                              "run with that config to continue it, or pass --overwrite "
+                              "(without --resume) to discard it and start again", "resume")
         return ckpt
 
     def write_checkpoint(self, ds: xr.Dataset) -> None:

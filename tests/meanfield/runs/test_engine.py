@@ -114,6 +114,7 @@ def test_resume_refuses_a_checkpoint_of_another_config(tmp_path):
     with pytest.raises(ConfigError, match="another config") as err:
         run(tmp_path, Walk(config(seed=5)), resume=True)
     assert err.value.key == "resume"
+    assert "--overwrite" in str(err.value)  # advice that can be followed from the CLI
 
 
 @pytest.mark.parametrize("every, expect", [(1e-9, [False] + [True] * (POINTS - 2)),
