@@ -1,0 +1,362 @@
+"""The ``[weights]`` and ``[feedforward]`` sections: the attention weights (Q, K, V) of
+the token models, several heads, a feed-forward layer, and the matrices they stand for.
+
+A matrix spec (the value of ``query``, ``key``, ``value`` or ``feedforward.weight``) is
+one of, in dimension d = ``domain.dim``:
+
+- ``"identity"``: I;
+- a number c: c I;
+- a list of d rows of d finite numbers: that matrix;
+- ``{kind = "gaussian", scale = s, seed = k}``: i.i.d. N(0, s^2/d) entries (scale
+  [1.0] >= 0, seed required: the same seed gives the same matrix, so give Q and K
+  different seeds for independent draws);
+- ``{kind = "symmetric", eigenvalues = [l_1, ..., l_d], seed = k}``: O diag(l) O^T with
+  O Haar-distributed on the orthogonal group (QR of a Gaussian matrix with the signs of
+  R's diagonal moved into O; Mezzadri, Notices AMS 54 (2007)), symmetrised to round-off;
+- ``{file = "M.npy"}``: a d x d array from a ``.npy`` file, whitespace-separated text
+  (``.txt`` or any other suffix) or comma-separated ``.csv``; read when the config is
+  validated (shape and finiteness checked) and again when the matrix is built.
+
+``[weights]`` takes ``query``, ``key``, ``value`` [each "identity"], or instead
+``heads = [{query, key, value}, ...]`` (several heads: the velocity is the sum of the
+single-head velocities; a head's missing matrices are the identity). Absent: one
+identity head, today's models. The clean table keeps the specs (TOML/JSON values, so the
+config stored in a result stays readable), not the arrays: ``build_heads`` and
+``weight_matrix`` build those.
+
+``[feedforward]`` takes ``activation`` ("relu" | "tanh"; required once the table has a
+key) and ``weight`` (a matrix spec, ["identity"]): the velocity becomes W sigma(a_i),
+a_i the attention term summed over the heads. An empty or absent table: no layer.
+
+The PDE takes V = c I only, with Q = K = I and no layer (``pde_value_scale``).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from meanfield.config import checkers as ck
+from meanfield.errors import ConfigError
+
+HEAD_KEYS = ("query", "key", "value")
+WEIGHT_KINDS = ("gaussian", "symmetric")
+KIND_PARAMS = {"gaussian": ("kind", "scale", "seed"),
+               "symmetric": ("kind", "eigenvalues", "seed")}
+ACTIVATIONS = ("relu", "tanh")  # meanfield.model.weighted_attention.ACTIVATIONS
+MAX_WEIGHT_SEED = 2**63 - 1
+PDE_WEIGHTS = ("the PDE takes weights V = c I only (Q = K = I); other weights run as "
+               "particles (meanfield particles)")
+SPEC_FORMS = ('"identity", a number c (c I), a list of d rows, {kind = "gaussian", scale, '
+              'seed}, {kind = "symmetric", eigenvalues, seed} or {file = "M.npy"}')
+
+
+# ---------------------------------------------------------------------------------------
+# One matrix spec.
+
+def clean_spec(spec: Any, d: int, key: str) -> Any:
+    """The clean form of one matrix spec (checked, TOML/JSON values only).
+
+    Args:
+        spec: the value as given.
+        d: the token dimension (``domain.dim``).
+        key: the dotted key, named in errors (``weights.value``).
+
+    Returns:
+        ``"identity"``, a float, a list of d lists of d floats, or a table.
+
+    Raises:
+        ConfigError: naming ``key`` (or ``key.<param>``), the value and what is accepted.
+    """
+    if isinstance(spec, str):
+        if spec != "identity":
+            raise ConfigError(f"{key} = {ck.describe(spec)} is not a matrix; give "
+                              f"{SPEC_FORMS}", key)
+        return spec
+    if ck.is_number(spec):
+        return ck.finite_number(key, spec)
+    if isinstance(spec, (list, tuple)):
+        return _rows(spec, d, key).tolist()
+    if isinstance(spec, dict):
+        return _clean_table(spec, d, key)
+    raise ConfigError(f"{key} = {ck.describe(spec)} is not a matrix; give {SPEC_FORMS}", key)
+
+
+def _rows(rows: Any, d: int, key: str) -> np.ndarray:
+    """A list of d rows of d finite numbers as a float array."""
+    shape = f"{d} x {d}"
+    if (not isinstance(rows, (list, tuple)) or len(rows) != d
+            or not all(isinstance(r, (list, tuple)) and len(r) == d for r in rows)):
+        raise ConfigError(f"{key} = {ck.describe(rows)} must be a {shape} matrix (a list of "
+                          f"{d} rows of {d} numbers: domain.dim = {d})", key)
+    out = np.empty((d, d))
+    for i, row in enumerate(rows):
+        for j, v in enumerate(row):
+            if not ck.is_number(v):
+                raise ConfigError(f"{key}[{i}][{j}] = {ck.describe(v)} must be a number", key)
+            out[i, j] = ck.number(key, v)
+    _finite(out, key, ck.describe(rows))
+    return out
+
+
+def _finite(m: np.ndarray, key: str, shown: str) -> None:
+    if not np.all(np.isfinite(m)):
+        i, j = np.argwhere(~np.isfinite(m))[0]
+        raise ConfigError(f"{key} = {shown}: entry [{i}][{j}] is {m[i, j]!r}; a weight "
+                          "matrix must be finite", key)
+
+
+def _clean_table(spec: dict, d: int, key: str) -> dict:
+    if "file" in spec:
+        extra = [k for k in spec if k != "file"]
+        if extra:
+            raise ConfigError(f"{key}.{extra[0]}: a file spec takes only 'file' "
+                              "({file = \"M.npy\"})", f"{key}.{extra[0]}")
+        path = ck.path(f"{key}.file", spec["file"])
+        _load(path, d, f"{key}.file")
+        return {"file": path}
+    if "kind" not in spec:
+        raise ConfigError(f"{key} = {ck.describe(spec)}: a table spec needs 'kind' "
+                          f"({', '.join(repr(k) for k in WEIGHT_KINDS)}) or 'file'", key)
+    kind = spec["kind"]
+    if not isinstance(kind, str) or kind not in WEIGHT_KINDS:
+        raise ck.unknown_name(f"{key}.kind", kind, WEIGHT_KINDS, "weight kind")
+    for name in spec:
+        if name not in KIND_PARAMS[kind]:
+            raise ConfigError(f"{key}.{name} is not a parameter of weight kind '{kind}'; "
+                              f"{ck.suggest(name, KIND_PARAMS[kind])}", f"{key}.{name}")
+    if "seed" not in spec:
+        raise ConfigError(f"{key}.seed is required for weight kind '{kind}' (the matrix is "
+                          "drawn from it, so a run can be repeated)", f"{key}.seed")
+    seed = ck.integer(f"{key}.seed", spec["seed"], minimum=0, maximum=MAX_WEIGHT_SEED)
+    if kind == "gaussian":
+        scale = ck.finite_number(f"{key}.scale", spec.get("scale", 1.0), minimum=0.0)
+        return {"kind": kind, "scale": scale, "seed": seed}
+    eig = spec.get("eigenvalues")
+    if (not isinstance(eig, (list, tuple)) or len(eig) != d
+            or not all(ck.is_number(v) for v in eig)):
+        raise ConfigError(f"{key}.eigenvalues = {ck.describe(eig)} must be a list of d = "
+                          f"{d} numbers (domain.dim)", f"{key}.eigenvalues")
+    values = [ck.finite_number(f"{key}.eigenvalues", v) for v in eig]
+    return {"kind": kind, "eigenvalues": values, "seed": seed}
+
+
+def _load(path: str, d: int, key: str) -> np.ndarray:
+    """The d x d matrix of a file (``.npy``, ``.csv``, else whitespace text)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{key} = {path!r}: no such file", key)
+    try:
+        if p.suffix == ".npy":
+            m = np.load(p, allow_pickle=False)
+        else:
+            m = np.loadtxt(p, ndmin=2, delimiter="," if p.suffix == ".csv" else None)
+        m = np.asarray(m, dtype=float)
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
+        raise ConfigError(f"{key} = {path!r} cannot be read as a matrix (.npy, .csv or "
+                          f"whitespace-separated text): {exc}", key) from None
+    if m.shape != (d, d):
+        raise ConfigError(f"{key} = {path!r} holds an array of shape {m.shape}; a weight "
+                          f"matrix in dimension {d} (domain.dim) has shape ({d}, {d})", key)
+    _finite(m, key, repr(path))
+    return m
+
+
+def _generator(seed: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(seed))
+
+
+def weight_matrix(spec: Any, d: int, key: str) -> np.ndarray:
+    """The ``(d, d)`` matrix of one spec (see the module docstring).
+
+    Args:
+        spec: a matrix spec, clean or as given (it is checked again).
+        d: the token dimension.
+        key: the dotted key, named in errors.
+
+    Returns:
+        A new float64 ``(d, d)`` array.
+
+    Raises:
+        ConfigError: naming ``key``, for any spec ``clean_spec`` refuses.
+    """
+    spec = clean_spec(spec, d, key)
+    if spec == "identity":
+        return np.eye(d)
+    if isinstance(spec, float):
+        return spec * np.eye(d)
+    if isinstance(spec, list):
+        return np.array(spec, dtype=float)
+    if "file" in spec:
+        return _load(spec["file"], d, f"{key}.file")
+    rng = _generator(spec["seed"])
+    if spec["kind"] == "gaussian":
+        return rng.standard_normal((d, d)) * (spec["scale"] / math.sqrt(d))
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    q = q * np.where(np.diag(r) < 0, -1.0, 1.0)  # Haar: the signs of diag(R) into Q
+    m = (q * np.array(spec["eigenvalues"])) @ q.T
+    return 0.5 * (m + m.T)
+
+
+def scalar_of(spec: Any, d: int, key: str) -> float | None:
+    """c when the spec is exactly c I (an identity, a number, equal eigenvalues of a
+    symmetric spec, or a matrix/file that is exactly c I), else None."""
+    spec = clean_spec(spec, d, key)
+    if spec == "identity":
+        return 1.0
+    if isinstance(spec, float):
+        return spec
+    if isinstance(spec, dict) and spec.get("kind") == "symmetric":
+        eig = spec["eigenvalues"]
+        return eig[0] if all(v == eig[0] for v in eig) else None
+    if isinstance(spec, dict) and spec.get("kind") == "gaussian":
+        return 0.0 if spec["scale"] == 0 else None
+    m = weight_matrix(spec, d, key)
+    c = float(m[0, 0])
+    return c if np.array_equal(m, c * np.eye(d)) else None
+
+
+# ---------------------------------------------------------------------------------------
+# The sections.
+
+def _dim(cfg: dict) -> int:
+    if "domain" not in cfg:
+        raise ConfigError("[weights] and [feedforward] need [domain] (dim: the matrices "
+                          "are dim x dim)", "domain.dim")
+    return cfg["domain"]["dim"]
+
+
+def _head(table: Any, d: int, key: str) -> dict:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{key} = {ck.describe(table)} must be a table {{query, key, "
+                          "value}}", key)
+    for name in table:
+        if name not in HEAD_KEYS:
+            raise ConfigError(f"unknown key {key}.{name}; {ck.suggest(name, HEAD_KEYS)}",
+                              f"{key}.{name}")
+    return {name: clean_spec(table.get(name, "identity"), d, f"{key}.{name}")
+            for name in HEAD_KEYS}
+
+
+def validate_weights_section(given: dict, cfg: dict, name: str = "weights") -> dict:
+    """The registry's validator of ``[weights]`` (reads ``cfg["domain"]``).
+
+    Returns:
+        ``{"query", "key", "value"}`` (defaults "identity") or ``{"heads": [...]}``,
+        specs in their clean form; validating the result again returns it unchanged.
+    """
+    d = _dim(cfg)
+    if "heads" in given:
+        mixed = [k for k in HEAD_KEYS if k in given]
+        if mixed:
+            raise ConfigError(f"{name}.heads and {name}.{mixed[0]} are both given: give "
+                              "query, key, value (one head) or heads = [{query, key, "
+                              "value}, ...] (several), not both", f"{name}.heads")
+        extra = [k for k in given if k != "heads"]
+        if extra:
+            raise ConfigError(f"unknown key {name}.{extra[0]}; "
+                              f"{ck.suggest(extra[0], HEAD_KEYS + ('heads',))}",
+                              f"{name}.{extra[0]}")
+        heads = given["heads"]
+        if not isinstance(heads, (list, tuple)) or not heads:
+            raise ConfigError(f"{name}.heads = {ck.describe(heads)} must be a non-empty "
+                              "list of tables {query, key, value} ([[weights.heads]] in "
+                              "TOML)", f"{name}.heads")
+        return {"heads": [_head(h, d, f"{name}.heads[{i}]") for i, h in enumerate(heads)]}
+    return _head(given, d, name)
+
+
+def head_specs(cfg: dict) -> list[dict]:
+    """The clean ``{query, key, value}`` specs of each head (one identity head when the
+    config has no ``[weights]``)."""
+    w = cfg.get("weights") or {}
+    if "heads" in w:
+        return w["heads"]
+    return [{k: w.get(k, "identity") for k in HEAD_KEYS}]
+
+
+def _head_key(cfg: dict, i: int, name: str) -> str:
+    return (f"weights.heads[{i}].{name}" if "heads" in (cfg.get("weights") or {})
+            else f"weights.{name}")
+
+
+def is_identity(cfg: dict) -> bool:
+    """Whether the weights are one head with Q = K = V = I (today's models)."""
+    specs = head_specs(cfg)
+    d = cfg["domain"]["dim"]
+    return len(specs) == 1 and all(
+        scalar_of(specs[0][k], d, _head_key(cfg, 0, k)) == 1.0 for k in HEAD_KEYS)
+
+
+def validate_feedforward_section(given: dict, cfg: dict, name: str = "feedforward"
+                                 ) -> dict:
+    """The registry's validator of ``[feedforward]``: ``{}`` (no layer) or
+    ``{"activation", "weight"}``."""
+    if not given:
+        return {}
+    d = _dim(cfg)
+    keys = ("activation", "weight")
+    for k in given:
+        if k not in keys:
+            raise ConfigError(f"unknown key {name}.{k}; {ck.suggest(k, keys)}", f"{name}.{k}")
+    if "activation" not in given:
+        raise ConfigError(f"{name}.activation is required for a feed-forward layer "
+                          f"({', '.join(repr(a) for a in ACTIVATIONS)})",
+                          f"{name}.activation")
+    return {"activation": ck.choice(ACTIVATIONS)(f"{name}.activation", given["activation"]),
+            "weight": clean_spec(given.get("weight", "identity"), d, f"{name}.weight")}
+
+
+# ---------------------------------------------------------------------------------------
+# What the runs build from a validated config.
+
+def build_heads(cfg: dict) -> tuple:
+    """The heads of a validated config (absent ``[weights]``: one identity head of
+    dimension ``domain.dim``).
+
+    Returns:
+        A tuple of ``meanfield.model.weighted_attention.Head``.
+    """
+    from meanfield.model.weighted_attention import Head  # (model imports config)
+
+    d = cfg["domain"]["dim"]
+    return tuple(Head(*(weight_matrix(spec[k], d, _head_key(cfg, i, k)) for k in HEAD_KEYS))
+                 for i, spec in enumerate(head_specs(cfg)))
+
+
+def build_feedforward(cfg: dict) -> tuple[np.ndarray, str] | None:
+    """``(W, activation)`` of a validated config's ``[feedforward]``, or None (no layer)."""
+    ff = cfg.get("feedforward") or {}
+    if not ff:
+        return None
+    return (weight_matrix(ff.get("weight", "identity"), cfg["domain"]["dim"],
+                          "feedforward.weight"), ff["activation"])
+
+
+def pde_value_scale(cfg: dict) -> float:
+    """The c of V = c I for the PDE (1.0 without ``[weights]``).
+
+    Raises:
+        ConfigError: naming the key, for weights other than one head with Q = K = I and
+            V = c I, and for a feed-forward layer.
+    """
+    if cfg.get("feedforward"):
+        raise ConfigError(f"[feedforward] is given: {PDE_WEIGHTS}", "feedforward")
+    if "weights" not in cfg or not cfg["weights"]:
+        return 1.0
+    specs = head_specs(cfg)
+    if len(specs) > 1:
+        raise ConfigError(f"weights.heads has {len(specs)} heads: {PDE_WEIGHTS}",
+                          "weights.heads")
+    d = cfg["domain"]["dim"]
+    for name in ("query", "key"):
+        key = _head_key(cfg, 0, name)
+        if scalar_of(specs[0][name], d, key) != 1.0:
+            raise ConfigError(f"{key} = {ck.describe(specs[0][name])}: {PDE_WEIGHTS}", key)
+    key = _head_key(cfg, 0, "value")
+    c = scalar_of(specs[0]["value"], d, key)
+    if c is None:
+        raise ConfigError(f"{key} = {ck.describe(specs[0]['value'])}: {PDE_WEIGHTS}", key)
+    return c
