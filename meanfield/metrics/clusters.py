@@ -158,5 +158,6 @@ def attention_matrix(x: np.ndarray, beta: float, normalized: bool,
 
 def attention_rank(x: np.ndarray, beta: float, normalized: bool, tolerance: float) -> int:
     """Numerical rank: singular values above ``tolerance`` times the largest."""
-    s = np.linalg.svd(attention_matrix(x, beta, normalized), compute_uv=False)
-    return int(np.count_nonzero(s > tolerance * s[0]))
+    from meanfield.metrics.attention import numerical_rank
+
+    return numerical_rank(attention_matrix(x, beta, normalized), tolerance)
