@@ -182,6 +182,18 @@ def unit_vector(key: str, value: Any, dim: int, tolerance: float) -> list[float]
     return vec
 
 
+def finite_vector(key: str, value: Any, dim: int) -> list[float]:
+    """A list of ``dim`` finite numbers (as floats)."""
+    if (not isinstance(value, (list, tuple)) or len(value) != dim
+            or not all(is_number(v) for v in value)):
+        raise ConfigError(f"{key} = {describe(value)} must be a list of {dim} numbers "
+                          f"(domain.dim = {dim})", key)
+    vec = [number(key, v) for v in value]
+    if not all(math.isfinite(v) for v in vec):
+        raise ConfigError(f"{key} = {describe(value)} must be finite", key)
+    return vec
+
+
 def threads(key: str, value: Any) -> int | str:
     """"auto" or an integer >= 1."""
     if isinstance(value, str) and value == "auto":

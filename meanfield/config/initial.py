@@ -1,5 +1,14 @@
 """The ``[initial]`` section: its kind and that kind's parameters (defaults below), on the
-circle, the sphere S^2 and, for the kinds of ``ANY_DIM_KINDS``, S^{d-1}."""
+circle, the sphere S^2 and, for the kinds of ``ANY_DIM_KINDS``, S^{d-1}.
+
+Tokens in R^d (``domain.geometry = "euclidean"``, particle runs) take the kinds of
+``EUCLIDEAN_KINDS``: ``gaussian`` [the default] (``mean`` [zeros], a list of d numbers;
+``covariance`` [1.0], a number s > 0 for s I or a list of d rows, symmetric positive
+definite), ``tokens`` (``path``: the rows of the file as given, not normalised),
+``uniform`` (uniform on the unit sphere S^{d-1} of R^d) and ``equiangular`` (unit
+vectors, n <= d). The densities defined on the sphere only (``perturbed``, ``von_mises``,
+``samples``, ``mixture``) are refused with the list of these kinds.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -9,9 +18,14 @@ from meanfield.config.renamed import renamed_key_error
 from meanfield.errors import ConfigError
 
 INITIAL_KINDS = ("uniform", "perturbed", "von_mises", "mixture", "samples", "equiangular",
-                 "tokens")
-# Kinds that define tokens rather than a density: particle runs only.
-PARTICLE_ONLY_KINDS = ("equiangular", "tokens")
+                 "tokens", "gaussian")
+# Kinds that define tokens rather than a density on the sphere: particle runs only.
+PARTICLE_ONLY_KINDS = ("equiangular", "tokens", "gaussian")
+# Kinds of tokens in R^d (geometry "euclidean"); the first is the default.
+EUCLIDEAN_KINDS = ("gaussian", "tokens", "uniform", "equiangular")
+# Symmetry of a typed covariance: |C - C^T| <= this times max |C| (decimals typed twice
+# round the same way, so a symmetric matrix passes exactly; a slip does not).
+SYMMETRY_TOLERANCE = 1e-12
 # Kinds defined on S^{d-1} for every d (the others only on S^1 and S^2).
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
 # A von Mises-Fisher centre is used as given (the density assumes |center| = 1), so it
@@ -38,6 +52,12 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
         "mixture": {"components": None},
         "equiangular": {"rho": 0.0},
         "tokens": {"path": None, "unit_rows": True},
+    },
+    "euclidean": {
+        "gaussian": {"mean": (), "covariance": 1.0},  # (): zeros of dim (filled in)
+        "tokens": {"path": None},
+        "uniform": {},
+        "equiangular": {"rho": 0.0},
     },
 }
 
@@ -67,12 +87,17 @@ def validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
         raise ConfigError(f"{key} must be a table, got {ck.describe(raw)}", key)
     kinds = INITIAL_KINDS if allow_mixture else tuple(
         k for k in INITIAL_KINDS if k not in ("mixture", *PARTICLE_ONLY_KINDS))
-    if dim > 3:
+    kinds = tuple(k for k in kinds if k in INITIAL_PARAMS[geometry])
+    if geometry != "euclidean" and dim > 3:
         kinds = tuple(k for k in kinds if k in ANY_DIM_KINDS)
-    kind = raw.get("kind", "perturbed" if dim <= 3 else "uniform")
+    default = ("gaussian" if geometry == "euclidean" else
+               "perturbed" if dim <= 3 else "uniform")
+    kind = raw.get("kind", default)
     if not isinstance(kind, str) or kind not in kinds:  # (an array answers == elementwise)
-        where = f" in dimension {dim}" if dim > 3 else ("" if allow_mixture else
-                                                         " as a mixture component")
+        where = (" for tokens in R^d (domain.geometry = \"euclidean\")"
+                 if geometry == "euclidean" else
+                 f" in dimension {dim}" if dim > 3 else ("" if allow_mixture else
+                                                         " as a mixture component"))
         raise ck.unknown_name(f"{key}.kind", kind, kinds, f"initial kind{where}")
     params = INITIAL_PARAMS[geometry][kind]
     allowed = {"kind", *params} | ({"weight"} if not allow_mixture else set())
@@ -120,8 +145,12 @@ def _check_params(out: dict, geometry: str, dim: int, key: str) -> None:
         out["path"] = ck.path(k("path"), out["path"])
         if kind == "samples":
             out["bandwidth"] = ck.auto_or_positive(k("bandwidth"), out["bandwidth"])
-        else:
+        elif "unit_rows" in out:  # (tokens in R^d are taken as given)
             out["unit_rows"] = ck.boolean(k("unit_rows"), out["unit_rows"])
+    elif kind == "gaussian":
+        out["mean"] = ([0.0] * dim if out["mean"] == ()
+                       else ck.finite_vector(k("mean"), out["mean"], dim))
+        out["covariance"] = _covariance(k("covariance"), out["covariance"], dim)
     elif kind == "equiangular":
         out["rho"] = ck.finite_number(k("rho"), out["rho"], minimum=-1.0)
         if out["rho"] >= 1:
@@ -135,3 +164,30 @@ def _check_params(out: dict, geometry: str, dim: int, key: str) -> None:
         out["components"] = [validate_initial(c, geometry, dim, f"{k('components')}[{i}]",
                                               allow_mixture=False)
                              for i, c in enumerate(comps)]
+
+
+def _covariance(key: str, value: Any, dim: int) -> float | list[list[float]]:
+    """A covariance: a number s > 0 (s I) or ``dim`` rows of a symmetric positive
+    definite matrix (checked by a Cholesky factorisation)."""
+    import numpy as np
+
+    if ck.is_number(value):
+        return ck.finite_number(key, value, minimum=0.0, strict=True)
+    if (not isinstance(value, (list, tuple)) or len(value) != dim
+            or not all(isinstance(r, (list, tuple)) for r in value)):
+        raise ConfigError(f"{key} = {ck.describe(value)} must be a number s > 0 (s I) or a "
+                          f"list of {dim} rows of {dim} numbers (domain.dim = {dim})", key)
+    rows = [ck.finite_vector(f"{key}[{i}]", r, dim) for i, r in enumerate(value)]
+    c = np.array(rows)
+    if np.max(np.abs(c - c.T)) > SYMMETRY_TOLERANCE * np.max(np.abs(c)):
+        i, j = np.unravel_index(np.argmax(np.abs(c - c.T)), c.shape)
+        raise ConfigError(f"{key} = {ck.describe(value)} is not symmetric: entry [{i}][{j}] "
+                          f"= {c[i, j]!r} but [{j}][{i}] = {c[j, i]!r}", key)
+    try:
+        np.linalg.cholesky(c)
+    except np.linalg.LinAlgError:
+        low = float(np.linalg.eigvalsh(c)[0])
+        raise ConfigError(f"{key} = {ck.describe(value)} is not positive definite (smallest "
+                          f"eigenvalue {low:.6g}); a covariance must be symmetric positive "
+                          "definite", key) from None
+    return rows

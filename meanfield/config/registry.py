@@ -9,7 +9,8 @@ validated in the order they were registered, so a validator or a finish may read
 sections registered before its own (``[initial]`` reads ``[domain]``).
 
 A task (``evolve``, ``particles``, ``compare``, and the studies that register later)
-names the sections it takes; ``validate(config, task)`` refuses any other section with a
+names the sections it takes, and may have a check of its whole clean config (run last:
+the PDE tasks refuse tokens in R^d and weights other than V = c I); ``validate(config, task)`` refuses any other section with a
 ``ConfigError`` listing the ones the task takes. ``validate(config)`` with no task takes
 every registered section (what callers that do not name a task get).
 """
@@ -21,8 +22,8 @@ from typing import Any
 
 from meanfield.config.checkers import Checker, describe, plain, suggest
 from meanfield.config.renamed import renamed_key_error
-from meanfield.config.sections import CORE_SECTIONS, CORE_TASKS, Section
-from meanfield.config.studies import STUDY_SECTIONS, STUDY_TASKS
+from meanfield.config.sections import CORE_SECTIONS, CORE_TASK_CHECKS, CORE_TASKS, Section
+from meanfield.config.studies import STUDY_SECTIONS, STUDY_TASK_CHECKS, STUDY_TASKS
 from meanfield.errors import ConfigError
 
 # Registered sections, in validation order, and the sections of each task: the core
@@ -30,6 +31,10 @@ from meanfield.errors import ConfigError
 # more can be added with ``register_section`` and ``register_task``.
 SECTIONS: dict[str, Section] = {s.name: s for s in CORE_SECTIONS + STUDY_SECTIONS}
 TASKS: dict[str, tuple[str, ...]] = {**CORE_TASKS, **STUDY_TASKS}
+# Checks of a task's whole config, run once every section is clean: ``(cfg, task)``
+# (the PDE tasks refuse tokens in R^d and weights other than V = c I).
+TASK_CHECKS: dict[str, Callable[[dict, str], None]] = {**CORE_TASK_CHECKS,
+                                                       **STUDY_TASK_CHECKS}
 
 
 def register_section(name: str, keys: dict[str, tuple[Checker, Any]] | None = None, *,
@@ -42,12 +47,17 @@ def register_section(name: str, keys: dict[str, tuple[Checker, Any]] | None = No
     return SECTIONS[name]
 
 
-def register_task(task: str, sections: tuple[str, ...] | list[str]) -> None:
-    """Register (or replace) the sections ``task`` takes (each already registered)."""
+def register_task(task: str, sections: tuple[str, ...] | list[str],
+                  check: Callable[[dict, str], None] | None = None) -> None:
+    """Register (or replace) the sections ``task`` takes (each already registered) and
+    the check ``(cfg, task)`` of its whole validated config (None: none)."""
     missing = [s for s in sections if s not in SECTIONS]
     if missing:
         raise ValueError(f"task {task!r}: sections {missing} are not registered")
     TASKS[task] = tuple(sections)
+    TASK_CHECKS.pop(task, None)
+    if check is not None:
+        TASK_CHECKS[task] = check
 
 
 def unknown_key(key: str, valid) -> ConfigError:
@@ -113,6 +123,8 @@ def validate(config: dict | None, task: str | None = None) -> dict:
             out[name] = _validate_section(section, copy.deepcopy(config.get(name, {})), out)
             if section.finish is not None:
                 section.finish(out)
+    if task in TASK_CHECKS:
+        TASK_CHECKS[task](out, task)
     return out
 
 

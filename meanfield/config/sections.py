@@ -2,8 +2,10 @@
 
     [model]           beta [1.0] in [0, 1e8] (checkers.MAX_BETA), kappa ["inf"] > 0 or
                       "inf", normalized [true]
-    [domain]          geometry ["circle" | "sphere"], dim: the particles' R^d (circle: 2;
-                      sphere: 3 [default], or any d > 3 for particle runs)
+    [domain]          geometry ["circle" | "sphere" | "euclidean"], dim: the particles'
+                      R^d (circle: 2; sphere: 3 [default], or any d > 3 for particle runs;
+                      euclidean: tokens in R^d, any d >= 1 [2], particle runs only with
+                      architecture "pure")
     [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
                       (circle: points; sphere spectral: band limit L <= 2047; sphere
                       finite volumes: cells, one of 10 4^k + 2),
@@ -13,17 +15,34 @@
     [time]            t_final [5.0] > 0, dt ["auto"] > 0, save_every [t_final/100],
                       tolerance [1e-8] (error per step of the adaptive stepper)
     [particles]       n [1000; a token file: its rows] >= 2, seed [0] (initial tokens and
-                      noise), architecture ["post-ln" | "pre-ln" | "hardmax"], sum_method
-                      ["auto" | "direct" | "fourier" (circle) | "harmonic" (sphere, d = 3)],
-                      accuracy [1e-10] of the fast interaction sums, ensemble [8] runs
-                      (compare), cluster_threshold [1e-2] (chordal distance),
-                      attention_rank [false], rank_tolerance [1e-6], bins ["auto"]
+                      noise), architecture ["post-ln" | "pre-ln" | "hardmax" | "pure" (no
+                      normalization, tokens in R^d; the default for geometry "euclidean",
+                      which needs it)], sum_method ["auto" | "direct" | "fourier" (circle)
+                      | "harmonic" (sphere, d = 3)], accuracy [1e-10] of the fast
+                      interaction sums, ensemble [8] runs (compare), cluster_threshold
+                      [1e-2] (chordal distance), attention_rank [false], rank_tolerance
+                      [1e-6], bins ["auto"], rescaled [false] (pure, one head: the run
+                      integrates z = e^(-tV) x, refused where e^(tV) cannot be formed at
+                      time.t_final), mask ["none" | "causal" (post-ln, pure)],
+                      save_attention [false] (post-ln, pure: attention (time, particle,
+                      key))
+    [weights]         query, key, value [each "identity"]: "identity", a number c (c I),
+                      a list of d rows, {kind = "gaussian", scale, seed}, {kind =
+                      "symmetric", eigenvalues, seed} or {file = "M.npy"}; or heads =
+                      [{query, key, value}, ...] (several heads). Other than the identity:
+                      architectures "post-ln" and "pure"; the PDE takes V = c I only
+                      (``meanfield.config.weights``)
+    [feedforward]     activation ["relu" | "tanh"], weight ["identity"] (a matrix as in
+                      [weights]): the velocity W sigma(attention term); post-ln and pure,
+                      not rescaled. Absent or empty: no layer
     [output]          path [none], checkpoint_every [60.0] seconds of wall time
     [parallel]        workers [1] (1: serial), scheduler [none] (address of a running
                       dask scheduler)
 
-Tasks: evolve (model, domain, discretization, initial, time, output), particles (+
-particles), compare (+ particles, parallel).
+Tasks: evolve (model, domain, discretization, initial, time, output, weights),
+particles (+ particles, feedforward), compare (+ particles, parallel). The PDE tasks
+(evolve, compare and the PDE studies) refuse geometry "euclidean" and weights other than
+V = c I, Q = K = I (``check_pde_task``, run by ``registry.validate``).
 """
 from __future__ import annotations
 
@@ -38,14 +57,25 @@ from meanfield.config.initial import (
     PARTICLE_ONLY_KINDS,
     validate_initial_section,
 )
+from meanfield.config.weights import (
+    WEIGHTED_ARCHITECTURES,
+    finish_feedforward,
+    finish_weights,
+    pde_value_scale,
+    validate_feedforward_section,
+    validate_weights_section,
+)
 from meanfield.errors import ConfigError
 
-GEOMETRIES = ("circle", "sphere")
+GEOMETRIES = ("circle", "sphere", "euclidean")
+# "euclidean": tokens in R^d (particle runs only; the PDE is on S^1 and S^2)
+PDE_GEOMETRIES = ("circle", "sphere")
 METHODS = ("spectral", "finite-volume")
-METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS}
+METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS, "euclidean": ()}
 # Finite volumes on the sphere use icosahedral Voronoi meshes of 10 4^k + 2 cells.
 SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
-ARCHITECTURES = ("post-ln", "pre-ln", "hardmax")
+ARCHITECTURES = ("post-ln", "pre-ln", "hardmax", "pure")
+MASKS = ("none", "causal")  # meanfield.model.weighted_attention.MASKS
 SUM_METHODS = ("auto", "direct", "fourier", "harmonic")
 MAX_SPECTRAL_LMAX = 2047  # band limit of the spectral sphere solver
 MAX_SEED = 2**63 - 1
@@ -90,10 +120,13 @@ def _finish_model(cfg: dict) -> None:
 
 
 def _finish_domain(cfg: dict) -> None:
-    """Fill in ``domain.dim`` (2 on the circle, 3 on the sphere) and check it."""
+    """Fill in ``domain.dim`` (2 on the circle and in R^d, 3 on the sphere) and check it."""
     domain = cfg["domain"]
     geometry, dim = domain["geometry"], domain["dim"]
-    if geometry == "circle":
+    if geometry == "euclidean":  # tokens in R^d: any d >= 1 (the dim checker's minimum)
+        if dim is None:
+            domain["dim"] = 2
+    elif geometry == "circle":
         if dim not in (None, 2):
             raise ConfigError(f"domain.dim = {dim!r}: the circle S^1 lives in R^2, so dim "
                               "must be 2; use geometry = \"sphere\" for S^{d-1}, d >= 3",
@@ -120,6 +153,8 @@ def _method(key: str, value: Any) -> str:
 
 def _finish_discretization(cfg: dict) -> None:
     geometry, method = cfg["domain"]["geometry"], cfg["discretization"]["method"]
+    if geometry not in PDE_GEOMETRIES:  # no grid in R^d (a PDE task refuses it: check_pde)
+        return
     if method not in _registered_methods(geometry):
         raise ConfigError(f"discretization.method = {method!r} is not available on the "
                           f"{geometry} yet; available: "
@@ -149,6 +184,65 @@ def _finish_time(cfg: dict) -> None:
                           f"{t['save_every']!r}", "time.dt")
 
 
+def check_pde_task(cfg: dict, task: str | None = None) -> None:
+    """The checks of a task that runs the PDE, at validation: S^1 or S^2, V = c I."""
+    check_sphere_geometry(cfg, task)
+    pde_value_scale(cfg)
+
+
+# The checks of a whole validated config of a task (``registry.validate`` runs them last).
+CORE_TASK_CHECKS: dict[str, Callable[[dict, str], None]] = {
+    "evolve": check_pde_task,
+    "compare": check_pde_task,
+}
+
+
+def _finish_particles(cfg: dict) -> None:
+    """The architecture against the geometry, the noise and the model; rescaled and mask
+    against the architecture (the weights' checks: ``weights.finish_weights``)."""
+    p = cfg["particles"]
+    # (a task without [domain], e.g. the phase diagram, runs tokens on spheres)
+    geometry = cfg["domain"]["geometry"] if "domain" in cfg else "sphere"
+    model = cfg.get("model", {"kappa": math.inf, "normalized": True})
+    if p["architecture"] is None:
+        p["architecture"] = "pure" if geometry == "euclidean" else "post-ln"
+    arch = p["architecture"]
+    if geometry == "euclidean" and arch != "pure":
+        raise ConfigError(f"particles.architecture = {arch!r}: tokens in R^d (domain.geometry "
+                          "= \"euclidean\") move by pure self-attention; use architecture "
+                          "= \"pure\"", "particles.architecture")
+    if arch == "pure" and geometry != "euclidean":
+        raise ConfigError(f"particles.architecture = \"pure\" (no normalization) moves "
+                          f"tokens in R^d, not on the {geometry}: use domain.geometry = "
+                          "\"euclidean\" (any dim >= 1)", "particles.architecture")
+    if p["rescaled"] and arch != "pure":
+        raise ConfigError(f"particles.rescaled = true is the rescaled pure flow z = e^(-tV) x "
+                          f"in R^d; architecture {arch!r} has no rescaling: use architecture "
+                          "= \"pure\" or rescaled = false", "particles.rescaled")
+    if p["mask"] != "none" and arch not in WEIGHTED_ARCHITECTURES:
+        raise ConfigError(f"particles.mask = {p['mask']!r}: architecture {arch!r} takes no "
+                          "mask; masks are for "
+                          + " and ".join(repr(a) for a in WEIGHTED_ARCHITECTURES),
+                          "particles.mask")
+    if p["save_attention"] and arch not in WEIGHTED_ARCHITECTURES:
+        raise ConfigError(f"particles.save_attention = true: architecture {arch!r} has no "
+                          "softmax attention matrix to save; it is saved for "
+                          + " and ".join(repr(a) for a in WEIGHTED_ARCHITECTURES),
+                          "particles.save_attention")
+    if arch == "pure" and not math.isinf(model["kappa"]):
+        raise ConfigError(f"model.kappa = {model['kappa']!r}: noise is defined for "
+                          "tokens on the sphere; pure self-attention in R^d runs without "
+                          "noise: use kappa = \"inf\"", "model.kappa")
+    if arch == "pure" and not model["normalized"]:
+        raise ConfigError("model.normalized = false: pure self-attention is normalized "
+                          "(softmax rows, the paper's eq. (1)); use normalized = true",
+                          "model.normalized")
+    if p["mask"] != "none" and not model["normalized"]:
+        raise ConfigError(f"particles.mask = {p['mask']!r} with model.normalized = false: "
+                          "masked attention is normalized (softmax rows over the tokens "
+                          "attended to); use normalized = true", "particles.mask")
+
+
 def _scheduler(key: str, value: Any) -> str | None:
     if value is None:
         return None
@@ -166,7 +260,7 @@ CORE_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_model),
     Section("domain", {
         "geometry": (ck.choice(GEOMETRIES), "circle"),
-        "dim": (_count(2), None),
+        "dim": (_count(1), None),
     }, finish=_finish_domain),
     Section("discretization", {
         "method": (_method, "spectral"),
@@ -191,7 +285,8 @@ CORE_SECTIONS: tuple[Section, ...] = (
         "n": (_count(2), None),
         # (the seed is stored in the result's attributes: netCDF holds 64-bit integers)
         "seed": (lambda k, v: ck.integer(k, v, minimum=0, maximum=MAX_SEED), 0),
-        "architecture": (ck.choice(ARCHITECTURES), "post-ln"),
+        # (absent: "pure" for tokens in R^d, else "post-ln"; filled in by the finish)
+        "architecture": (ck.choice(ARCHITECTURES), None),
         "sum_method": (ck.choice(SUM_METHODS), "auto"),
         "accuracy": (_at_least(1e-14, maximum=1e-2), 1e-10),
         "ensemble": (_count(1), 8),
@@ -199,7 +294,12 @@ CORE_SECTIONS: tuple[Section, ...] = (
         "attention_rank": (ck.boolean, False),
         "rank_tolerance": (_at_least(0.0, strict=True, maximum=1.0), 1e-6),
         "bins": (ck.auto_or_count, "auto"),
-    }),
+        "rescaled": (ck.boolean, False),
+        "mask": (ck.choice(MASKS), "none"),
+        "save_attention": (ck.boolean, False),
+    }, finish=_finish_particles),
+    Section("weights", validator=validate_weights_section, finish=finish_weights),
+    Section("feedforward", validator=validate_feedforward_section, finish=finish_feedforward),
     Section("output", {
         "path": (ck.path, None),
         "checkpoint_every": (_at_least(0.0, strict=True), 60.0),
@@ -212,14 +312,28 @@ CORE_SECTIONS: tuple[Section, ...] = (
 
 _PDE = ("model", "domain", "discretization", "initial", "time", "output")
 CORE_TASKS: dict[str, tuple[str, ...]] = {
-    "evolve": _PDE,
-    "particles": _PDE + ("particles",),
-    "compare": _PDE + ("particles", "parallel"),
+    "evolve": _PDE + ("weights",),
+    "particles": _PDE + ("particles", "weights", "feedforward"),
+    "compare": _PDE + ("particles", "parallel", "weights"),
 }
 
 
+def check_sphere_geometry(cfg: dict, task: str | None = None) -> None:
+    """Tokens in R^d (``domain.geometry = "euclidean"``) are for particle runs only."""
+    geometry = cfg["domain"]["geometry"]
+    if geometry not in PDE_GEOMETRIES:
+        what = f"'meanfield {task.replace('_', '-')}'" if task else "the PDE"
+        raise ConfigError(f"domain.geometry = {geometry!r} (tokens in R^d) is for particle "
+                          f"runs only (meanfield particles); {what} works on S^1 and S^2: "
+                          "use geometry = \"circle\" or \"sphere\"", "domain.geometry")
+
+
 def check_pde_dim(cfg: dict) -> None:
-    """The PDE solvers work on S^1 and S^2 only, with initial densities (not token sets)."""
+    """The PDE solvers work on S^1 and S^2 only, with initial densities (not token sets),
+    and with the weights V = c I, Q = K = I (``weights.pde_value_scale``)."""
+    check_sphere_geometry(cfg)
+    if "weights" in cfg or "feedforward" in cfg:
+        pde_value_scale(cfg)
     if cfg["domain"]["dim"] > 3:
         raise ConfigError(f"domain.dim = {cfg['domain']['dim']}: the PDE solvers are for S^1 "
                           "(dim 2) and S^2 (dim 3); higher dimensions are for particle runs "

@@ -52,7 +52,12 @@ from __future__ import annotations
 import math
 
 from meanfield.config import checkers as ck
-from meanfield.config.sections import CORE_TASKS, Section
+from meanfield.config.sections import (
+    CORE_TASKS,
+    Section,
+    check_pde_task,
+    check_sphere_geometry,
+)
 from meanfield.errors import ConfigError
 
 POINTS = ("iid", "quantile")
@@ -273,9 +278,12 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_phase_diagram),
 )
 
+# [weights] (V = c I on the PDE): the bifurcation study; the convergence and contraction
+# studies measure tokens against the PDE with rates of Q = K = V = I, so they take none.
+_TOKENS_AND_PDE = tuple(s for s in CORE_TASKS["compare"] if s != "weights")
 STUDY_TASKS: dict[str, tuple[str, ...]] = {
-    "convergence": CORE_TASKS["compare"] + ("convergence",),
-    "contraction": CORE_TASKS["compare"] + ("contraction",),
+    "convergence": _TOKENS_AND_PDE + ("convergence",),
+    "contraction": _TOKENS_AND_PDE + ("contraction",),
     "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
     "phase_diagram": ("model", "output", "particles", "parallel", "phase_diagram"),
 }
@@ -431,3 +439,12 @@ STUDY_SECTIONS += (
 )
 STUDY_TASKS["metastability"] = ("model", "domain", "output", "particles", "parallel",
                                 "metastability")
+
+# The checks of a whole validated config of a study (``registry.validate``): the studies
+# of the PDE and those with a [domain] work on S^1 and S^2 (tokens in R^d: particles only).
+STUDY_TASK_CHECKS = {
+    "convergence": check_pde_task,
+    "contraction": check_pde_task,
+    "bifurcation": check_pde_task,
+    "metastability": check_sphere_geometry,
+}

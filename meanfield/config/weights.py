@@ -46,6 +46,11 @@ WEIGHT_KINDS = ("gaussian", "symmetric")
 KIND_PARAMS = {"gaussian": ("kind", "scale", "seed"),
                "symmetric": ("kind", "eigenvalues", "seed")}
 ACTIVATIONS = ("relu", "tanh")  # meanfield.model.weighted_attention.ACTIVATIONS
+# The architectures of the weighted models (meanfield.model.weighted_attention): general
+# weights, heads, feed-forward layers and masks; "pre-ln" and "hardmax" take none of them.
+WEIGHTED_ARCHITECTURES = ("post-ln", "pure")
+# The fast interaction sums expand the kernel e^{beta <x, y>} of Q = K = V = I only.
+FAST_SUMS = ("fourier", "harmonic")
 MAX_WEIGHT_SEED = 2**63 - 1
 PDE_WEIGHTS = ("the PDE takes weights V = c I only (Q = K = I); other weights run as "
                "particles (meanfield particles)")
@@ -307,6 +312,87 @@ def validate_feedforward_section(given: dict, cfg: dict, name: str = "feedforwar
                           f"{name}.activation")
     return {"activation": ck.choice(ACTIVATIONS)(f"{name}.activation", given["activation"]),
             "weight": clean_spec(given.get("weight", "identity"), d, f"{name}.weight")}
+
+
+def _not_identity_key(cfg: dict) -> str:
+    """The key of the first matrix that is not the identity (``weights.heads`` when
+    there are several heads)."""
+    specs, d = head_specs(cfg), cfg["domain"]["dim"]
+    if len(specs) > 1:
+        return "weights.heads"
+    for k in HEAD_KEYS:
+        if scalar_of(specs[0][k], d, _head_key(cfg, 0, k)) != 1.0:
+            return _head_key(cfg, 0, k)
+    return "weights"
+
+
+def _check_weighted(cfg: dict, key: str, what: str) -> None:
+    """The particle options that a weighted model (``what``, given at ``key``) needs."""
+    p = cfg["particles"]
+    if p["architecture"] not in WEIGHTED_ARCHITECTURES:
+        raise ConfigError(f"{key}: {what} with particles.architecture = "
+                          f"{p['architecture']!r}, which has Q = K = V = I and no layer; "
+                          "general weights run with architecture "
+                          + " or ".join(repr(a) for a in WEIGHTED_ARCHITECTURES), key)
+    if not cfg["model"]["normalized"]:
+        raise ConfigError(f"{key}: {what} with model.normalized = false; the weighted "
+                          "models are normalized self-attention (softmax rows): use "
+                          "normalized = true", key)
+    if p["sum_method"] in FAST_SUMS:
+        raise ConfigError(f"particles.sum_method = {p['sum_method']!r} expands the kernel "
+                          f"of Q = K = V = I only; with {what} ({key}) use 'auto' or "
+                          "'direct'", "particles.sum_method")
+
+
+def finish_weights(cfg: dict) -> None:
+    """``[weights]`` against ``[particles]`` (when the task runs tokens): other than the
+    identity only for the weighted architectures; ``rescaled`` needs one head whose
+    e^{tV} can be formed at ``time.t_final``."""
+    if "particles" not in cfg:
+        return
+    if not is_identity(cfg):
+        _check_weighted(cfg, _not_identity_key(cfg), "weights other than the identity")
+    if not cfg["particles"]["rescaled"]:
+        return
+    specs = head_specs(cfg)
+    if len(specs) != 1:
+        raise ConfigError(f"weights.heads has {len(specs)} heads and particles.rescaled = "
+                          "true: the rescaling z = e^(-tV) x needs a single value matrix; "
+                          "give one head or rescaled = false", "weights.heads")
+    if "time" in cfg:
+        _check_rescalable(cfg, build_heads(cfg)[0], cfg["time"]["t_final"])
+
+
+def _check_rescalable(cfg: dict, head, t_final: float) -> None:
+    """The rescaled logits at ``t_final`` (``rescaled_logits``: e^{t(V - cI)}, c the
+    spectral abscissa of V) are finite."""
+    from meanfield.model.weighted_attention import rescaled_logits
+
+    key = _head_key(cfg, 0, "value")
+    d = cfg["domain"]["dim"]
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            logits, _ = rescaled_logits(np.eye(d), t_final, head)  # = E^T Q^T K E
+    except ValueError as exc:
+        raise ConfigError(f"{key} with particles.rescaled = true: {exc} (time.t_final = "
+                          f"{t_final:g})", key) from None
+    if not np.all(np.isfinite(logits)):
+        raise ConfigError(f"{key} with particles.rescaled = true: the rescaled logits "
+                          f"E^T Q^T K E, E = e^(t(V - cI)), overflow at time.t_final = "
+                          f"{t_final:g} (non-normal growth of V beyond the double range); "
+                          "integrate to a smaller time", key)
+
+
+def finish_feedforward(cfg: dict) -> None:
+    """``[feedforward]`` against ``[particles]``: only the weighted architectures take a
+    layer, and the rescaled flow takes none."""
+    if not cfg["feedforward"] or "particles" not in cfg:
+        return
+    _check_weighted(cfg, "feedforward", "a feed-forward layer")
+    if cfg["particles"]["rescaled"]:
+        raise ConfigError("feedforward: the rescaled flow (particles.rescaled = true) is "
+                          "the attention term alone (eq. (4)); a feed-forward layer runs "
+                          "with rescaled = false", "feedforward")
 
 
 # ---------------------------------------------------------------------------------------

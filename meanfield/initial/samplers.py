@@ -30,9 +30,21 @@ give the PDE solvers. Each sampler is exact; "acceptance" is the rate of a rejec
   frame turned by a uniformly random rotation (``tokens.equiangular_tokens``).
 - ``tokens`` (``path``, ``unit_rows``): the rows of a file are the tokens (nothing is
   drawn); see ``load_token_file`` and ``sample_tokens``.
+
+Tokens in R^d (``geometry = "euclidean"``, any d >= 1; ``sample_tokens(...,
+geometry="euclidean")``), from the same stream of the particle seed:
+
+- ``gaussian`` (``mean``, ``covariance``): ``x = mean + L g`` with g standard normal in
+  R^d and ``L`` the Cholesky factor of the covariance (``sqrt(s) I`` for a number s);
+- ``tokens`` (``path``): the rows of the file as given (not normalised; a zero row is a
+  token at the origin), see ``load_euclidean_tokens``;
+- ``uniform``: uniform on the unit sphere S^{d-1} of R^d (d = 1: the signs +-1);
+- ``equiangular``: the unit vectors of the sphere's kind (n <= d).
 """
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,8 +74,9 @@ def valid_kinds(dim: int) -> tuple[str, ...]:
 
 
 def sample_tokens(initial: dict, n: int, dim: int,
-                  rng: np.random.Generator | int | None) -> np.ndarray:
-    """``n`` tokens on S^{dim-1} for a validated ``[initial]`` table.
+                  rng: np.random.Generator | int | None,
+                  geometry: str | None = None) -> np.ndarray:
+    """``n`` tokens on S^{dim-1} (or in R^dim) for a validated ``[initial]`` table.
 
     Density kinds give i.i.d. draws (see the module docstring for the samplers);
     ``equiangular`` gives a randomly turned equiangular set; ``tokens`` gives the rows of
@@ -79,17 +92,67 @@ def sample_tokens(initial: dict, n: int, dim: int,
         rng: the Generator of the initial tokens (an int seed goes through
             ``meanfield.initial.tokens.initial_rng``). The same state gives the same tokens, bit
             for bit.
+        geometry: ``domain.geometry``; ``"euclidean"``: tokens in R^dim (dim >= 1, the
+            kinds of ``EUCLIDEAN_KINDS``; see the module docstring), else on S^{dim-1}.
 
     Returns:
-        float64 array ``(n, dim)`` of unit rows.
+        float64 array ``(n, dim)`` of unit rows (in R^d: the tokens as drawn or read).
 
     Raises:
         ConfigError: a kind not defined in ``dim`` (key ``initial.kind``), a ``center``
             of the wrong length (``initial.center``), ``rho`` out of range, n > dim for
             equiangular tokens, or a bad token file (see ``load_token_file``).
     """
+    if geometry == "euclidean":
+        return _sample_euclidean(initial, n, dim, initial_rng(rng))
     check_size(n, dim)
     return _sample(initial, n, dim, initial_rng(rng), "initial")
+
+
+EUCLIDEAN_KINDS = ("gaussian", "tokens", "uniform", "equiangular")
+
+
+def _sample_euclidean(initial: dict, n: int, dim: int, rng: np.random.Generator
+                      ) -> np.ndarray:
+    """``n`` tokens in R^dim (module docstring)."""
+    for value, key, low in ((n, "particles.n", 2), (dim, "domain.dim", 1)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}", key)
+    kind = initial.get("kind")
+    if not isinstance(kind, str) or kind not in EUCLIDEAN_KINDS:
+        raise ConfigError(f"initial.kind = {kind!r} is not an initial kind for tokens in "
+                          f"R^d; valid: {', '.join(repr(k) for k in EUCLIDEAN_KINDS)}",
+                          "initial.kind")
+    if kind == "gaussian":
+        return gaussian_tokens(initial["mean"], initial["covariance"], n, rng)
+    if kind == "tokens":
+        return load_euclidean_tokens(initial["path"], dim, n)
+    if kind == "uniform":
+        return _uniform(n, dim, rng)
+    if n > dim:
+        raise ConfigError(f"particles.n = {n}: equiangular tokens need n <= d = {dim}",
+                          "particles.n")
+    return _sample(initial, n, dim, rng, "initial")
+
+
+def gaussian_tokens(mean, covariance, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` i.i.d. draws of N(mean, covariance) in R^d: ``mean + L g``, g standard normal
+    (one ``(n, d)`` block of the stream), ``L`` the Cholesky factor (``sqrt(s) I`` for a
+    number ``s``).
+
+    Raises:
+        ConfigError: ``initial.covariance`` not positive definite.
+    """
+    mu = np.asarray(mean, dtype=float)
+    g = rng.standard_normal((n, mu.size))
+    if np.ndim(covariance) == 0:
+        return mu + math.sqrt(float(covariance)) * g
+    try:
+        low = np.linalg.cholesky(np.asarray(covariance, dtype=float))
+    except np.linalg.LinAlgError:
+        raise ConfigError("initial.covariance is not positive definite (a covariance must "
+                          "be symmetric positive definite)", "initial.covariance") from None
+    return mu + g @ low.T
 
 
 def _sample(initial: dict, n: int, dim: int, rng: np.random.Generator, key: str
@@ -311,6 +374,29 @@ def _kde_draws(initial: dict, n: int, dim: int, rng: np.random.Generator, key: s
 
 # ---------------------------------------------------------------------------------------
 # Token files.
+
+def load_euclidean_tokens(path: str | Path, dim: int, n: int | None = None) -> np.ndarray:
+    """The tokens in R^dim of a file, as given: an ``(n, dim)`` float64 array.
+
+    The file is ``.npy`` or whitespace-separated text (``#`` comments allowed), one token
+    per row; for ``dim = 1`` also a 1-D list. Rows are not normalised and may be zero.
+
+    Raises:
+        ConfigError: key ``initial.path`` for a missing or unreadable file, NaN or
+            infinite entries, a shape other than ``(n, dim)``; key ``particles.n`` if the
+            file has not ``n`` rows.
+    """
+    key = "initial.path"
+    data = circle_initial.read_sample_file(str(path), key, "tokens")  # 2-D, finite
+    if data.ndim != 2 or data.shape[1] != dim:
+        raise ConfigError(f"{key} = {str(path)!r} has shape {data.shape}; tokens in R^{dim} "
+                          f"need shape (n, {dim})", key)
+    if n is not None and data.shape[0] != n:
+        raise ConfigError(f"particles.n = {n} but {key} = {str(path)!r} has {data.shape[0]} "
+                          "tokens; set particles.n to the file's row count (or leave it "
+                          "out)", "particles.n")
+    return np.array(data, dtype=np.float64)
+
 
 def _read_array(path: str | Path, key: str) -> np.ndarray:
     data = circle_initial.read_sample_file(str(path), key, "tokens")

@@ -12,8 +12,10 @@ from meanfield.errors import ConfigError
 
 def test_each_task_takes_its_sections():
     evolve = cfgmod.validate({}, task="evolve")
-    assert set(evolve) == {"model", "domain", "discretization", "initial", "time", "output"}
-    assert set(cfgmod.validate({}, task="particles")) == set(evolve) | {"particles"}
+    assert set(evolve) == {"model", "domain", "discretization", "initial", "time", "output",
+                           "weights"}
+    assert set(cfgmod.validate({}, task="particles")) == set(evolve) | {"particles",
+                                                                        "feedforward"}
     assert set(cfgmod.validate({}, task="compare")) == set(evolve) | {"particles",
                                                                       "parallel"}
     # no task: every registered section, as before tasks existed
