@@ -99,3 +99,42 @@ def test_particle_study_examples_run(tmp_path, command, name, overrides):
     assert cli(["plot", str(out), "--out", str(figures)]) == 0
     pngs = list(figures.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
+
+
+# --- general weights (docs/weights.md): each example checks its theorem ----------------
+
+def test_weights_repulsive_example(tmp_path):
+    """V = -I on the sphere: the sharp configurations (section 9.1 of the mathematical
+    perspective; Cohn-Kumar) to 1e-6, and the energy never increases (round-off 1e-14 on
+    energies of order 1; nothing ends below the polytope's energy, the global minimum)."""
+    out = _load("weights_repulsive").main(["--quick", "--out", str(tmp_path / "r.png")])
+    for name in ("tetrahedron", "octahedron", "pentagon", "heptagon"):
+        assert out[name]["error"] < 1e-6, name
+        assert out[name]["increase"] < 1e-14, name
+        assert out[name]["gap_min"] > -1e-14, name
+    assert (tmp_path / "r.png").stat().st_size > 10_000
+
+
+def test_weights_causal_example(tmp_path):
+    """Causal mask on S^2: the first token does not move (exactly: its velocity is
+    P^perp_{x_1} x_1 = 0), every token reaches it, token 2 at the linearised rate 1/2."""
+    out = _load("weights_causal").main(["--quick", "--out", str(tmp_path / "c.png")])
+    assert out["first_moved"] < 1e-15
+    assert out["final_distance"] < 1e-4  # e^{-15} ~ 3e-7 times the starting distances
+    assert abs(out["rate"] - 0.5) < 1e-3
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+
+
+def test_weights_boolean_attention_example(tmp_path):
+    """Figure 3, Theorem 2.1 (d = 1, n = 40, Q = K = V = 1): P(t) reaches the Boolean P*
+    whose columns are the smallest and the largest token (rank 2), doubly exponentially:
+    log(-log distance) has slope V = 1 (fitted on t in [3, 6]: the O(e^-t) corrections
+    of the settling gaps leave it within 0.05)."""
+    out = _load("weights_boolean_attention").main(["--quick", "--out",
+                                                   str(tmp_path / "b.png")])
+    assert out["matches_theorem"] and out["order_kept"]
+    assert out["leaders"].tolist() == [0, 39] and out["rank"] == 2
+    late = out["times"] >= 3.0
+    assert out["distance"][-1] < 1e-100 and np.all(np.diff(out["distance"][late]) < 0)
+    assert abs(out["slope"] - 1.0) < 0.05 and out["r2"] > 0.9995
+    assert (tmp_path / "b.png").stat().st_size > 10_000
