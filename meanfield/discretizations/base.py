@@ -15,8 +15,10 @@ An instance holds its grid and model and serves two clients:
   ``residual(u) = linear * u + nonlinear(u)`` (``linear`` the diagonal linear part the
   exponential integrators take exactly, ``None`` when there is none), ``max_step(u)``
   the step bound (``inf`` when the scheme has none), ``jvp(u, v)`` the derivative of
-  ``residual`` at ``u`` along ``v``, and ``set_parameters(beta, kappa)``, which changes
-  the parameters in place and keeps grids, transforms and plans.
+  ``residual`` at ``u`` along ``v``, and ``set_parameters(beta, kappa, value)``, which
+  changes the parameters in place and keeps grids, transforms and plans. ``value`` is the
+  c of the value matrix ``V = c I`` (``[weights] value``): it multiplies the velocity
+  field (``c < 0``: repulsive; 1, the default, is the model without weights).
 """
 from __future__ import annotations
 
@@ -164,11 +166,14 @@ class Discretization:
         """``(beta, kappa)``."""
         return self.model.beta, self.model.kappa
 
-    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
-        """Change beta and/or kappa in place; grids, transforms and plans are reused.
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None,
+                       value: float | None = None) -> None:
+        """Change beta, kappa and/or value in place; grids, transforms and plans are
+        reused.
 
         Checked like the config keys ``model.beta`` and ``model.kappa`` (ConfigError),
-        including the resolution the new beta needs.
+        including the resolution the new beta needs; ``value`` (the c of ``V = c I``) must
+        be a finite number.
         """
         if beta is not None:
             # (a float in range, the usual case, skips the config's checker: a microsecond)
@@ -183,7 +188,12 @@ class Discretization:
         if kappa is not None:
             kappa = (float(kappa) if isinstance(kappa, float) and kappa > 0
                      else cfgmod.check_key("model.kappa", kappa))
-        self.model.set_parameters(beta, kappa)
+        if value is not None:
+            value = check_value(value)
+        if value is None:  # (the call every model takes, value or not)
+            self.model.set_parameters(beta, kappa)
+        else:
+            self.model.set_parameters(beta, kappa, value)
         self._parameters_changed(kappa is not None)
 
     # --- the velocity field off the grid ----------------------------------------------
@@ -286,7 +296,7 @@ class SpectralDiscretization(Discretization):
         """The fixed step, or a cautious first adaptive step (USA runs on e^-beta)."""
         if not self.adaptive:
             return self.scheme.dt
-        return min(1e-3 * t_final, 1e-2 / max(self.model.scale, 1.0))
+        return min(1e-3 * t_final, 1e-2 / max(abs(self.model.scale), 1.0))
 
     def stepper(self):
         return StepDoubling(self.scheme, self.tolerance) if self.adaptive else self.scheme
@@ -379,3 +389,21 @@ def model_arguments(cfg: dict) -> tuple[float, float, bool]:
     """``(beta, kappa, normalized)`` of a validated config."""
     m = cfg["model"]
     return m["beta"], m["kappa"], m["normalized"]
+
+
+def check_value(value: float) -> float:
+    """The c of ``V = c I`` as a float; ConfigError unless it is a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+            or not math.isfinite(value):
+        raise ConfigError(f"weights.value = {value!r}: the PDE takes a finite number c "
+                          "(the value matrix V = c I)", "weights.value")
+    return float(value)
+
+
+def model_value(cfg: dict) -> float:
+    """The c of the value matrix ``V = c I`` of a config (1.0 without ``[weights]``);
+    ConfigError for weights the PDE cannot take (``config.weights.pde_value_scale``)."""
+    if not cfg.get("weights") and not cfg.get("feedforward"):
+        return 1.0
+    from meanfield.config.weights import pde_value_scale
+    return check_value(pde_value_scale(cfg))

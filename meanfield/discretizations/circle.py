@@ -9,6 +9,7 @@ from meanfield.discretizations.base import (
     FiniteVolumeDiscretization,
     SpectralDiscretization,
     model_arguments,
+    model_value,
 )
 from meanfield.initial import circle as initial
 from meanfield.model.circle import CircleModel
@@ -90,7 +91,8 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
     @classmethod
     def build(cls, cfg: dict, dt: float | str, threads: int | None) -> SpectralCircle:
         grid = CircleGrid(cfg["discretization"]["resolution"], threads=threads)
-        return cls(CircleModel(grid, *model_arguments(cfg)), dt, cfg["time"]["tolerance"],
+        return cls(CircleModel(grid, *model_arguments(cfg), value=model_value(cfg)), dt,
+                   cfg["time"]["tolerance"],
                    cfg["discretization"]["negativity_tolerance"])
 
     def _linear_part(self) -> np.ndarray:
@@ -119,5 +121,5 @@ class FiniteVolumeCircle(_CircleEntry, FiniteVolumeDiscretization):
     @classmethod
     def build(cls, cfg: dict, dt: float | str, threads: int | None) -> FiniteVolumeCircle:
         grid = CircleGrid(cfg["discretization"]["resolution"], threads=threads)
-        return cls(CircleModel(grid, *model_arguments(cfg)), dt,
+        return cls(CircleModel(grid, *model_arguments(cfg), value=model_value(cfg)), dt,
                    cfg["discretization"]["cfl"])

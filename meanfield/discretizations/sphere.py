@@ -9,6 +9,7 @@ from meanfield.discretizations.base import (
     FiniteVolumeDiscretization,
     SpectralDiscretization,
     model_arguments,
+    model_value,
 )
 from meanfield.initial import circle as initial_circle
 from meanfield.initial import sphere as initial_sphere
@@ -40,7 +41,8 @@ class SpectralSphere(SpectralDiscretization):
     @classmethod
     def build(cls, cfg: dict, dt: float | str, threads: int | None) -> SpectralSphere:
         grid = SphereGrid(cfg["discretization"]["resolution"], threads=threads)
-        model = SphereModel(grid, *model_arguments(cfg), threads=threads)
+        model = SphereModel(grid, *model_arguments(cfg), threads=threads,
+                            value=model_value(cfg))
         return cls(model, dt, cfg["time"]["tolerance"],
                    cfg["discretization"]["negativity_tolerance"])
 
@@ -79,7 +81,7 @@ class FiniteVolumeSphere(FiniteVolumeDiscretization):
     @classmethod
     def build(cls, cfg: dict, dt: float | str, threads: int | None) -> FiniteVolumeSphere:
         mesh = icosahedral_mesh(mesh_level(cfg["discretization"]["resolution"]))
-        return cls(SphereFVModel(mesh, *model_arguments(cfg)), dt,
+        return cls(SphereFVModel(mesh, *model_arguments(cfg), value=model_value(cfg)), dt,
                    cfg["discretization"]["cfl"])
 
     @property

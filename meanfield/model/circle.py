@@ -5,13 +5,15 @@ With ``c_k`` the Fourier coefficients of rho (``solvers.transforms.fft`` convent
 
 - USA: ``v = d/dtheta Phi``, ``Phi-hat_k = e^beta g_k c_k``;
 - SA:  ``v = d/dtheta Psi = (d/dtheta (g*rho)) / (s*rho)``, the ``e^beta`` cancelling;
-- the PDE ``d rho/dt = -d/dtheta (rho v) + (1/kappa) d^2 rho/dtheta^2``.
+- the PDE ``d rho/dt = -d/dtheta (rho v) + (1/kappa) d^2 rho/dtheta^2``;
+- ``value = c`` (the value matrix ``V = c I``, ``[weights] value``) multiplies both
+  velocities by c (``c < 0``: repulsive); ``c = 1`` is the model above, bit for bit.
 
 Diagnostics, all from the grid values: mass ``int rho``; energy ``E_beta(rho) -
 E_beta(uniform) = 2 pi e^beta sum_{k>=1} g_k |c_k|^2`` (the interaction energy of
 docs/conventions.md less its value at the uniform density, a constant for mass 1, so that
 it is finite at beta = 0, where it equals ``r^2 / 2``); free energy ``(1/kappa) int rho
-log rho - energy``; order parameter ``r = |int x d mu|``; mean direction ``int x d mu / r``.
+log rho - c energy``; order parameter ``r = |int x d mu|``; mean direction ``int x d mu / r``.
 """
 from __future__ import annotations
 
@@ -82,10 +84,14 @@ class CircleModel:
         beta: inverse temperature, >= 0.
         kappa: inverse noise, > 0 (``inf``: no noise).
         normalized: True for SA, False for USA.
+        value: the c of the value matrix ``V = c I``: the velocity is multiplied by c
+            (1: today's model; < 0: repulsive).
     """
 
-    def __init__(self, grid: CircleGrid, beta: float, kappa: float, normalized: bool):
+    def __init__(self, grid: CircleGrid, beta: float, kappa: float, normalized: bool,
+                 value: float = 1.0):
         self.grid, self.normalized = grid, normalized
+        self.value = float(value)
         kmax = grid.n // 2
         # Two sets of multiplier buffers (s, g, ikg), the live one and the one a new beta
         # is computed into, swapped by set_parameters; all 64-byte aligned, so that the
@@ -107,17 +113,22 @@ class CircleModel:
         if self.grid.n % 2 == 0:  # the Nyquist mode carries no velocity
             self.g[-1] = 0.0
             self.s[-1] = 0.0
-        # USA velocities carry e^beta; SA's cancel it.
-        self.scale = 1.0 if self.normalized else math.exp(beta)
+        # USA velocities carry e^beta; SA's cancel it. Both carry the value c.
+        self.scale = self._velocity_scale(beta)
         np.multiply(1j * self.grid.k * self.g, self.scale, out=self._ikg)
         self._pending: tuple[float, float, bool] | None = None
+
+    def _velocity_scale(self, beta: float) -> float:
+        """The factor of the velocity ``ik g c``: ``c e^beta`` (USA) or ``c`` (SA)."""
+        return self.value * (1.0 if self.normalized else math.exp(beta))
 
     def _set_noise(self, kappa: float) -> None:
         self.kappa = kappa
         self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
 
-    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
-        """Change beta and/or kappa in place (the grid and its FFT plans are kept).
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None,
+                       value: float | None = None) -> None:
+        """Change beta, kappa and/or value in place (the grid and its FFT plans are kept).
 
         A new beta takes the multipliers of ``prepare_beta`` (two microseconds at n = 256,
         where scipy's ``ive``, which the constructor calls, takes longer than a right-hand
@@ -138,13 +149,18 @@ class CircleModel:
                 self._pending = None
         if kappa is not None:
             self._set_noise(kappa)
+        if value is not None and float(value) != self.value:
+            self.value = float(value)
+            self._pending = None  # (prepared with the old value's scale)
+            self.scale = self._velocity_scale(self.beta)
+            np.multiply(1j * self.grid.k * self.g, self.scale, out=self._ikg)
 
     def prepare_beta(self, beta: float) -> bool:
         """Compute the multipliers of ``beta > 0`` into spare buffers (``set_parameters``
         then swaps them in) and return whether the grid's modes carry the kernel there
         (``required_resolution``'s test on the same Bessel values)."""
         if self._pending is None or self._pending[0] != beta:
-            scale = 1.0 if self.normalized else math.exp(beta)
+            scale = self._velocity_scale(beta)
             ok = self._multipliers_kernel(float(beta), scale, self.grid.n % 2 == 0,
                                           RESOLUTION_TOLERANCE, self._bessel,
                                           *self._spare)
@@ -197,6 +213,8 @@ class CircleModel:
             _usa_difference(phi, self.scale, out)
         else:
             _sa_difference(phi, grid.fft.inverse(self.s * c), self.beta, out)
+            if self.value != 1:
+                out *= self.value
         return out
 
     # --- diagnostics -------------------------------------------------------------------
@@ -206,4 +224,5 @@ class CircleModel:
         s = 2 * np.pi * float(np.sum(self.g[1:] * np.abs(c[1:]) ** 2))
         with np.errstate(over="ignore"):
             energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
-        return summarize(self.grid.weights, rho, self.points, energy, self.noise)
+        return summarize(self.grid.weights, rho, self.points, energy, self.noise,
+                         value=self.value)

@@ -70,12 +70,13 @@ def potential_multiplier(kmax: int, beta: float) -> np.ndarray:
     return g
 
 
-def growth_rate(k: int | np.ndarray, beta: float, kappa: float, normalized: bool
-                ) -> np.ndarray | float:
+def growth_rate(k: int | np.ndarray, beta: float, kappa: float, normalized: bool,
+                value: float = 1.0) -> np.ndarray | float:
     """Growth rate of mode k about the uniform density on the circle (docs/conventions.md).
 
-    ``sigma_k = k^2 (a_k - 1/kappa)``, ``a_k = I_k(beta)/beta`` (USA) or
-    ``I_k(beta)/(beta I_0(beta))`` (SA); at beta = 0, ``a_1 = 1/2`` and ``a_k = 0`` (k > 1).
+    ``sigma_k = k^2 (c a_k - 1/kappa)``, ``a_k = I_k(beta)/beta`` (USA) or
+    ``I_k(beta)/(beta I_0(beta))`` (SA); at beta = 0, ``a_1 = 1/2`` and ``a_k = 0`` (k > 1);
+    ``c = value``, the value matrix ``V = c I`` (1: no weights; c < 0: every mode decays).
     """
     k = np.asarray(k)
     noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
@@ -85,7 +86,7 @@ def growth_rate(k: int | np.ndarray, beta: float, kappa: float, normalized: bool
         a = special.ive(k, beta) / (beta * special.ive(0, beta))
     else:
         a = special.iv(k, beta) / beta
-    return k**2 * (a - noise)
+    return k**2 * (value * a - noise)
 
 
 def critical_kappa(beta: float, normalized: bool) -> float:
@@ -140,11 +141,12 @@ def sphere_potential_multiplier(lmax: int, beta: float) -> np.ndarray:
     return g
 
 
-def sphere_growth_rate(l: int | np.ndarray, beta: float, kappa: float, normalized: bool
-                       ) -> np.ndarray | float:
+def sphere_growth_rate(l: int | np.ndarray, beta: float, kappa: float, normalized: bool,
+                       value: float = 1.0) -> np.ndarray | float:
     """Growth rate of degree l about the uniform density on S^2 (docs/conventions.md):
-    ``sigma_l = l(l+1) (a_l - 1/kappa)``, ``a_l = i_l(beta)/beta`` (USA) or
-    ``i_l(beta)/(beta i_0(beta))`` (SA); at beta = 0, ``a_1 = 1/3``."""
+    ``sigma_l = l(l+1) (c a_l - 1/kappa)``, ``a_l = i_l(beta)/beta`` (USA) or
+    ``i_l(beta)/(beta i_0(beta))`` (SA); at beta = 0, ``a_1 = 1/3``; ``c = value`` (the
+    value matrix ``V = c I``)."""
     l = np.asarray(l)
     noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
     if beta == 0:
@@ -153,7 +155,7 @@ def sphere_growth_rate(l: int | np.ndarray, beta: float, kappa: float, normalize
         a = spherical_ive(l, beta) / (beta * spherical_ive(0, beta))
     else:
         a = spherical_ive(l, beta) * math.exp(beta) / beta
-    return l * (l + 1) * (a - noise)
+    return l * (l + 1) * (value * a - noise)
 
 
 def sphere_required_lmax(beta: float, tolerance: float = RESOLUTION_TOLERANCE) -> int:

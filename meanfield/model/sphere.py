@@ -8,7 +8,10 @@ harmonics). With ``g_l, s_l`` the scaled Funk-Hecke multipliers of ``meanfield.m
   Y_00 + beta (g*rho)``, ``Psi = (1/beta) log1p(beta phi / M)`` up to a constant, with
   ``phi = g*rho`` and ``M = s_0 a_00 Y_00``: evaluated on the grid as
   ``(phi/M) log1p(y)/y``, exact as beta -> 0, then analysed (it is smooth, not
-  band-limited: it is truncated at the band limit like everything else).
+  band-limited: it is truncated at the band limit like everything else);
+- ``value = c`` (the value matrix ``V = c I``, ``[weights] value``) multiplies the
+  potential ``U`` (so the velocity and the transport) by c (``c < 0``: repulsive);
+  ``c = 1`` is the model above, bit for bit.
 
 Transport through scalar transforms only (docs/conventions.md): for a gradient field,
 ``div(rho grad U) = (Delta(rho U) + rho Delta U - U Delta rho) / 2``. The products are
@@ -19,7 +22,7 @@ circle.
 
 Diagnostics from the coefficients and the output grid: mass ``sqrt(4 pi) a_00``; energy
 ``E_beta(rho) - E_beta(uniform) = (1/2) e^beta sum_{l>=1} g_l sum_m |a_lm|^2`` (all
-orders m = -l..l); free energy; order parameter and mean direction by Gauss quadrature of
+orders m = -l..l); free energy ``(1/kappa) int rho log rho - c energy``; order parameter and mean direction by Gauss quadrature of
 ``int x rho`` (exact for band-limited rho).
 """
 from __future__ import annotations
@@ -57,11 +60,15 @@ class SphereModel:
     Args:
         grid: the output grid (``SphereGrid(lmax)``); products use ``product_grid(lmax)``.
         beta, kappa, normalized: as on the circle.
+        threads: threads of the transforms.
+        value: the c of the value matrix ``V = c I``: the potential is multiplied by c
+            (1: today's model; < 0: repulsive).
     """
 
     def __init__(self, grid: SphereGrid, beta: float, kappa: float, normalized: bool,
-                 threads: int | None = None):
+                 threads: int | None = None, value: float = 1.0):
         self.grid, self.normalized, self.threads = grid, normalized, threads
+        self.value = float(value)
         self.laplacian = grid.laplacian
         # weight of each packed coefficient in sums over all orders m = -l..l
         self.order_weight = np.where(grid.m == 0, 1.0, 2.0)
@@ -71,10 +78,11 @@ class SphereModel:
         self.beta = None
         self.set_parameters(beta, kappa)
 
-    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
-        """Change beta and/or kappa in place: the multipliers, the potential's degree and
-        the noise are recomputed; product grids are kept, one per size (a beta that
-        changes the potential's degree takes a grid of another size, made once)."""
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None,
+                       value: float | None = None) -> None:
+        """Change beta, kappa and/or value in place: the multipliers, the potential's
+        degree and the noise are recomputed; product grids are kept, one per size (a beta
+        that changes the potential's degree takes a grid of another size, made once)."""
         if beta is not None and beta != self.beta:
             grid, l = self.grid, self.grid.l
             self.beta = beta
@@ -88,10 +96,17 @@ class SphereModel:
             # band-limited: 3/2 rule.
             self.products = self._product_grid(None if self.normalized else self.g_lmax)
             self.s = sphere_kernel_multiplier(grid.lmax, beta)[l]
-            self.scale = 1.0 if self.normalized else math.exp(beta)
+        if value is not None:
+            self.value = float(value)
+        # The potential's factor: c e^beta (USA) or c (SA, applied by _scaled).
+        self.scale = self.value * (1.0 if self.normalized else math.exp(self.beta))
         if kappa is not None:
             self.kappa = kappa
             self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+
+    def _scaled(self, *fields: np.ndarray) -> tuple[np.ndarray, ...]:
+        """SA's potential fields times the value c (left as they are for c = 1)."""
+        return fields if self.value == 1 else tuple(self.value * f for f in fields)
 
     def _product_grid(self, other_lmax: int | None) -> SphereGrid:
         size = product_sizes(self.grid.lmax, other_lmax)
@@ -123,11 +138,12 @@ class SphereModel:
             return self.scale * phi, self.scale * lap_phi
         square_lmax = 2 * self.g_lmax
         if square_lmax > p.lmax:  # kernel barely resolved: Psi through its coefficients
-            return self._potential_fields_by_analysis(a, phi)
+            return self._scaled(*self._potential_fields_by_analysis(a, phi))
         grad2 = 0.5 * self._lap_product(phi, phi, square_lmax) - phi * lap_phi
         mean = self.s[0] * a[0].real * Y00
         kernel = mean + self.beta * phi
-        return self._log_ratio(phi, mean), lap_phi / kernel - self.beta * grad2 / kernel**2
+        return self._scaled(self._log_ratio(phi, mean),
+                            lap_phi / kernel - self.beta * grad2 / kernel**2)
 
     def velocity_at(self, a: np.ndarray, points: np.ndarray) -> np.ndarray:
         """The velocity field ``grad U`` of the density with coefficients ``a`` at the
@@ -140,7 +156,7 @@ class SphereModel:
         if not self.normalized:
             return self.scale * grad
         kernel = self.s[0] * a[0].real * Y00 + self.beta * phi
-        return grad / kernel[:, None]
+        return self._scaled(grad / kernel[:, None])[0]
 
     def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
         """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
@@ -208,14 +224,14 @@ class SphereModel:
             out = []
             for lm in (resize_alm(psi_lm, degree), resize_alm(p.analysis(dpsi), degree)):
                 out += [p.synthesis(lm), p.synthesis(self._laplacian_of(lm))]
-            return tuple(out)
+            return self._scaled(*out)
         grad2 = 0.5 * self._lap_product(phi, phi, square_lmax) - phi * lap_phi
         dgrad2 = self._lap_product(phi, dphi, square_lmax) - dphi * lap_phi - phi * lap_dphi
         lap_psi = lap_phi / kernel - self.beta * grad2 / kernel**2
         dlap_psi = (lap_dphi / kernel - lap_phi * dkernel / kernel**2
                     - self.beta * dgrad2 / kernel**2
                     + 2 * self.beta * grad2 * dkernel / kernel**3)
-        return self._log_ratio(phi, mean), lap_psi, dpsi, dlap_psi
+        return self._scaled(self._log_ratio(phi, mean), lap_psi, dpsi, dlap_psi)
 
     def _lap_product(self, f: np.ndarray, g: np.ndarray, lmax: int) -> np.ndarray:
         """``Delta(f g)`` on the product grid, for a product of degree <= ``lmax``."""
@@ -238,7 +254,8 @@ class SphereModel:
         s = 0.5 * float(np.sum(self.g * self.order_weight * np.abs(a) ** 2))
         with np.errstate(over="ignore"):
             energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
-        return summarize(grid.weights, rho, self.points, energy, self.noise)
+        return summarize(grid.weights, rho, self.points, energy, self.noise,
+                         value=self.value)
 
 
 # --- finite volumes on the icosahedral Voronoi mesh ---------------------------------------
@@ -259,18 +276,22 @@ class SphereFVModel:
     they carry, ``S`` the synthesis at the centres (ducc0's transforms at arbitrary
     points, accuracy 1e-13). The operator is symmetric, so ``phi`` is the exact gradient
     of the discrete energy ``E_h = (1/2) sum_c A_c rho_c phi_c`` and the CCH fluxes keep
-    the discrete free energy ``sum_c A_c rho_c log rho_c / kappa - E_h`` non-increasing.
+    the discrete free energy ``sum_c A_c rho_c log rho_c / kappa - c E_h`` non-increasing
+    (``c = value``, the value matrix ``V = c I``, multiplies the potential differences).
     """
 
-    def __init__(self, mesh, beta: float, kappa: float, normalized: bool):
+    def __init__(self, mesh, beta: float, kappa: float, normalized: bool,
+                 value: float = 1.0):
         self.mesh, self.normalized = mesh, normalized
+        self.value = float(value)
         self.loc = np.ascontiguousarray(colat_lon(mesh.points))  # (ducc0's point layout)
         self.points = mesh.points
         self.beta = None
         self.set_parameters(beta, kappa)
 
-    def set_parameters(self, beta: float | None = None, kappa: float | None = None) -> None:
-        """Change beta and/or kappa in place (the mesh and the centres are kept)."""
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None,
+                       value: float | None = None) -> None:
+        """Change beta, kappa and/or value in place (the mesh and the centres are kept)."""
         if beta is not None and beta != self.beta:
             self.beta = beta
             full = sphere_potential_multiplier(400, beta)
@@ -278,7 +299,9 @@ class SphereFVModel:
             l, _ = SphereGrid.degrees(self.lmax)
             self.g = full[l]
             self.s0 = float(sphere_kernel_multiplier(0, beta)[0])
-            self.scale = 1.0 if self.normalized else math.exp(beta)
+        if value is not None:
+            self.value = float(value)
+        self.scale = self.value * (1.0 if self.normalized else math.exp(self.beta))
         if kappa is not None:
             self.kappa = kappa
             self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
@@ -304,11 +327,13 @@ class SphereFVModel:
         y = self.beta * ratio
         small = np.abs(y) < 1e-8
         safe = np.where(small, 1.0, y)
-        return ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        out = ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        return out if self.value == 1 else self.value * out
 
     def diagnostics(self, rho: np.ndarray) -> dict:
         phi, _ = self._phi(rho)
         with np.errstate(over="ignore"):
             energy = 0.5 * float(self.mesh.weights @ (rho * phi)) * (
                 1.0 if self.beta == 0 else math.exp(self.beta))
-        return summarize(self.mesh.weights, rho, self.points, energy, self.noise)
+        return summarize(self.mesh.weights, rho, self.points, energy, self.noise,
+                         value=self.value)

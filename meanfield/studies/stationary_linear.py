@@ -248,11 +248,13 @@ def attraction_coefficient(geometry: str, beta: float, normalized: bool, mode: i
     return float(sphere_growth_rate(mode, beta, math.inf, normalized)) / (mode * (mode + 1))
 
 
-def critical_kappa(geometry: str, beta: float, normalized: bool, mode: int = 1) -> float:
-    """``kappa_c = 1/a_k`` (S^1) or ``1/a_l`` (S^2): where mode k (degree l) of the
-    uniform state turns unstable as kappa grows; ``inf`` where ``a = 0`` (beta = 0 and
-    k, l >= 2: those modes never grow)."""
-    a = attraction_coefficient(geometry, beta, normalized, mode)
+def critical_kappa(geometry: str, beta: float, normalized: bool, mode: int = 1,
+                   value: float = 1.0) -> float:
+    """``kappa_c = 1/(c a_k)`` (S^1) or ``1/(c a_l)`` (S^2): where mode k (degree l) of
+    the uniform state turns unstable as kappa grows; ``inf`` where ``c a <= 0`` (beta = 0
+    and k, l >= 2: those modes never grow; ``c = value <= 0``, ``V = c I`` repulsive or
+    no interaction: no mode ever grows)."""
+    a = value * attraction_coefficient(geometry, beta, normalized, mode)
     return math.inf if a <= 0 else 1.0 / a
 
 
@@ -330,7 +332,8 @@ def branch_seed(disc, mode: int = 1, kappa: float | None = None,
     phi = critical_modes(disc, mode)[0]
     if amplitude is None:
         beta, current = disc.parameters
-        kc = critical_kappa(disc.geometry, beta, disc.model.normalized, mode)
+        kc = critical_kappa(disc.geometry, beta, disc.model.normalized, mode,
+                            getattr(disc.model, "value", 1.0))
         amplitude = default_amplitude(disc.geometry, current, kc)
     if not math.isfinite(amplitude):
         raise ValueError(f"amplitude must be finite, got {amplitude!r}")
