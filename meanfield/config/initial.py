@@ -87,7 +87,8 @@ def validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
         raise ConfigError(f"{key} must be a table, got {ck.describe(raw)}", key)
     kinds = INITIAL_KINDS if allow_mixture else tuple(
         k for k in INITIAL_KINDS if k not in ("mixture", *PARTICLE_ONLY_KINDS))
-    kinds = tuple(k for k in kinds if k in INITIAL_PARAMS[geometry])
+    kinds = (tuple(k for k in EUCLIDEAN_KINDS if k in kinds) if geometry == "euclidean"
+             else tuple(k for k in kinds if k in INITIAL_PARAMS[geometry]))
     if geometry != "euclidean" and dim > 3:
         kinds = tuple(k for k in kinds if k in ANY_DIM_KINDS)
     default = ("gaussian" if geometry == "euclidean" else
