@@ -1,7 +1,10 @@
 """Velocity fields of self-attention with general weights (Q, K, V), several heads, a
 feed-forward layer and causal masks, in R^d and on the sphere (docs/conventions.md).
 
-Tokens ``x_i`` are the rows of an ``(n, d)`` array. One head ``(Q, K, V)`` attends with
+Tokens ``x_i`` are the rows of an ``(n, d)`` array; every function also takes a batch
+``(B, n, d)`` of independent systems with the same weights (``np.matmul`` broadcasting:
+no Python loop per system; ``meanfield.model.ensemble`` runs such batches). One head
+``(Q, K, V)`` attends with
 
     P_ij = e^{beta <Q x_i, K x_j>} / sum_l e^{beta <Q x_i, K x_l>}
 
@@ -26,6 +29,11 @@ maximum, so no weight overflows at any ``beta <Q x, K x>``; the rescaled form ne
 ``x = e^{tV} z`` (which grows like ``e^{t |V|}``): it forms ``B = E^T Q^T K E`` with
 ``E = e^{t(V - cI)}``, ``c`` the spectral abscissa of V, and carries ``e^{2tc}`` as a
 logarithm.
+
+Cost of a velocity: per head the two ``n x n x d`` products (logits, then weights times
+values) and ``n^2`` exponentials, in blocks of rows that stay in cache (``_attend``: no
+``n x n`` array, memory ``O(n d)`` beyond a block); measured at n = 4096, d = 128 at or
+below the time of the two plain products (benchmarks/bench_weighted_attention.py).
 """
 from __future__ import annotations
 
@@ -42,6 +50,11 @@ from solvers.particles.direct import normalize_rows, tangent_projection
 MASKS = ("none", "causal")
 # Below this log of the logit scale, the scale itself is formed (e^700 < the double max)
 LOG_SCALE_DIRECT = 700.0
+# Weights per block of rows in ``_attend`` (8 MB of doubles): at n = 4096, d = 128 the
+# velocity in blocks of 256 rows took 0.75x the time of its two plain n x n x d products
+# (whose n x n results go through memory), 0.97x without blocks (benchmarks/
+# bench_weighted_attention.py)
+BLOCK = 2**20
 ACTIVATIONS = {"relu": lambda a: np.maximum(a, 0.0), "tanh": np.tanh}
 
 
@@ -88,8 +101,9 @@ def _heads(heads: Head | Sequence[Head], d: int) -> list[Head]:
 
 def _tokens(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"tokens must be an (n, d) array, got shape {x.shape}")
+    if x.ndim not in (2, 3) or x.shape[-2] < 1 or x.shape[-1] < 1:
+        raise ValueError(f"tokens must be an (n, d) array or a batch (B, n, d), got shape "
+                         f"{x.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("tokens must be finite (found NaN or inf)")
     return x
@@ -101,28 +115,105 @@ def _check_mask(mask: str) -> str:
     return mask
 
 
-def _softmax(logits: np.ndarray, log_scale: float, mask: str) -> np.ndarray:
-    """Rows of ``softmax(e^{log_scale} logits)`` (masked), without overflow.
+def _log_scale(beta: float) -> float:
+    return math.log(beta) if beta > 0 else -math.inf
 
-    With ``D_ij = logits_ij - max_j logits_ij <= 0`` the weight is
-    ``exp(-exp(log_scale + log(-D_ij)))``: 1 at the row maximum, in (0, 1] elsewhere,
-    and 0 (not NaN) where the scaled difference passes the double range, so a scale
-    such as ``e^{1400}`` (the rescaled form at large t) needs no product that overflows.
-    ``log_scale = -inf`` (beta = 0) gives uniform rows.
+
+def _transposed(a: np.ndarray) -> np.ndarray:
+    """The last two axes swapped (a batch of transposes)."""
+    return a.swapaxes(-1, -2)
+
+
+def _weights(logits: np.ndarray, log_scale: float, mask: str,
+             first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Unnormalised rows of ``softmax(e^{log_scale} logits)`` (masked) and their sums,
+    without overflow; ``logits`` (``(..., rows, columns)``, a temporary of the caller) is
+    overwritten with the weights, so no other array of its size is made.
+
+    With ``D_ij = logits_ij - max_j logits_ij <= 0`` the weight is ``exp(e^{log_scale}
+    D_ij)``, formed as ``exp(-exp(log_scale + log(-D_ij)))`` when ``e^{log_scale}`` is
+    beyond ``e^700``: 1 at the row maximum, in [0, 1] elsewhere, and 0 (not NaN) where
+    the scaled difference passes the double range, so a scale such as ``e^{1400}`` (the
+    rescaled form at large t) needs no product that overflows. ``log_scale = -inf``
+    (beta = 0) gives uniform rows. Each row sum is >= 1 (the maximum's weight).
+
+    Args:
+        logits: the logits of tokens ``first_row, first_row + 1, ...`` (rows) against
+            tokens ``0, 1, ...`` (columns); overwritten.
+        log_scale: log of the factor of the logits (``log beta``, -inf for beta = 0).
+        mask: ``"causal"`` zeroes column j of the row of token i for ``j > i``.
+        first_row: the token of the first row (blocks of rows).
+
+    Returns:
+        ``(w, s)``: ``w`` (the array ``logits``) and ``s`` ``(..., rows, 1)`` its row
+        sums; the attention rows are ``w / s``.
     """
-    g = np.array(logits, dtype=float)
-    masked = np.triu(np.ones(g.shape, dtype=bool), 1) if mask == "causal" else None
-    if masked is not None:
-        g[masked] = -np.inf
-    diff = g - np.max(g, axis=1, keepdims=True)
+    w = logits
+    masked = None
+    if mask == "causal":
+        rows, cols = w.shape[-2:]
+        masked = np.arange(cols) > np.arange(first_row, first_row + rows)[:, None]
+        np.copyto(w, -np.inf, where=masked)
+    w -= np.max(w, axis=-1, keepdims=True)  # the diagonal is never masked: max finite
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         if log_scale <= LOG_SCALE_DIRECT:  # the scale is a double: one rounding less
-            w = np.exp(math.exp(log_scale) * diff)
+            if log_scale != 0.0:
+                w *= math.exp(log_scale)
+            np.exp(w, out=w)
         else:
-            w = np.exp(-np.exp(log_scale + np.log(-diff)))
+            np.negative(w, out=w)
+            np.log(w, out=w)
+            w += log_scale
+            np.exp(w, out=w)
+            np.negative(w, out=w)
+            np.exp(w, out=w)
     if masked is not None:
-        w[masked] = 0.0  # also where beta = 0 made 0 * inf
-    return w / np.sum(w, axis=1, keepdims=True)
+        np.copyto(w, 0.0, where=masked)  # also where beta = 0 made 0 * inf
+    return w, np.sum(w, axis=-1, keepdims=True)
+
+
+def _attend(queries: np.ndarray, keys_t: np.ndarray, values: np.ndarray,
+            log_scale: float, mask: str) -> np.ndarray:
+    """``sum_j P_ij values_j`` with ``P`` the rows of ``softmax(e^{log_scale} queries
+    keys_t)`` (masked), in blocks of rows: no ``n x n`` array is formed.
+
+    A block holds about ``BLOCK`` weights, so its softmax passes run in cache beside
+    the two products (``(W_block values) / s``: the ``n x d`` result is divided, not
+    the weights). With the causal mask a block takes only the columns up to its last
+    row (half the work).
+
+    Args:
+        queries: ``(..., n, k)``; keys_t: ``(..., k, n)``; values: ``(..., n, m)``.
+        log_scale, mask: as in ``_weights``.
+
+    Returns:
+        ``(..., n, m)``.
+    """
+    n = queries.shape[-2]
+    systems = math.prod(queries.shape[:-2])
+    step = max(1, BLOCK // (systems * n))
+    out = np.empty(queries.shape[:-1] + values.shape[-1:])
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        cols = r1 if mask == "causal" else n
+        w, s = _weights(queries[..., r0:r1, :] @ keys_t[..., :cols], log_scale, mask, r0)
+        block = out[..., r0:r1, :]
+        np.matmul(w, values[..., :cols, :], out=block)
+        block /= s
+        del w  # before the next block is made: one block alive at a time
+    return out
+
+
+def _softmax(logits: np.ndarray, log_scale: float, mask: str) -> np.ndarray:
+    """Rows of ``softmax(e^{log_scale} logits)`` (masked), in place (``_weights``)."""
+    w, s = _weights(logits, log_scale, mask)
+    w /= s
+    return w
+
+
+def _head_logits(x: np.ndarray, head: Head) -> np.ndarray:
+    """``<Q x_i, K x_j>`` as one ``(..., n, n)`` product of ``x Q^T`` and ``x K^T``."""
+    return (x @ head.query.T) @ _transposed(x @ head.key.T)
 
 
 def attention_matrix(x: np.ndarray, head: Head, beta: float = 1.0,
@@ -131,19 +222,18 @@ def attention_matrix(x: np.ndarray, head: Head, beta: float = 1.0,
     with ``mask = "causal"``).
 
     Args:
-        x: ``(n, d)`` tokens.
+        x: ``(n, d)`` tokens, or a batch ``(B, n, d)`` of systems (the same head for all).
         head: the weights (only Q and K enter).
         beta: inverse temperature >= 0.
         mask: ``"none"`` or ``"causal"``.
 
     Returns:
-        ``(n, n)`` rows summing to 1; finite for any finite logits.
+        ``(n, n)`` (``(B, n, n)``) rows summing to 1; finite for any finite logits.
     """
     x = _tokens(x)
-    head = check_head(head, x.shape[1])
+    head = check_head(head, x.shape[-1])
     beta, mask = check_beta(beta), _check_mask(mask)
-    logits = (x @ head.query.T) @ (x @ head.key.T).T  # <Q x_i, K x_j>
-    return _softmax(logits, math.log(beta) if beta > 0 else -math.inf, mask)
+    return _softmax(_head_logits(x, head), _log_scale(beta), mask)
 
 
 def _feedforward(a: np.ndarray, feedforward: tuple | None) -> np.ndarray:
@@ -154,7 +244,7 @@ def _feedforward(a: np.ndarray, feedforward: tuple | None) -> np.ndarray:
     if activation not in ACTIVATIONS:
         raise ValueError(f"feed-forward activation must be one of "
                          f"{', '.join(ACTIVATIONS)}, got {activation!r}")
-    d = a.shape[1]
+    d = a.shape[-1]
     w = np.asarray(weight, dtype=float)
     if w.shape != (d, d) or not np.all(np.isfinite(w)):
         raise ValueError(f"feed-forward weight must be a finite {d} x {d} matrix, got "
@@ -164,11 +254,21 @@ def _feedforward(a: np.ndarray, feedforward: tuple | None) -> np.ndarray:
 
 def attention_term(x: np.ndarray, heads: Head | Sequence[Head], *, beta: float = 1.0,
                    mask: str = "none") -> np.ndarray:
-    """``a_i = sum_h sum_j P^h_ij V_h x_j`` for each token (rows of an ``(n, d)`` array)."""
+    """``a_i = sum_h sum_j P^h_ij V_h x_j`` for each token (rows of an ``(n, d)`` array,
+    or of each system of a batch ``(B, n, d)``).
+
+    Per head: ``x Q^T``, ``x K^T`` and ``x V^T`` once, then ``_attend`` (blocks of
+    rows, no ``n x n`` array). The inputs are checked once, whatever the number of
+    heads.
+    """
     x = _tokens(x)
-    total = np.zeros_like(x)
-    for h in _heads(heads, x.shape[1]):
-        total += attention_matrix(x, h, beta, mask) @ (x @ h.value.T)
+    seq = _heads(heads, x.shape[-1])
+    log_scale, mask = _log_scale(check_beta(beta)), _check_mask(mask)
+    total = None
+    for h in seq:
+        a = _attend(x @ h.query.T, _transposed(x @ h.key.T), x @ h.value.T, log_scale,
+                    mask)
+        total = a if total is None else total + a
     return total
 
 
@@ -177,7 +277,8 @@ def pure_velocity(x: np.ndarray, heads: Head | Sequence[Head], *, beta: float = 
     """Pure self-attention in R^d: ``dx_i/dt = a_i`` or ``W sigma(a_i)``.
 
     Args:
-        x: ``(n, d)`` tokens.
+        x: ``(n, d)`` tokens, or a batch ``(B, n, d)`` of systems (the same weights for
+            all; each system's result is its own evaluation, to round-off).
         heads: one ``Head`` or several (their attention terms add up).
         beta: inverse temperature >= 0 (the paper's pure flow: 1).
         mask: ``"none"`` or ``"causal"``.
@@ -185,7 +286,7 @@ def pure_velocity(x: np.ndarray, heads: Head | Sequence[Head], *, beta: float = 
             ``"tanh"``, applied to the attention term summed over the heads; None: none.
 
     Returns:
-        ``(n, d)`` velocities.
+        ``(n, d)`` (``(B, n, d)``) velocities.
     """
     return _feedforward(attention_term(x, heads, beta=beta, mask=mask), feedforward)
 
@@ -195,11 +296,12 @@ def sphere_velocity(x: np.ndarray, heads: Head | Sequence[Head], *, beta: float 
     """Post-LN tokens on the sphere: ``dx_i/dt = P^perp_{x_i}`` of ``pure_velocity``.
 
     Args:
-        x: ``(n, d)`` unit tokens (renormalised here, which only removes round-off).
+        x: ``(n, d)`` unit tokens (renormalised here, which only removes round-off), or
+            a batch ``(B, n, d)``.
         heads, beta, mask, feedforward: as in ``pure_velocity``.
 
     Returns:
-        ``(n, d)`` tangent velocities.
+        ``(n, d)`` (``(B, n, d)``) tangent velocities.
     """
     x = normalize_rows(_tokens(x))
     return tangent_projection(x, pure_velocity(x, heads, beta=beta, mask=mask,
@@ -215,28 +317,40 @@ def _single_head(heads: Head | Sequence[Head], d: int) -> Head:
 
 
 def rescaled_logits(z: np.ndarray, t: float, head: Head) -> tuple[np.ndarray, float]:
-    """The logits ``<Q x_i, K x_j>`` at ``x = e^{tV} z`` as ``(L, s)``: they are
-    ``e^s L_ij``, ``L = z B z^T``, ``B = E^T Q^T K E``, ``E = e^{t(V - cI)}`` with ``c`` the
-    largest real part of V's eigenvalues (so E neither overflows nor vanishes on V's
-    leading directions) and ``s = 2 t c``.
+    """The logits ``<Q x_i, K x_j>`` at ``x = e^{tV} z`` (``z`` ``(n, d)`` or a batch
+    ``(B, n, d)``) as ``(L, s)``: they are ``e^s L_ij``, ``L = z B z^T``,
+    ``B = E^T Q^T K E``, ``E = e^{t(V - cI)}`` with ``c`` the largest real part of V's
+    eigenvalues (so E neither overflows nor vanishes on V's leading directions) and
+    ``s = 2 t c``.
     """
+    b, scale = _logit_form(float(t), head)
+    return (z @ b) @ _transposed(z), scale
+
+
+def _logit_form(t: float, head: Head) -> tuple[np.ndarray, float]:
+    """``(B, s)`` of ``rescaled_logits``: ``<Q x_i, K x_j> = e^s z_i^T B z_j``."""
     c = float(np.max(np.linalg.eigvals(head.value).real))
     e = expm(t * (head.value - c * np.eye(head.value.shape[0])))
     if not np.all(np.isfinite(e)):
         raise ValueError(f"e^(tV) cannot be formed at t = {t:g} (non-normal growth "
                          "beyond the double range); integrate to a smaller time")
-    b = e.T @ head.query.T @ head.key @ e
-    return z @ b @ z.T, 2.0 * t * c
+    return e.T @ head.query.T @ head.key @ e, 2.0 * t * c
+
+
+def _rescaled_log_scale(scale: float, beta: float) -> float:
+    """log of the logits' factor ``beta e^scale`` (-inf for beta = 0)."""
+    return scale + math.log(beta) if beta > 0 else -math.inf
 
 
 def rescaled_attention(z: np.ndarray, t: float, heads: Head | Sequence[Head], *,
                        beta: float = 1.0, mask: str = "none") -> np.ndarray:
-    """``P(t)`` of the rescaled tokens: ``attention_matrix(e^{tV} z)`` without forming x."""
+    """``P(t)`` of the rescaled tokens: ``attention_matrix(e^{tV} z)`` without forming x
+    (``z`` ``(n, d)`` or a batch ``(B, n, d)``)."""
     z = _tokens(z)
-    head = _single_head(heads, z.shape[1])
+    head = _single_head(heads, z.shape[-1])
     beta, mask = check_beta(beta), _check_mask(mask)
     logits, scale = rescaled_logits(z, float(t), head)
-    return _softmax(logits, scale + math.log(beta) if beta > 0 else -math.inf, mask)
+    return _softmax(logits, _rescaled_log_scale(scale, beta), mask)
 
 
 def rescaled_velocity(z: np.ndarray, t: float, heads: Head | Sequence[Head], *,
@@ -244,19 +358,21 @@ def rescaled_velocity(z: np.ndarray, t: float, heads: Head | Sequence[Head], *,
     """The rescaled dynamics ``dz_i/dt = sum_j P_ij(t) V (z_j - z_i)`` of one head.
 
     Args:
-        z: ``(n, d)`` rescaled tokens ``z = e^{-tV} x``.
+        z: ``(n, d)`` rescaled tokens ``z = e^{-tV} x``, or a batch ``(B, n, d)``.
         t: the time (P is taken at ``x = e^{tV} z``).
         heads: one ``Head`` (a sequence of one is accepted; several are refused).
         beta, mask: as in ``pure_velocity``.
 
     Returns:
-        ``(n, d)`` velocities of z; finite whenever ``e^{t(V - cI)}`` is (see
-        ``rescaled_logits``), at any size of ``e^{tV}``.
+        ``(n, d)`` (``(B, n, d)``) velocities of z; finite whenever ``e^{t(V - cI)}`` is
+        (see ``rescaled_logits``), at any size of ``e^{tV}``.
 
     Raises:
         ValueError: several heads (the rescaling needs one V), bad shapes or values.
     """
     z = _tokens(z)
-    head = _single_head(heads, z.shape[1])
-    p = rescaled_attention(z, t, head, beta=beta, mask=mask)
-    return (p @ z - z) @ head.value.T
+    head = _single_head(heads, z.shape[-1])
+    beta, mask = check_beta(beta), _check_mask(mask)
+    b, scale = _logit_form(float(t), head)
+    pz = _attend(z @ b, _transposed(z), z, _rescaled_log_scale(scale, beta), mask)
+    return (pz - z) @ head.value.T
