@@ -279,7 +279,10 @@ class TokenStepper:
     step order). Ctrl-C raises ``KeyboardInterrupt`` out of ``advance``.
 
     Args:
-        model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
+        model: ``AttentionParticles``, ``PreLNParticles``, ``HardmaxParticles`` or a model
+            of ``meanfield.model.weighted_particles``: one whose ``time_dependent`` is
+            true has ``velocity(x, t)`` (no noise); one with ``check_state(x, t)`` has it
+            called after each accepted step (else: the tokens must stay finite).
         kappa: inverse noise strength, > 0; ``inf`` for none (Pre-LN: only ``inf``).
         dt: fixed step, or None (adaptive RK4, no noise).
         tolerance: error per adaptive step, relative to max|x|.
@@ -300,13 +303,21 @@ class TokenStepper:
         if self.noisy and dt is None:
             raise ConfigError("runs with noise need a fixed time.dt (no adaptive steps for "
                               "the Euler-Maruyama scheme)", "time.dt")
+        # a field of the time (the rescaled flow of meanfield.model.weighted_particles):
+        # the RK4 stages get their times; such models run without noise
+        timed = bool(getattr(model, "time_dependent", False))
+        if self.noisy and timed:
+            raise ConfigError(f"noise is not defined for the {model.name} model; use "
+                              "kappa = inf", "model.kappa")
         self.model, self.dt, self.steps = model, dt, 0
+        self.check = getattr(model, "check_state", _check_finite)
         self.noise = noise_rng(noise) if self.noisy else None
         if self.noisy:
             self.stepper = steppers.GeodesicEulerMaruyama(model.velocity, self.kappa)
         else:
             self.rk4 = steppers.RetractedRK4(
-                model.velocity, sp.normalize_rows if model.on_sphere else None, dt=dt)
+                model.velocity, sp.normalize_rows if model.on_sphere else None, dt=dt,
+                time_dependent=timed)
             self.stepper = self.rk4 if dt is not None else StepDoubling(self.rk4, tolerance)
 
     @property
@@ -352,7 +363,7 @@ class TokenStepper:
             return saved["x"], self.dt
         h = self.first_step(t, t_next) if h is None else h
         report = None if on_state is None else (lambda t_, x_, h_: on_state(t_, x_, h_, 0))
-        res = integrate(self.stepper, x, t, end, h, check=_check_finite, on_step=on_step,
+        res = integrate(self.stepper, x, t, end, h, check=self.check, on_step=on_step,
                         on_save=lambda t_, x_, h_: saved.update(x=np.array(x_), h=h_),
                         on_state=report, h_min=h_min,
                         underflow_advice="the tokens move too fast for time.tolerance; "

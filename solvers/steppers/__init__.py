@@ -17,7 +17,9 @@
 
 A stepper exposes ``attempt(u, h) -> (h_taken, u_new, h_next)``: ``h_taken`` is 0 for a
 rejected step, and may be smaller than ``h`` when a stability bound cuts it. ``integrate``
-drives a stepper to a list of save times, landing on each exactly.
+drives a stepper to a list of save times, landing on each exactly. A non-autonomous field
+``f(x, t)``: ``RetractedRK4(..., time_dependent=True)`` (alone or in ``StepDoubling``),
+whose ``attempt(u, h, t)`` takes the time; ``integrate`` passes it.
 """
 from solvers.steppers.batch import BatchRK4, integrate_batch, integrate_sde_batch
 from solvers.steppers.driver import IntegrationResult, integrate

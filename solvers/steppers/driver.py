@@ -36,7 +36,8 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
     """Advance ``u0`` from ``t0`` through ``save_times`` (all > t0), landing on each.
 
     Args:
-        stepper: object with ``attempt(u, h) -> (h_taken, u_new, h_next)``.
+        stepper: object with ``attempt(u, h) -> (h_taken, u_new, h_next)``; one whose
+            ``time_dependent`` is true is called as ``attempt(u, h, t)``.
         u0, t0: initial state and time.
         save_times: increasing times at which ``on_save(t, u, h_next)`` is called.
         h0: first step to try.
@@ -57,6 +58,7 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
     u, t, h = u0, float(t0), float(h0)
     span = float(save_times[-1] - t0) if len(save_times) else 1.0
     h_min = h_min if h_min is not None else 1e-14 * span
+    timed = getattr(stepper, "time_dependent", False)  # its field takes the time
     try:
         for t_save in save_times:
             t_save = float(t_save)
@@ -64,7 +66,8 @@ def integrate(stepper: Any, u0: np.ndarray, t0: float, save_times: np.ndarray, h
                 remaining = t_save - t
                 # Take the remainder at once if the step would leave a sliver behind.
                 h_try = remaining if h >= remaining * (1 - 1e-9) else h
-                h_taken, u_new, h_next = stepper.attempt(u, h_try)
+                h_taken, u_new, h_next = stepper.attempt(u, h_try, t) if timed else \
+                    stepper.attempt(u, h_try)
                 if h_taken > 0:
                     u = u_new
                     t = t_save if h_taken == remaining else t + h_taken

@@ -15,7 +15,8 @@ class StepDoubling:
     """Adaptive steps for a one-step method by step doubling (Richardson error estimate).
 
     Args:
-        method: object with ``step(u, h)`` and ``order``.
+        method: object with ``step(u, h)`` and ``order`` (``time_dependent`` methods:
+            ``step(u, h, t)``).
         tolerance: the accepted error per step, relative to ``norm(u)``.
         norm: vector norm (default: max abs).
         h_max: the largest step.
@@ -29,9 +30,21 @@ class StepDoubling:
         self.norm = norm or (lambda x: float(np.max(np.abs(x))))
         self.rejected = 0
 
-    def attempt(self, u: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
-        big = self.method.step(u, h)
-        half = self.method.step(self.method.step(u, h / 2), h / 2)
+    @property
+    def time_dependent(self) -> bool:
+        """Whether the method's field takes the time (then ``attempt`` needs it)."""
+        return bool(getattr(self.method, "time_dependent", False))
+
+    def attempt(self, u: np.ndarray, h: float, t: float | None = None
+                ) -> tuple[float, np.ndarray, float]:
+        """One trial step of ``h`` from ``u`` (at time ``t``: time-dependent methods
+        only)."""
+        if self.time_dependent:
+            big = self.method.step(u, h, t)
+            half = self.method.step(self.method.step(u, h / 2, t), h / 2, t + h / 2)
+        else:
+            big = self.method.step(u, h)
+            half = self.method.step(self.method.step(u, h / 2), h / 2)
         p = self.method.order
         scale = self.tolerance * max(self.norm(u), self.norm(half))
         err = self.norm(half - big) / (2**p - 1) / scale

@@ -35,35 +35,47 @@ class RetractedRK4:
     """Classical RK4 in the ambient space, then a retraction (order 4; module docstring).
 
     Args:
-        field: ``f(x) -> dx/dt`` (a new array), tangent to the sphere on it.
+        field: ``f(x) -> dx/dt`` (a new array), tangent to the sphere on it; with
+            ``time_dependent``, ``f(x, t)``.
         retract: applied to the result of each step; default ``normalize_rows``; ``None``
             for tokens in R^d.
         dt: the fixed step reported by ``attempt`` (``None``: the step it was given).
+        time_dependent: the field takes the time (the stages at ``t``, ``t + h/2``,
+            ``t + h``); ``step``/``attempt`` then need the time of ``x``, and
+            ``integrate`` (and ``StepDoubling``) pass it.
     """
 
     order = 4
 
-    def __init__(self, field: Callable[[np.ndarray], np.ndarray],
+    def __init__(self, field: Callable[..., np.ndarray],
                  retract: Callable[[np.ndarray], np.ndarray] | None = normalize_rows,
-                 dt: float | None = None):
+                 dt: float | None = None, time_dependent: bool = False):
         self.field = field
         self.retract = retract
         self.dt = dt
+        self.time_dependent = bool(time_dependent)
         self.evaluations = 0
 
-    def step(self, x: np.ndarray, h: float) -> np.ndarray:
-        """One step of size ``h``."""
-        f = self.field
-        k1 = f(x)
-        k2 = f(x + (0.5 * h) * k1)
-        k3 = f(x + (0.5 * h) * k2)
-        k4 = f(x + h * k3)
+    def step(self, x: np.ndarray, h: float, t: float = 0.0) -> np.ndarray:
+        """One step of size ``h`` from ``x`` at time ``t`` (used by time-dependent fields
+        only)."""
+        if self.time_dependent:
+            field = self.field
+        else:  # the autonomous field, evaluated exactly as it always was
+            def field(y, s):
+                return self.field(y)
+        half = t + 0.5 * h
+        k1 = field(x, t)
+        k2 = field(x + (0.5 * h) * k1, half)
+        k3 = field(x + (0.5 * h) * k2, half)
+        k4 = field(x + h * k3, t + h)
         self.evaluations += 4
         new = x + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
         return new if self.retract is None else self.retract(new)
 
-    def attempt(self, x: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
-        return h, self.step(x, h), self.dt if self.dt is not None else h
+    def attempt(self, x: np.ndarray, h: float, t: float = 0.0
+                ) -> tuple[float, np.ndarray, float]:
+        return h, self.step(x, h, t), self.dt if self.dt is not None else h
 
 
 class GeodesicEulerMaruyama:
