@@ -403,7 +403,5 @@ def check_value(value: float) -> float:
 def model_value(cfg: dict) -> float:
     """The c of the value matrix ``V = c I`` of a config (1.0 without ``[weights]``);
     ConfigError for weights the PDE cannot take (``config.weights.pde_value_scale``)."""
-    if not cfg.get("weights") and not cfg.get("feedforward"):
-        return 1.0
     from meanfield.config.weights import pde_value_scale
-    return check_value(pde_value_scale(cfg))
+    return float(pde_value_scale(cfg))

@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
-from meanfield.discretizations.base import Discretization
+from meanfield.discretizations.base import Discretization, model_value
 from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, StepHook, SteppingTask
@@ -114,6 +114,10 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
            threads: int | None = None) -> xr.Dataset:
     """Solve the Fokker-Planck / continuity equation for one config.
 
+    ``[weights] value = c`` (the value matrix ``V = c I``; ``query`` and ``key`` the
+    identity) multiplies the velocity by c (``c < 0``: repulsive); other weights, several
+    heads or a ``[feedforward]`` are refused (ConfigError): the PDE has no other form.
+
     Args:
         config: the config (dict of sections; see ``meanfield.config``), validated here.
         out: where to write the netCDF result (default ``output.path``; none: not written).
@@ -136,6 +140,7 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     cfgmod.check_pde_dim(cfg)
+    model_value(cfg)  # weights other than V = c I: refused before any work
     out = out if out is not None else cfg["output"]["path"]
     # too big for this machine: refused before any work (frames on disk with an output)
     budget.check(cfg, "evolve", streamed=out is not None, out=out)

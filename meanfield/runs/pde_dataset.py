@@ -8,6 +8,7 @@ import xarray as xr
 
 import meanfield
 from meanfield import config as cfgmod
+from meanfield.discretizations.base import model_value
 from solvers.grids import Grid
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
@@ -21,7 +22,7 @@ LONG_NAMES = {
     "weights": "quadrature weights (periodic trapezoid / cell widths / Gauss-Legendre)",
     "mass": "integral of the density",
     "energy": "interaction energy E_beta(rho) - E_beta(uniform)",
-    "free_energy": "(1/kappa) int rho log rho - energy",
+    "free_energy": "(1/kappa) int rho log rho - value * energy",
     "order_parameter": "|int x dmu|",
     "mean_direction": "int x dmu / |int x dmu|",
 }
@@ -34,7 +35,8 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
 
     The grid gives the dimensions of a field, the coordinates of its nodes (theta; lat,
     lon; or the cells with the lat, lon of their centres), the quadrature weights and the
-    components of ``mean_direction``.
+    components of ``mean_direction``. The attr ``value`` is the c of the value matrix
+    ``V = c I`` (``[weights] value``; 1 without weights).
     """
     dims, coords, components = grid.dims, grid.coords(), list(grid.components)
     geometry = grid.geometry
@@ -58,9 +60,12 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
         if name in LONG_NAMES:
             ds[name].attrs["long_name"] = LONG_NAMES[name]
     m = cfg["model"]
+    value = model_value(cfg)
     ds.attrs.update({
         "title": f"{'SA' if m['normalized'] else 'USA'} on the {geometry}, beta = "
-                 f"{m['beta']:g}, kappa = {m['kappa']:g}",
+                 f"{m['beta']:g}, kappa = {m['kappa']:g}"
+                 + ("" if value == 1 else f", V = {value:g} I"),
+        "value": value,
         "geometry": geometry, "method": cfg["discretization"]["method"],
         "model": "SA" if m["normalized"] else "USA", "beta": m["beta"], "kappa": m["kappa"],
         "resolution": cfg["discretization"]["resolution"], "config": cfgmod.to_json(cfg),
