@@ -138,3 +138,27 @@ def test_weights_boolean_attention_example(tmp_path):
     assert out["distance"][-1] < 1e-100 and np.all(np.diff(out["distance"][late]) < 0)
     assert abs(out["slope"] - 1.0) < 0.05 and out["r2"] > 0.9995
     assert (tmp_path / "b.png").stat().st_size > 10_000
+
+
+def test_weights_polytope_example(tmp_path):
+    """Figure 1, Theorem 3.1 (V = I, Q^T K positive definite, d = 2 and 3, n = 40):
+    every rescaled token ends within 1e-3 of a vertex of the convex hull, the vertices
+    are far fewer than the tokens, and the distance decays at rate lambda(V) = 1 once P is
+    Boolean (dz_i/dt = z_leader - z_i exactly then; fitted on t in [6, 12])."""
+    runs = _load("weights_polytope").main(["--quick", "--out", str(tmp_path / "p.png")])
+    for d, run in runs.items():
+        assert run["final_distance"] < 1e-3, d
+        assert 2 <= run["count"] <= run["n"] // 4, d
+        assert abs(run["rate"] - 1.0) < 1e-2, d
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+
+
+def test_weights_leaders_example(tmp_path):
+    """Figure 5 (n = 40 in R^3, Q = K = V = I): the leaders (columns of P receiving
+    attention) are the tokens at the vertices, one per vertex; P is Boolean, every token
+    attends to its own cluster's leader and rank P = the number of vertices."""
+    run = _load("weights_leaders").main(["--quick", "--out", str(tmp_path / "l.png")])
+    assert run["leaders_are_vertices"] and run["rows_attend_own_leader"]
+    assert run["rank"] == run["vertices"].size == run["leaders"].size < 40 // 4
+    assert run["distance"][-1] < 1e-12 and run["vertex_distance"] < 1e-3
+    assert (tmp_path / "l.png").stat().st_size > 10_000

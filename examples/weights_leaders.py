@@ -1,0 +1,119 @@
+"""Leaders: the tokens at the vertices of the limit polytope capture all the attention
+(Figure 5 of the emergence-of-clusters paper, Theorem 3.1 and its corollary;
+docs/weights.md).
+
+n = 40 tokens in R^3, Q = K = V = I, pure self-attention, integrated as the rescaled
+tokens z = e^{-t} x (dz_i/dt = sum_j P_ij(t) (z_j - z_i), P taken at x = e^t z, never
+formed). The tokens converge to the vertices of a convex polytope K; the tokens sitting at
+the vertices are the leaders: the limit P* = lim P(t) is Boolean, its non-zero columns are
+the leaders (one per vertex), and rank P* = the number of vertices.
+
+Run ``python examples/weights_leaders.py`` (``--quick``: fewer saved times); writes
+``weights_leaders.png`` (``--out``) and prints the vertices, the leaders, the rank and the
+Boolean distance of P at the final time.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from scipy.integrate import solve_ivp
+
+from meanfield.metrics.attention import (
+    boolean_distance, leader_count, leaders, nearest_boolean, numerical_rank)
+from meanfield.metrics.limit_geometry import groups, hull_vertices, vertex_distance
+from meanfield.model.weighted_attention import Head, rescaled_attention, rescaled_velocity
+
+T_FINAL = 12.0
+MERGE = 1e-2  # tokens within this of each other at t_final are one cluster
+
+
+def leaders_run(n: int, seed: int, saves: int) -> dict:
+    d = 3
+    head = Head.identity(d)
+    z0 = np.random.default_rng(seed).standard_normal((n, d))
+    times = np.linspace(0.0, T_FINAL, saves + 1)
+    sol = solve_ivp(lambda t, y: rescaled_velocity(y.reshape(n, d), t, head).ravel(),
+                    (0.0, T_FINAL), z0.ravel(), method="DOP853", rtol=1e-10, atol=1e-12,
+                    t_eval=times)
+    if sol.status != 0:
+        raise RuntimeError(f"the integration stopped: {sol.message}")
+    z = sol.y.T.reshape(len(times), n, d)
+    p = np.stack([rescaled_attention(zk, t, head) for zk, t in zip(z, times)])
+    vertices = hull_vertices(z[-1], MERGE)
+    lead = leaders(p[-1])
+    label = groups(z[-1], MERGE)
+    return {"times": times, "z": z, "attention": p, "vertices": vertices,
+            "leaders": lead, "labels": label,
+            # every cluster at a vertex has exactly one leader, and every leader sits at
+            # a vertex: the same clusters
+            "leaders_are_vertices": bool(
+                np.array_equal(np.sort(label[lead]), np.sort(label[vertices]))),
+            "rank": numerical_rank(p[-1]), "ranks": numerical_rank(p),
+            "leader_counts": leader_count(p), "distance": boolean_distance(p),
+            "vertex_distance": float(vertex_distance(z[-1], vertices).max()),
+            # each row of the nearest Boolean matrix points at the leader of its cluster
+            "rows_attend_own_leader": bool(np.all(
+                label[np.argmax(nearest_boolean(p[-1]), axis=1)] == label))}
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default="weights_leaders.png")
+    parser.add_argument("--n", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=2)
+    args = parser.parse_args(argv)
+    run = leaders_run(args.n, args.seed, 48 if args.quick else 240)
+    print(f"Q = K = V = I, d = 3, n = {args.n}, t = {T_FINAL:g}: {run['vertices'].size} "
+          f"vertices, every token within {run['vertex_distance']:.1e} of one; leaders "
+          f"{run['leaders'].tolist()} (at the vertices: {run['leaders_are_vertices']}); "
+          f"rank of P {run['rank']}; Boolean distance {run['distance'][-1]:.1e}; every "
+          f"token attends to its own cluster's leader: {run['rows_attend_own_leader']}")
+
+    z, p, label, lead = run["z"], run["attention"], run["labels"], run["leaders"]
+    colour = {g: f"C{k % 10}" for k, g in enumerate(label[lead])}
+    fig = Figure(figsize=(10.0, 6.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(2, 3)
+    ax = fig.add_subplot(grid[:, 0:2], projection="3d")
+    for i in range(args.n):
+        ax.plot(*z[:, i].T, color=colour.get(label[i], "0.5"), lw=0.7, alpha=0.8)
+    ax.scatter(*z[0].T, s=6, color="0.3", label="$z_i(0)$")
+    ax.scatter(*z[-1, lead].T, s=160, marker="*", c=[colour[g] for g in label[lead]],
+               edgecolor="k", depthshade=False, label="leaders (vertices of K)")
+    ax.set_xlabel("$z_1$")
+    ax.set_ylabel("$z_2$")
+    ax.set_zlabel("$z_3$")
+    ax.legend(frameon=False, loc="upper left")
+    ax.set_title(f"n = {args.n} rescaled tokens, Q = K = V = I: each path coloured by the "
+                 f"leader it reaches")
+    ax = fig.add_subplot(grid[0, 2])
+    order = np.lexsort((np.arange(args.n), label))  # tokens grouped by cluster
+    ax.imshow(p[-1][np.ix_(order, order)], cmap="Greys", vmin=0, vmax=1,
+              interpolation="nearest")
+    ax.set_xlabel("key token j (grouped by cluster)")
+    ax.set_ylabel("query token i")
+    ax.set_title(f"P(t = {T_FINAL:g}): one column per leader")
+    ax = fig.add_subplot(grid[1, 2])
+    t = run["times"]
+    ax.plot(t, run["ranks"], lw=1.2, label="numerical rank of P (1e-6)")
+    ax.plot(t, run["leader_counts"], lw=1.2, ls="--",
+            label="leaders (max$_i P_{ij}$ > 1/2)")
+    ax.axhline(run["vertices"].size, color="0.5", lw=0.8, ls=":",
+               label=f"vertices of K: {run['vertices'].size}")
+    ax.set_yscale("log")
+    ax.set_yticks([1, 2, 5, 10, 20, 40])
+    ax.yaxis.set_major_formatter("{x:.0f}")
+    ax.set_xlabel("time t")
+    ax.set_ylabel("count")
+    ax.set_title("Rank and leaders of P(t)")
+    ax.legend(frameon=False, fontsize=7)
+    fig.savefig(args.out, dpi=150)
+    return run
+
+
+if __name__ == "__main__":
+    main()

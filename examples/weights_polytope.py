@@ -1,0 +1,153 @@
+"""Rescaled tokens cluster at the vertices of a convex polytope (Figure 1 of the
+emergence-of-clusters paper, Theorem 3.1; docs/weights.md).
+
+Pure self-attention with V = I and Q^T K positive definite (here Q = I and K a random
+symmetric matrix with positive eigenvalues): the tokens x grow like e^t, so the example
+integrates the rescaled tokens z = e^{-t} x, dz_i/dt = sum_j P_ij(t) (z_j - z_i) with P
+taken at x = e^t z (never formed). Theorem 3.1: every z_i tends to 0 or to the boundary
+of a convex polytope K, and for almost every start to a vertex of K (a leader), with far
+fewer vertices than tokens. Once P is Boolean (doubly exponentially fast) each token
+follows dz_i/dt = z_leader - z_i, so the distance to the nearest vertex decays like
+e^{-t} (rate lambda(V) = 1).
+
+Run ``python examples/weights_polytope.py`` (``--quick``: fewer tokens and saved times);
+writes ``weights_polytope.png`` (``--out``) and prints, for d = 2 and d = 3, the largest
+distance of a token to the nearest vertex, the number of vertices and the fitted rate.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from scipy.integrate import solve_ivp
+from scipy.spatial import ConvexHull
+
+from meanfield.config.weights import weight_matrix
+from meanfield.metrics.limit_geometry import hull_vertices, vertex_distance
+from meanfield.model.weighted_attention import Head, rescaled_velocity
+
+T_FINAL = 12.0
+FIT_FROM = 6.0  # P is Boolean to round-off by then: the linear regime of rate 1
+MERGE = 1e-2  # tokens within this of each other at t_final are one cluster
+KEY_EIGENVALUES = {2: [0.8, 1.25], 3: [0.8, 1.0, 1.25]}
+
+
+def rescaled_run(head: Head, z0: np.ndarray, t_final: float, saves: int) -> tuple:
+    """The rescaled tokens ``(times, z (time, token, component))`` (DOP853, rtol 1e-10)."""
+    n, d = z0.shape
+    times = np.linspace(0.0, t_final, saves + 1)
+    sol = solve_ivp(lambda t, y: rescaled_velocity(y.reshape(n, d), t, head).ravel(),
+                    (0.0, t_final), z0.ravel(), method="DOP853", rtol=1e-10, atol=1e-12,
+                    t_eval=times)
+    if sol.status != 0:
+        raise RuntimeError(f"the integration stopped: {sol.message}")
+    return times, sol.y.T.reshape(len(times), n, d)
+
+
+def polytope_run(n: int, d: int, seed: int, saves: int) -> dict:
+    key = weight_matrix({"kind": "symmetric", "eigenvalues": KEY_EIGENVALUES[d],
+                         "seed": seed}, d, "weights.key")
+    head = Head(np.eye(d), key, np.eye(d))  # Q^T K = K, positive definite
+    z0 = np.random.default_rng(seed).standard_normal((n, d))
+    times, z = rescaled_run(head, z0, T_FINAL, saves)
+    vertices = hull_vertices(z[-1], MERGE)
+    # each token's distance to the nearest leader (the tokens at the final vertices)
+    distance = np.array([vertex_distance(zk, vertices).max() for zk in z])
+    window = (times >= FIT_FROM) & (distance > 1e-9)
+    rate = -np.polyfit(times[window], np.log(distance[window]), 1)[0]
+    return {"times": times, "z": z, "vertices": vertices, "distance": distance,
+            "rate": float(rate), "final_distance": float(distance[-1]),
+            "count": int(vertices.size), "n": n}
+
+
+def _hull_edges(points: np.ndarray) -> list[tuple[int, int]]:
+    """Edges of the convex hull of ``points`` (2D: the polygon; 3D: of its triangles,
+    without the diagonals of coplanar facets)."""
+    if points.shape[0] <= points.shape[1]:  # a segment or a triangle: every pair
+        return [(a, b) for a in range(len(points)) for b in range(a + 1, len(points))]
+    hull = ConvexHull(points)
+    if points.shape[1] == 2:
+        return [tuple(s) for s in hull.simplices]
+    edges = {}
+    for simplex, eq in zip(hull.simplices, hull.equations):
+        for a, b in ((0, 1), (1, 2), (0, 2)):
+            edge = tuple(sorted((simplex[a], simplex[b])))
+            edges.setdefault(edge, []).append(eq[:3])
+    # an edge between two coplanar triangles is a diagonal of a facet, not an edge of K
+    return [e for e, normals in edges.items()
+            if len(normals) < 2 or abs(np.dot(normals[0], normals[1])) < 1 - 1e-6]
+
+
+def _draw(ax, z: np.ndarray, vertex_points: np.ndarray, title: str) -> None:
+    d = z.shape[1]
+    ax.scatter(*z.T, s=8, color="C0", alpha=0.7, label="tokens $z_i(t)$")
+    for a, b in _hull_edges(vertex_points):
+        ax.plot(*vertex_points[[a, b]].T, color="k", lw=0.8, ls="--")
+    ax.scatter(*vertex_points.T, s=40, facecolor="none", edgecolor="C3", lw=1.2,
+               label="vertices of K (final)")
+    ax.set_xlabel("$z_1$")
+    ax.set_ylabel("$z_2$")
+    if d == 3:
+        ax.set_zlabel("$z_3$")
+        ax.tick_params(labelsize=6)
+    ax.set_title(title)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default="weights_polytope.png")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    n = 40 if args.quick else 100
+    saves = 48 if args.quick else 120
+    runs = {d: polytope_run(n, d, args.seed, saves) for d in (2, 3)}
+    for d, run in runs.items():
+        print(f"V = I, Q = I, K symmetric with eigenvalues {KEY_EIGENVALUES[d]}, d = {d}, "
+              f"n = {n}, t = {T_FINAL:g}: {run['count']} vertices; every token within "
+              f"{run['final_distance']:.1e} of one; fitted rate {run['rate']:.4f} "
+              f"(predicted 1)")
+
+    fig = Figure(figsize=(10.0, 6.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(2, 3)
+    run = runs[3]
+    leaders = run["z"][-1][run["vertices"]]
+    for k, ts in enumerate((0.0, 2.0, T_FINAL)):
+        ax = fig.add_subplot(grid[0, k], projection="3d")
+        _draw(ax, run["z"][np.argmin(np.abs(run["times"] - ts))], leaders,
+              f"d = 3, n = {n}: t = {ts:g}")
+        lo, hi = run["z"].min(axis=(0, 1)), run["z"].max(axis=(0, 1))
+        ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), zlim=(lo[2], hi[2]))
+        if k == 0:
+            ax.legend(frameon=False, fontsize=7, loc="upper left")
+    run = runs[2]
+    ax = fig.add_subplot(grid[1, 0])
+    for i in range(n):
+        ax.plot(*run["z"][:, i].T, color="0.6", lw=0.6)
+    ax.scatter(*run["z"][0].T, s=5, color="0.3")
+    _draw(ax, run["z"][-1], run["z"][-1][run["vertices"]],
+          f"d = 2, n = {n}: paths from $z_i(0)$ (dots)")
+    ax.set_aspect("equal")
+    ax = fig.add_subplot(grid[1, 1:])
+    for d, run in runs.items():
+        ax.semilogy(run["times"], run["distance"], lw=1.2,
+                    label=f"d = {d}: {run['count']} vertices, fitted rate "
+                          f"{run['rate']:.3f}")
+    t = runs[3]["times"]
+    ax.semilogy(t, runs[3]["distance"][-1] * np.exp(-(t - t[-1])), "k--", lw=0.8,
+                label=r"$e^{-t}$")
+    ax.set_xlabel("time t")
+    ax.set_ylabel("max$_i$ distance to the nearest vertex")
+    ax.set_title("Every rescaled token reaches a vertex (Theorem 3.1)")
+    ax.legend(frameon=False)
+    fig.suptitle("V = I, $Q^T K$ positive definite: rescaled tokens $z = e^{-t} x$ cluster "
+                 "at the vertices of a convex polytope")
+    fig.savefig(args.out, dpi=150)
+    return runs
+
+
+if __name__ == "__main__":
+    main()
