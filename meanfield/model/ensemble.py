@@ -13,6 +13,14 @@ The batch is one array ``(B, n, m)`` (system, token, component). The fields are 
   ``v_i = a_i`` (not projected).
 - hardmax (``HardmaxParticles``): ``a_i`` the mean of the ``x_j``, ``j != i``, with
   ``G_ij >= max_{k != i} G_ik - tolerance``; ``v_i = P^perp_{x_i} a_i``.
+- any other model (the general weights of ``meanfield.model.weighted_particles``) joins
+  by one protocol: its ``velocity`` takes a batch ``(B, n, d)`` as well as one system
+  ``(n, d)`` and treats each system alone (the functions of
+  ``meanfield.model.weighted_attention`` do, by ``np.matmul`` broadcasting, for the same
+  weights in every system). ``simulate_ensemble`` checks this before the run (systems
+  0 and B-1 of the batch against ``velocity`` of each alone); the span reduction stays
+  with the models above (a value matrix takes the tokens out of their span), and a
+  field of the time (``time_dependent``, the rescaled flow) is refused.
 
 Cost per field evaluation: ``O(B n^2 m)`` (two batched GEMMs and ``B n^2`` exponentials);
 plain numpy. A fused numba kernel for one field evaluation of the batch (one system per
@@ -112,17 +120,67 @@ def _hardmax_weights(g: np.ndarray, tolerance: float) -> np.ndarray:
     return w
 
 
+BUILT_IN = (AttentionParticles, HardmaxParticles)  # PreLNParticles is an AttentionParticles
+MODEL_PARTS = ("velocity", "on_sphere", "name")
+
+
 def _check_model(model) -> None:
-    if not isinstance(model, (AttentionParticles, HardmaxParticles)):
-        raise ConfigError(f"an ensemble runs AttentionParticles, PreLNParticles or "
-                          f"HardmaxParticles, not {type(model).__name__}", "model")
+    if isinstance(model, BUILT_IN):
+        return
+    missing = [a for a in MODEL_PARTS if not hasattr(model, a)]
+    if missing:
+        raise ConfigError(f"an ensemble runs AttentionParticles, PreLNParticles, "
+                          f"HardmaxParticles or a model whose velocity takes a batch "
+                          f"(B, n, d) with {', '.join(MODEL_PARTS)}; "
+                          f"{type(model).__name__} has no {', '.join(missing)}", "model")
+    if getattr(model, "time_dependent", False):
+        raise ConfigError(f"an ensemble steps fields of the tokens alone, velocity(x); the "
+                          f"{model.name} model's field depends on the time: run its systems "
+                          f"with simulate", "model")
+
+
+def _check_built_in(model, what: str) -> None:
+    if not isinstance(model, BUILT_IN):
+        raise ConfigError(f"{what} holds for AttentionParticles, PreLNParticles and "
+                          f"HardmaxParticles only (their velocities are combinations of "
+                          f"the tokens), not {type(model).__name__}", "model")
+
+
+def check_batched(model, x: np.ndarray) -> None:
+    """Refuse a model (not built in) whose ``velocity`` does not act on the batch ``x``
+    ``(B, n, d)`` system by system: systems 0 and B-1 of ``velocity(x)`` must equal
+    ``velocity`` of each alone to round-off (1e-10 relative to the largest speed).
+
+    Raises:
+        ConfigError: naming the model, with what failed.
+    """
+    if isinstance(model, BUILT_IN):
+        return
+    name = type(model).__name__
+    try:
+        v = np.asarray(model.velocity(x))
+        if v.shape != x.shape:
+            raise ValueError(f"velocity of a batch {x.shape} has shape {v.shape}")
+        alone = [np.asarray(model.velocity(x[s])) for s in (0, -1)]
+    except (ValueError, TypeError, IndexError) as exc:
+        raise ConfigError(f"the model {name}: its velocity must take a batch (B, n, d) of "
+                          f"systems to run in an ensemble ({exc})", "model") from exc
+    scale = max(1.0, float(np.max(np.abs(v))))
+    if any(np.max(np.abs(v[s] - a)) > 1e-10 * scale for s, a in zip((0, -1), alone)):
+        raise ConfigError(f"the model {name}: its velocity of a batch (B, n, d) is not the "
+                          f"velocity of each system alone; an ensemble needs one that "
+                          f"treats each system alone", "model")
 
 
 def batch_velocity(model, x: np.ndarray) -> np.ndarray:
-    """The velocities of ``model`` (``meanfield.model.particles``) for a batch ``(B, n, m)``
-    of token systems (unit rows for the sphere models): equal to ``model.velocity`` of each
-    system to round-off."""
+    """The velocities of ``model`` for a batch ``(B, n, m)`` of token systems (unit rows
+    for the sphere models): equal to ``model.velocity`` of each system to round-off.
+    The models of ``meanfield.model.particles`` by the batched fields above; any other
+    model by its own ``velocity``, which takes batches (the module's protocol,
+    ``check_batched``)."""
     _check_model(model)
+    if not isinstance(model, BUILT_IN):
+        return model.velocity(x)
     if isinstance(model, HardmaxParticles):
         return tangent_projection(x, _hardmax_weights(_gram(x), model.tolerance) @ x)
     if isinstance(model, PreLNParticles):
@@ -134,7 +192,7 @@ def batch_velocity(model, x: np.ndarray) -> np.ndarray:
 
 def gram_velocity(model, g: np.ndarray) -> np.ndarray:
     """``dG/dt`` of the closed Gram-matrix flow (module docstring) for ``g`` ``(B, n, n)``."""
-    _check_model(model)
+    _check_built_in(model, "the Gram-matrix flow")
     if isinstance(model, PreLNParticles):
         r = np.sqrt(np.einsum("...ii->...i", g))
         a = _attention_weights(g / r[..., :, None] / r[..., None, :], model.beta,
@@ -166,8 +224,8 @@ def system_rng(seed: int, s: int, stream: str = "noise") -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(ss))
 
 
-def _check_size(n, d, systems=1) -> None:
-    for value, key, least in ((n, "particles.n", 2), (d, "domain.dim", 2),
+def _check_size(n, d, systems=1, least_dim=2) -> None:
+    for value, key, least in ((n, "particles.n", 2), (d, "domain.dim", least_dim),
                               (systems, "particles.systems", 1)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
                 or value < least:
@@ -292,7 +350,9 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     """Run ``B`` systems of ``model`` together and save at ``save_times``.
 
     Args:
-        model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
+        model: ``AttentionParticles``, ``PreLNParticles``, ``HardmaxParticles`` or a
+            model whose ``velocity`` takes batches (module docstring; then d >= 1, no
+            ``reduce``).
         x0: ``(B, n, d)`` tokens (unit rows for the sphere models); with ``reduce`` and
             ``frame`` given: coefficients ``(B, n, n)`` in that frame (``uniform_span``:
             then ``frame = d`` gives the frames of ``uniform_span``'s tokens).
@@ -313,13 +373,14 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
         SolverError: the tokens became non-finite (checked at each save).
     """
     _check_model(model)
+    built_in = isinstance(model, BUILT_IN)
     kappa = check_kappa(kappa)
     noisy = not math.isinf(kappa)
     x0 = np.array(x0, dtype=float)
     if x0.ndim != 3:
         raise ConfigError(f"initial: an ensemble needs tokens (B, n, d), got shape "
                           f"{x0.shape}", "initial")
-    _check_size(x0.shape[1], x0.shape[2], x0.shape[0])
+    _check_size(x0.shape[1], x0.shape[2], x0.shape[0], 2 if built_in else 1)
     if not np.all(np.isfinite(x0)):
         raise ConfigError("initial: tokens must be finite", "initial")
     if dt is not None and not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
@@ -329,6 +390,8 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
                           "with Pre-LN", "model.kappa")
     if noisy and dt is None:
         raise ConfigError("runs with noise need a fixed time.dt", "time.dt")
+    if reduce:
+        _check_built_in(model, "the span reduction")
     if reduce and noisy:
         raise ConfigError("the span reduction holds for deterministic runs only: the "
                           "Brownian increments leave the span of the initial tokens; run "
@@ -355,8 +418,10 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
         if np.max(np.abs(norms - 1.0)) > 1e-6:
             raise ConfigError("initial: tokens must be unit vectors", "initial")
         x0 = x0 / norms[..., None]
-    elif np.any(np.einsum("bij,bij->bi", x0, x0) == 0):
+    elif isinstance(model, PreLNParticles) and \
+            np.any(np.einsum("bij,bij->bi", x0, x0) == 0):
         raise ConfigError("initial: tokens must be non-zero", "initial")
+    check_batched(model, x0)
 
     def velocity(x):
         return batch_velocity(model, x)
