@@ -162,3 +162,15 @@ def test_weights_leaders_example(tmp_path):
     assert run["rank"] == run["vertices"].size == run["leaders"].size < 40 // 4
     assert run["distance"][-1] < 1e-12 and run["vertex_distance"] < 1e-3
     assert (tmp_path / "l.png").stat().st_size > 10_000
+
+
+def test_weights_hyperplanes_example(tmp_path):
+    """Figure 6, Theorem 4.1 (n = 40 in R^2, Q = K = I, V symmetric with eigenvalues
+    1.35, -0.07): <z_i, phi_1> clusters to at most 3 values (2 for this generic start),
+    every token within 1e-3 of its line, the spread decaying at lambda_1 = 1.35 once P is
+    Boolean (dc_i/dt = lambda_1 (c_leader - c_i) exactly then; fitted on t in [5, 10])."""
+    run = _load("weights_hyperplanes").main(["--quick", "--out", str(tmp_path / "h.png")])
+    assert 2 <= run["values"].size <= 3
+    assert run["final_spread"] < 1e-3
+    assert abs(run["rate"] - 1.35) < 1e-2
+    assert (tmp_path / "h.png").stat().st_size > 10_000
