@@ -8,30 +8,39 @@ dict with every section of the task present and every default filled in;
 (``RENAMED_KEYS``) are refused with their new names.
 
 Modules: ``checkers`` (value checkers, including ``list_or_range`` for scans),
-``sections`` (the core sections and tasks), ``initial`` (``[initial]``), ``registry``
-(sections, tasks, ``validate``), ``renamed`` (renamed keys), ``io`` (TOML, ``--set``,
+``sections`` (the core sections and tasks), ``initial`` (``[initial]``), ``weights``
+(``[weights]``, ``[feedforward]`` and the matrices they stand for), ``registry``
+(sections, tasks and their checks, ``validate``), ``renamed`` (renamed keys), ``io`` (TOML, ``--set``,
 JSON).
 """
 from __future__ import annotations
 
 from meanfield.config.checkers import finite_number, integer, list_or_range, unknown_name
-from meanfield.config.initial import (ANY_DIM_KINDS, CENTER_UNIT_TOLERANCE, INITIAL_KINDS,
-                                      INITIAL_PARAMS, PARTICLE_ONLY_KINDS, validate_initial)
+from meanfield.config.initial import (ANY_DIM_KINDS, CENTER_UNIT_TOLERANCE, EUCLIDEAN_KINDS,
+                                      INITIAL_KINDS, INITIAL_PARAMS, PARTICLE_ONLY_KINDS,
+                                      validate_initial)
 from meanfield.config.io import (apply_overrides, from_json, load, parse_value, same_run,
                                  to_json)
-from meanfield.config.registry import (SECTIONS, TASKS, check_key, register_section,
-                                       register_task, task_sections, validate)
+from meanfield.config.registry import (SECTIONS, TASK_CHECKS, TASKS, check_key,
+                                       register_section, register_task, task_sections,
+                                       validate)
 from meanfield.config.renamed import RENAMED_KEYS
-from meanfield.config.sections import (ARCHITECTURES, GEOMETRIES, MAX_SEED, MAX_USA_BETA,
-                                       METHODS, METHODS_BY_GEOMETRY, SPHERE_MESH_CELLS,
-                                       SUM_METHODS, Section, check_pde_dim)
+from meanfield.config.sections import (ARCHITECTURES, GEOMETRIES, MASKS, MAX_SEED,
+                                       MAX_USA_BETA, METHODS, METHODS_BY_GEOMETRY,
+                                       PDE_GEOMETRIES, SPHERE_MESH_CELLS, SUM_METHODS,
+                                       Section, check_pde_dim, check_pde_task,
+                                       check_sphere_geometry)
+from meanfield.config.weights import (build_feedforward, build_heads, pde_value_scale,
+                                      weight_matrix)
 
 __all__ = [
-    "ANY_DIM_KINDS", "ARCHITECTURES", "CENTER_UNIT_TOLERANCE", "GEOMETRIES", "INITIAL_KINDS",
-    "INITIAL_PARAMS", "MAX_SEED", "MAX_USA_BETA", "METHODS", "METHODS_BY_GEOMETRY",
-    "PARTICLE_ONLY_KINDS", "RENAMED_KEYS", "SECTIONS", "SPHERE_MESH_CELLS", "SUM_METHODS",
-    "TASKS", "Section", "apply_overrides", "check_key", "check_pde_dim", "finite_number",
-    "from_json", "integer", "list_or_range", "load", "parse_value", "register_section",
-    "register_task", "same_run", "task_sections", "to_json", "unknown_name", "validate",
-    "validate_initial",
+    "ANY_DIM_KINDS", "ARCHITECTURES", "CENTER_UNIT_TOLERANCE", "EUCLIDEAN_KINDS",
+    "GEOMETRIES", "INITIAL_KINDS", "INITIAL_PARAMS", "MASKS", "MAX_SEED", "MAX_USA_BETA",
+    "METHODS", "METHODS_BY_GEOMETRY", "PARTICLE_ONLY_KINDS", "PDE_GEOMETRIES",
+    "RENAMED_KEYS", "SECTIONS", "SPHERE_MESH_CELLS", "SUM_METHODS", "TASKS", "TASK_CHECKS",
+    "Section", "apply_overrides", "build_feedforward", "build_heads", "check_key",
+    "check_pde_dim", "check_pde_task", "check_sphere_geometry", "finite_number",
+    "from_json", "integer", "list_or_range", "load", "parse_value", "pde_value_scale",
+    "register_section", "register_task", "same_run", "task_sections", "to_json",
+    "unknown_name", "validate", "validate_initial", "weight_matrix",
 ]

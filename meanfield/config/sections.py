@@ -126,7 +126,12 @@ def _finish_domain(cfg: dict) -> None:
     if geometry == "euclidean":  # tokens in R^d: any d >= 1 (the dim checker's minimum)
         if dim is None:
             domain["dim"] = 2
-    elif geometry == "circle":
+        return
+    if dim is not None and dim < 2:  # (S^{d-1} in R^d: d >= 2)
+        raise ConfigError(f"domain.dim = {dim!r} must be an integer >= 2 on the {geometry} "
+                          "(any dim >= 1 is for tokens in R^d: geometry = \"euclidean\")",
+                          "domain.dim")
+    if geometry == "circle":
         if dim not in (None, 2):
             raise ConfigError(f"domain.dim = {dim!r}: the circle S^1 lives in R^2, so dim "
                               "must be 2; use geometry = \"sphere\" for S^{d-1}, d >= 3",
