@@ -75,6 +75,7 @@ def clean_spec(spec: Any, d: int, key: str) -> Any:
     Raises:
         ConfigError: naming ``key`` (or ``key.<param>``), the value and what is accepted.
     """
+    spec = ck.plain(spec)  # a numpy array as its rows
     if isinstance(spec, str):
         if spec != "identity":
             raise ConfigError(f"{key} = {ck.describe(spec)} is not a matrix; give "

@@ -35,6 +35,8 @@ def test_plain_specs_give_their_matrices():
     rows = [[1.0, 2.0], [3.0, 4.0]]
     assert np.array_equal(weight_matrix(rows, 2, "k"), np.array(rows))
     assert np.array_equal(weight_matrix([[5]], 1, "k"), [[5.0]])
+    m = np.arange(9.0).reshape(3, 3)
+    assert np.array_equal(weight_matrix(m, 3, "k"), m)  # an array from Python
 
 
 def test_gaussian_entries_have_variance_scale_squared_over_d():
@@ -299,3 +301,28 @@ def test_cli_refuses_a_bad_head_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "weights.heads[1].query" in err
+
+
+def test_every_task_validates_its_clean_config_to_itself():
+    for task in list(cfgmod.TASKS) + [None]:
+        clean = cfgmod.validate({}, task)
+        assert cfgmod.validate(clean, task) == clean, task
+    clean = cfgmod.validate({"domain": {"geometry": "euclidean", "dim": 1}})
+    assert cfgmod.validate(clean) == clean
+    assert clean["particles"]["architecture"] == "pure"
+    assert clean["initial"] == {"kind": "gaussian", "mean": [0.0], "covariance": 1.0}
+
+
+def test_a_registered_task_check_runs_on_the_clean_config(monkeypatch):
+    from meanfield.config import registry
+
+    monkeypatch.setattr(registry, "TASKS", dict(registry.TASKS))
+    monkeypatch.setattr(registry, "TASK_CHECKS", dict(registry.TASK_CHECKS))
+    seen = []
+    cfgmod.register_task("probe", ("model", "domain"),
+                         check=lambda cfg, task: seen.append((task, cfg["domain"]["dim"])))
+    cfgmod.validate({"domain": {"geometry": "sphere"}}, "probe")
+    assert seen == [("probe", 3)]
+    cfgmod.register_task("probe", ("model", "domain"))  # replaced: no check
+    cfgmod.validate({}, "probe")
+    assert seen == [("probe", 3)]
