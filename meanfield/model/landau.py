@@ -37,6 +37,12 @@ I_2(beta)/I_1(beta)``, which changes sign at ``q = 1/2``; on S^2 ``kappa_2 = (3 
 Kuramoto) ``kappa_2 = 1`` on S^1 (``kappa = 2 + r^2``, from ``r = I_1(kappa r)/I_0(kappa
 r)``) and ``9/5`` on S^2 (``kappa = 3 + 9 r^2 / 5``, from ``r = coth(kappa r) - 1/(kappa
 r)``).
+
+With the value matrix ``V = c I`` (``value = c > 0``) the velocity is multiplied by c, so
+the stationary states are ``rho ∝ exp(c kappa phi(w))``: the expansion above holds in
+``c kappa``, hence ``kappa_c`` and ``kappa_2`` are divided by c and the transition type and
+the tricritical beta do not change. ``c <= 0`` has no bifurcation from the uniform state
+(every mode decays), and is refused.
 """
 from __future__ import annotations
 
@@ -58,7 +64,12 @@ _SCAN_BETA = np.concatenate([np.linspace(0.0, 10.0, 201)[1:], np.geomspace(10.0,
                                                                            200)[1:]])
 
 
-def _check(geometry: str, beta: float) -> None:
+def _check(geometry: str, beta: float, value: float = 1.0) -> None:
+    if isinstance(value, bool) or not (isinstance(value, (int, float, np.floating))
+                                       and math.isfinite(value) and value > 0):
+        raise ValueError(f"value (the c of V = c I) must be a finite number > 0, got "
+                         f"{value!r}: for c <= 0 every mode of the uniform state decays "
+                         "and no branch leaves it")
     if geometry not in GEOMETRIES:
         raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
     if isinstance(beta, bool) or not (isinstance(beta, (int, float, np.floating))
@@ -78,40 +89,49 @@ def _bessel_ratios(geometry: str, beta: float) -> tuple[float, float]:
     return float(e1 / e0), float(e2 / e1)
 
 
-def landau_critical_kappa(geometry: str, beta: float, normalized: bool) -> float:
-    """``kappa_c = 1/a_1``: ``beta/I_1(beta)`` (USA) or ``beta I_0/I_1`` (SA) on S^1,
-    ``beta/i_1`` or ``beta i_0/i_1`` on S^2; 2 and 3 at beta = 0.
+def landau_critical_kappa(geometry: str, beta: float, normalized: bool,
+                          value: float = 1.0) -> float:
+    """``kappa_c = 1/(c a_1)``: ``beta/I_1(beta)`` (USA) or ``beta I_0/I_1`` (SA) on S^1,
+    ``beta/i_1`` or ``beta i_0/i_1`` on S^2, divided by c; 2/c and 3/c at beta = 0.
 
     Args:
         geometry: ``"circle"`` or ``"sphere"``.
         beta: the inverse temperature of the kernel (>= 0).
         normalized: SA (True) or USA (False).
+        value: the c > 0 of the value matrix ``V = c I`` (1: no weights).
     """
-    _check(geometry, beta)
+    _check(geometry, beta, value)
     if beta == 0:
-        return 2.0 if geometry == "circle" else 3.0
-    t, _ = _bessel_ratios(geometry, beta)
-    if normalized:
-        return beta / t
-    scaled = special.ive(1, beta) if geometry == "circle" else float(spherical_ive(1, beta))
-    return float(beta / scaled * math.exp(-beta))  # (underflows to 0 at huge beta)
+        base = 2.0 if geometry == "circle" else 3.0
+    else:
+        t, _ = _bessel_ratios(geometry, beta)
+        if normalized:
+            base = beta / t
+        else:
+            scaled = (special.ive(1, beta) if geometry == "circle"
+                      else float(spherical_ive(1, beta)))
+            base = float(beta / scaled * math.exp(-beta))  # (underflows to 0 at huge beta)
+    return base if value == 1 else base / value
 
 
-def landau_terms(geometry: str, beta: float, normalized: bool) -> dict[str, float]:
+def landau_terms(geometry: str, beta: float, normalized: bool,
+                 value: float = 1.0) -> dict[str, float]:
     """The pieces of the expansion (module docstring): ``kappa_c``, ``q``, ``p``, ``p3``,
-    ``s`` (``rho_2 = s r^2``), ``C`` and ``kappa_2``."""
-    _check(geometry, beta)
+    ``s`` (``rho_2 = s r^2``), ``C`` and ``kappa_2`` (``kappa_c`` and ``kappa_2`` of
+    ``V = value I``: those of c = 1 divided by c)."""
+    _check(geometry, beta, value)
     m12, m13, e, m = _MOMENTS[geometry]
     t, q = _bessel_ratios(geometry, beta)
     p, p3 = (-t / 2, t**2 / 3) if normalized else (0.0, 0.0)
     s = m * (p + 0.5) / (1 - q)
     c = s * m12 * q * (1 + 2 * p) + m13 * (p3 + p + 1.0 / 6.0) - e * (p + 0.5)
-    kappa_c = landau_critical_kappa(geometry, beta, normalized)
+    kappa_c = landau_critical_kappa(geometry, beta, normalized, value)
     return {"kappa_c": kappa_c, "q": q, "p": p, "p3": p3, "s": s, "C": c,
             "kappa_2": -kappa_c * c}
 
 
-def landau_coefficient(geometry: str, beta: float, normalized: bool) -> float:
+def landau_coefficient(geometry: str, beta: float, normalized: bool,
+                       value: float = 1.0) -> float:
     """``kappa_2`` in ``kappa = kappa_c + kappa_2 r^2 + O(r^4)`` along the branch shed by
     the uniform density at mode 1 (S^1) or degree 1 (S^2), ``r = |int x d mu|``.
 
@@ -119,15 +139,17 @@ def landau_coefficient(geometry: str, beta: float, normalized: bool) -> float:
         geometry: ``"circle"`` or ``"sphere"``.
         beta: the inverse temperature of the kernel (>= 0).
         normalized: SA (True) or USA (False).
+        value: the c > 0 of the value matrix ``V = c I`` (1: no weights).
 
     Returns:
         ``kappa_2``: positive for a supercritical (forward) branch, negative for a
         subcritical one (a fold below ``kappa_c``).
 
     Raises:
-        ValueError: an unknown geometry or a beta that is not a finite number >= 0.
+        ValueError: an unknown geometry, a beta that is not a finite number >= 0, or a
+            value that is not a finite number > 0.
     """
-    return landau_terms(geometry, beta, normalized)["kappa_2"]
+    return landau_terms(geometry, beta, normalized, value)["kappa_2"]
 
 
 def transition_type(geometry: str, beta: float, normalized: bool

@@ -36,7 +36,13 @@ more unstable above the point, -1 below), ``special_located``; the states every 
 points (and the last) ``state_density (branch, saved, <grid dims>)`` with ``state_point``
 (-1: none). Attrs: ``parameter``, ``critical_kappa`` (closed form per mode at model.beta;
 for the parameter beta at the analytic critical beta, NaN where none in the range),
-``critical_beta`` (parameter beta only), ``pitchfork_check`` and the usual ones.
+``critical_beta`` (parameter beta only), ``pitchfork_check``, ``value`` and the usual ones.
+
+``[weights] value = c`` (the value matrix ``V = c I``) multiplies the velocity by c:
+stationary states ``rho ∝ exp(c kappa Psi)``, pitchforks at ``kappa_c = 1/(c a_k)``
+(noisy Kuramoto: ``2/c`` on S^1, ``3/c`` on S^2). For ``c <= 0`` every mode of the uniform
+state decays, ``k^2 (c a_k - 1/kappa) < 0``: no branch leaves it, and the study says so
+(``pitchfork_check``, each mode branch's message) instead of searching.
 """
 from __future__ import annotations
 
@@ -49,7 +55,7 @@ import xarray as xr
 from scipy import optimize
 
 from meanfield import config as cfgmod
-from meanfield.discretizations.base import Discretization
+from meanfield.discretizations.base import Discretization, model_value
 from meanfield.errors import ConfigError
 from meanfield.runs import budget
 from meanfield.runs.engine import Engine, RunTask
@@ -93,17 +99,20 @@ def check_bifurcation_config(cfg: dict) -> dict:
         # on S^2 an odd P_l is flipped by z -> -z).
         both = geometry == "sphere" and k % 2 == 0
         signs += [(k, 1), (k, -1)] if both else [(k, 1)]
+    value = model_value(cfg)
     plan: dict[str, Any] = {"geometry": geometry, "parameter": parameter,
-                            "normalized": bool(m["normalized"]), "branches": signs}
+                            "normalized": bool(m["normalized"]), "branches": signs,
+                            "value": value}
     if parameter == "kappa":
         plan["beta"] = float(m["beta"])
-        plan["critical_kappa"] = [lin.critical_kappa(geometry, m["beta"], m["normalized"], k)
+        plan["critical_kappa"] = [lin.critical_kappa(geometry, m["beta"], m["normalized"], k,
+                                                     value)
                                   for k in range(1, b["modes"] + 1)]
     else:
         plan["kappa"] = float(m["kappa"])
         plan["critical_beta"] = [analytic_critical_beta(geometry, m["kappa"],
                                                         m["normalized"], k, b["start"],
-                                                        b["stop"])
+                                                        b["stop"], value)
                                  for k in range(1, b["modes"] + 1)]
         plan["critical_kappa"] = [m["kappa"] if math.isfinite(x) else math.nan
                                   for x in plan["critical_beta"]]
@@ -111,11 +120,15 @@ def check_bifurcation_config(cfg: dict) -> dict:
 
 
 def analytic_critical_beta(geometry: str, kappa: float, normalized: bool, mode: int,
-                           start: float, stop: float) -> float:
+                           start: float, stop: float, value: float = 1.0) -> float:
     """The beta in ``[start, stop]`` where ``critical_kappa(beta) = kappa`` (brentq on a
-    grid of 64 intervals; the first root), NaN if none."""
+    grid of 64 intervals; the first root), NaN if none (always for ``value <= 0``)."""
+    if value <= 0:
+        return math.nan
+
     def gap(beta: float) -> float:
-        return lin.attraction_coefficient(geometry, beta, normalized, mode) - 1 / kappa
+        return value * lin.attraction_coefficient(geometry, beta, normalized, mode) \
+            - 1 / kappa
 
     grid = np.linspace(start, stop, 65)
     values = [gap(x) for x in grid]
@@ -178,7 +191,8 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
              "leading_eigenvalue": "1/time"}
     long = {"kappa": "inverse noise strength kappa", "beta": "inverse temperature beta",
             "order_parameter": "|int x dmu|",
-            "free_energy": "kappa^-1 int rho log rho - (E_beta(rho) - E_beta(uniform))",
+            "free_energy": "kappa^-1 int rho log rho - value * (E_beta(rho) - "
+                           "E_beta(uniform))",
             "leading_eigenvalue": "real part of the leading eigenvalue of F' (rotation "
                                   "zero modes dropped)"}
     data: dict[str, Any] = {name: (("branch", "point"), arrays[name],
@@ -227,7 +241,7 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
                       f"{plan['geometry']} in {parameter}",
              "geometry": plan["geometry"], "model": "SA" if m["normalized"] else "USA",
              "parameter": parameter, "critical_kappa": np.array(plan["critical_kappa"]),
-             **info}
+             "value": plan.get("value", 1.0), **info}
     if parameter == "beta":
         attrs["critical_beta"] = np.array(plan["critical_beta"])
         attrs["kappa"] = plan["kappa"]

@@ -164,7 +164,8 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
         _set(disc, parameter, root)
         multiplicity, mode, _ = _crossing_mode(disc)
         kappa, beta = _pair(plan, parameter, root)
-        analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode)
+        analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode,
+                                       plan.get("value", 1.0))
                     if mode else math.nan)
         special.append({"type": "pitchfork", "lam": root, "kappa": kappa, "beta": beta,
                         "multiplicity": multiplicity, "mode": mode,
@@ -236,6 +237,12 @@ def pitchfork_check(plan: dict, cfg: dict, pitchforks: list[dict]) -> tuple[bool
                             "inside the range, but none was found there")
     if problems:
         return False, "; ".join(problems)
+    value = plan.get("value", 1.0)
+    if value <= 0 and not pitchforks:
+        return True, (f"no pitchfork: value = {value:g} (V = c I with c <= 0, "
+                      f"{'repulsive' if value < 0 else 'no interaction'}) makes every mode "
+                      "of the uniform state decay, k^2 (c a_k - 1/kappa) < 0, for every "
+                      "kappa and beta: no branch leaves it")
     located = ", ".join(f"mode {p['mode']} at {parameter} = {p['lam']:.12g} "
                         f"(x{p['multiplicity']})" for p in pitchforks)
     return True, (f"pitchforks agree with the closed form to {PITCHFORK_RTOL:g}: {located}"
@@ -263,8 +270,11 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     b = cfg["bifurcation"]
     parameter = plan["parameter"]
     if pitchfork is None:
+        value = plan.get("value", 1.0)
+        why = (f" (value = {value:g} <= 0: the uniform state is stable for every kappa "
+               "and beta)" if value <= 0 else "")
         return _skipped(mode, sign, f"no pitchfork of mode {mode} in the range "
-                                    f"[{b['start']:g}, {b['stop']:g}] of {parameter}")
+                                    f"[{b['start']:g}, {b['stop']:g}] of {parameter}{why}")
     lam_c = float(pitchfork["lam"])
     _set(disc, parameter, lam_c)
     uniform = lin._uniform_state(disc)

@@ -85,7 +85,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
-from meanfield.discretizations.base import Discretization
+from meanfield.discretizations.base import Discretization, model_value
 from meanfield.errors import ConfigError, SolverError
 from meanfield.runs.engine import Engine, stamp
 from meanfield.runs.executor import Executor
@@ -648,14 +648,16 @@ def _dataset(cfg: dict, plan: ScanPlan, table: dict) -> xr.Dataset:
                 for s in sweeps for i in range(n) if table[s, i]["message"]]
     unsteady = sum(1 for s in sweeps for i in range(n)
                    if not math.isfinite(table[s, i]["steady_time"]))
-    kc = (critical_kappa(cfg["domain"]["geometry"], float(m["beta"]), m["normalized"])
+    value = model_value(cfg)
+    kc = (critical_kappa(cfg["domain"]["geometry"], float(m["beta"]), m["normalized"], 1,
+                         value)
           if plan.parameter == "kappa" else math.nan)
     summary = (f"{len(sweeps) * n} states; {unsteady} did not reach ||F|| < "
                f"{plan.tolerance:g} by t = {plan.t_max:g}; "
                + (f"bistable for {plan.parameter} in [{flagged.min():.6g}, "
                   f"{flagged.max():.6g}]" if flagged.size else "no bistability"))
     attrs = {"kind": "bifurcation", "mode": "scan", "parameter": plan.parameter,
-             "kappa_c": kc, "scan_tolerance": plan.tolerance,
+             "kappa_c": kc, "value": value, "scan_tolerance": plan.tolerance,
              "polish_tolerance": plan.polish_tol, "scan_t_max": plan.t_max,
              "bistable_low": float(flagged.min()) if flagged.size else math.nan,
              "bistable_high": float(flagged.max()) if flagged.size else math.nan,

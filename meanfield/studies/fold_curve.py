@@ -387,7 +387,12 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
 
     st.check_spectral(disc)
     geometry, normalized = disc.geometry, disc.model.normalized
-    kappa_c = lin.critical_kappa(geometry, float(beta), normalized, 1)
+    value = getattr(disc.model, "value", 1.0)
+    kappa_c = lin.critical_kappa(geometry, float(beta), normalized, 1, value)
+    if not math.isfinite(kappa_c):
+        return math.nan, None, (f"no fold at beta = {beta:g}: no pitchfork (value = "
+                                f"{value:g}, V = c I with c <= 0: the uniform state is "
+                                "stable for every kappa)")
     disc.set_parameters(beta=float(beta), kappa=kappa_c)
     uniform = lin._uniform_state(disc)
     phi = lin.critical_modes(disc, 1)[0]

@@ -2,7 +2,8 @@
 (spectral discretizations of S^1 and S^2).
 
 A stationary state solves ``F(u) = 0`` for the parameterised residual of the
-discretization (``disc.residual``, docs/architecture.md) at its ``(beta, kappa)``. ``F``
+discretization (``disc.residual``, docs/architecture.md) at its ``(beta, kappa)`` (and its
+``value`` c of ``V = c I``, which multiplies the velocity: ``rho ∝ exp(c kappa Psi)``). ``F``
 conserves mass and commutes with rotations, so its zeros come in families (any mass, any
 orientation) and ``F'`` is singular there. ``stationary_state`` therefore solves the
 bordered system, matrix-free by Newton-Krylov (``solvers.nonlinear.newton``):
@@ -309,8 +310,8 @@ def zero_flux_defect(disc, u: np.ndarray) -> float:
 
 
 def free_energy(disc, u: np.ndarray) -> float:
-    """``kappa^-1 int rho log rho - (E_beta(rho) - E_beta(uniform))``: the run
-    diagnostics' free energy (``model.diagnostics``, the same numbers an evolve dataset
+    """``kappa^-1 int rho log rho - c (E_beta(rho) - E_beta(uniform))`` (``c`` the model's
+    ``value``, ``V = c I``): the run diagnostics' free energy (``model.diagnostics``, the same numbers an evolve dataset
     holds); NaN without noise."""
     d = disc.model.diagnostics(disc.to_density(np.asarray(u)))
     return float(d.get("free_energy", math.nan))

@@ -25,6 +25,10 @@ order parameter solves ``r = A(kappa r)``: ``A(s) = I_1(s)/I_0(s)`` on S^1 and t
 Langevin function ``A(s) = coth(s) - 1/s`` on S^2 (the mean of ``<x, e>`` under
 ``exp(s <x, e>)``). ``A'(0) = 1/2`` and ``1/3``: non-trivial roots for ``kappa > 2``
 and ``kappa > 3``, the pitchforks at ``kappa_c = 1/a_1``.
+
+With the value matrix ``V = c I`` (the discretization's ``value``) the velocity is
+multiplied by c: the rates are ``k^2 (c a_k - 1/kappa)``, ``kappa_c = 1/(c a_k)`` (none for
+``c <= 0``) and the beta = 0 states solve ``r = A(c kappa r)``.
 """
 from __future__ import annotations
 
