@@ -58,6 +58,7 @@ from meanfield.config.initial import (
     validate_initial_section,
 )
 from meanfield.config.weights import (
+    FAST_SUMS,
     WEIGHTED_ARCHITECTURES,
     finish_feedforward,
     finish_weights,
@@ -229,6 +230,11 @@ def _finish_particles(cfg: dict) -> None:
                           "mask; masks are for "
                           + " and ".join(repr(a) for a in WEIGHTED_ARCHITECTURES),
                           "particles.mask")
+    if p["sum_method"] in FAST_SUMS and (arch == "pure" or p["mask"] != "none"):
+        what = "pure self-attention" if arch == "pure" else f"mask = {p['mask']!r}"
+        raise ConfigError(f"particles.sum_method = {p['sum_method']!r} expands the kernel of "
+                          f"unit tokens attending to all tokens; with {what} use 'auto' or "
+                          "'direct'", "particles.sum_method")
     if p["save_attention"] and arch not in WEIGHTED_ARCHITECTURES:
         raise ConfigError(f"particles.save_attention = true: architecture {arch!r} has no "
                           "softmax attention matrix to save; it is saved for "
