@@ -42,12 +42,15 @@ scales, dataset checks, animation writing, the diagnostics panels), ``circle`` a
 ``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``), ``particles``
 and ``comparison`` (the dataset kinds; the token panels in ``tokens``), ``contraction``,
 ``convergence`` and ``bifurcation`` (the studies; ``bifurcation_figure(ds, scan=...)``
-overlays a brute-force scan on a continuation).
+overlays a brute-force scan on a continuation). Tokens in R^d (``geometry =
+"euclidean"``, general weights): ``euclidean`` (the dispatch) draws the panels of
+``weights`` (paths, attention matrices, distance to Boolean, polytope, hyperplanes).
 """
 from __future__ import annotations
 
 from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
 from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
+from meanfield.plotting import euclidean as _euclidean  # noqa: F401  (tokens in R^d)
 from meanfield.plotting import long_context as _long_context  # noqa: F401  (registers it)
 from meanfield.plotting import metastability as _metastability  # noqa: F401  (registers it)
 from meanfield.plotting import normalization as _normalization  # noqa: F401  (registers it)

@@ -130,9 +130,14 @@ class _KindPlots:
 
 _KINDS: dict[str, _KindPlots] = {}
 _PDE_KINDS = ("evolve", "pde")  # kinds drawn as PDE results (as one without the attribute)
+# a kind drawn its own way in one geometry: (kind, geometry) -> plots (tokens in R^d)
+_KIND_GEOMETRIES: dict[tuple[str, str], _KindPlots] = {}
 
 
-def _register_kind(kind: str, plots: _KindPlots) -> None:
+def _register_kind(kind: str, plots: _KindPlots, geometry: str | None = None) -> None:
+    if geometry is not None:
+        _KIND_GEOMETRIES[(kind, geometry)] = plots
+        return
     _KINDS[kind] = plots
 
 
@@ -141,6 +146,9 @@ def _kind_plots(ds: Any) -> _KindPlots | None:
     kind = getattr(ds, "attrs", {}).get("kind")
     if kind is None or str(kind) in _PDE_KINDS:
         return None
+    special = (str(kind), str(getattr(ds, "attrs", {}).get("geometry")))
+    if special in _KIND_GEOMETRIES:
+        return _KIND_GEOMETRIES[special]
     if str(kind) in _KINDS:
         return _KINDS[str(kind)]
     raise ConfigError(f"dataset kind {str(kind)!r} is not known; supported: "

@@ -1,0 +1,516 @@
+"""Figures of tokens in R^d with general weights (Q, K, V): the pictures of the
+emergence-of-clusters paper (issue 20).
+
+Every function takes either a token dataset (``attrs["kind"] = "particles"``,
+``attrs["geometry"] = "euclidean"``: ``position (time, particle, component)``, holding the
+rescaled tokens ``z = e^{-tV} x`` when ``attrs["rescaled"]`` says so, and optionally
+``attention (time, particle, key)``) or plain arrays (``tokens`` ``(time, n, d)`` with
+``times``), and returns a ``matplotlib.figure.Figure`` (pyplot-free, as in the rest of
+``meanfield.plotting``):
+
+- ``token_paths``: the tokens' paths, fading from the first to the last time (d = 1: z(t)
+  against t; d = 2 in the plane; d = 3 in 3D; d > 3 in the principal plane of the last
+  time), coloured by the vertex group they end in;
+- ``attention_snapshots``: the attention matrix P(t) at a few times, tokens ordered by the
+  token they attend to at the end, so the leaders' columns stand out;
+- ``boolean_distance_plot``: ``max_i (1 - max_j P_ij)`` on a log scale, with the number of
+  leaders and the numerical rank;
+- ``polytope_plot``: the last tokens and the convex hull of their vertices (V = I,
+  Theorem 3.1), a polygon in 2D and its faces in 3D, each vertex labelled with the number
+  of tokens at it;
+- ``hyperplane_plot``: the coordinates along phi_1 over time with their limiting values
+  (a simple top eigenvalue of V, Theorem 4.1);
+- ``origin_plot``: ``max_i |x_i|`` over time (V = -I, the collapse to the origin);
+- ``weights_figure``: the summary that ``meanfield plot RESULT.nc`` draws.
+
+The weights of a dataset come from its ``config`` attribute (``meanfield.config.weights``);
+when they cannot be rebuilt (a ``{file = ...}`` matrix not found where the plot runs), the
+panels that need them are left out. The attention is the saved one, or recomputed from
+the weights (one head) when it was not saved.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from meanfield.errors import ConfigError
+from meanfield.metrics.attention import boolean_distance, leader_count, numerical_rank
+from meanfield.metrics.limit_geometry import (
+    groups, hull_vertices, hyperplane_values, leading_coordinates, leading_eigenvector,
+    origin_distance, vertex_distance)
+from meanfield.plotting.helpers import _fmt_time, _letter_panels, _new_figure, _style
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+# the share of the tokens' diameter within which tokens count as one point (a vertex or a
+# hyperplane that has not fully collapsed at the last saved time)
+RELATIVE_TOLERANCE = 1e-3
+MAX_PATHS = 400  # more tokens: a subsample of the paths is drawn (all final points)
+
+
+@dataclass(frozen=True)
+class TokenSeries:
+    """Tokens over time, read from a dataset or given as arrays."""
+
+    times: np.ndarray          # (T,)
+    tokens: np.ndarray         # (T, n, d)
+    attention: np.ndarray | None  # (T, n, n) or None
+    heads: tuple | None        # the heads of the run, or None when not known
+    rescaled: bool
+    beta: float = 1.0          # the run's inverse temperature and mask (for P)
+    mask: str = "none"
+
+    @property
+    def value(self) -> np.ndarray | None:
+        """V of a one-head run, else None."""
+        return self.heads[0].value if self.heads and len(self.heads) == 1 else None
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes")
+
+
+def _run_of(ds: Any) -> dict:
+    """What the dataset's config says of the run: ``heads`` (None when the weights cannot
+    be rebuilt), ``beta``, ``mask``, ``rescaled`` (absent when there is no config)."""
+    try:
+        cfg = json.loads(ds.attrs["config"])
+    except Exception:  # noqa: BLE001 - no config: the attributes decide
+        return {}
+    p = cfg.get("particles", {})
+    out = {"beta": float(cfg.get("model", {}).get("beta", 1.0)),
+           "mask": str(p.get("mask", "none")), "rescaled": bool(p.get("rescaled", False))}
+    try:
+        from meanfield.config.weights import build_heads
+
+        out["heads"] = tuple(build_heads(cfg))
+    except Exception:  # noqa: BLE001 - an optional panel: any failure leaves it out
+        out["heads"] = None
+    return out
+
+
+def token_series(data: Any, times: Any = None, *, attention: Any = None,
+                 heads: Any = None) -> TokenSeries:
+    """Tokens over time from a dataset or arrays, checked.
+
+    Args:
+        data: a particle dataset of geometry ``"euclidean"``, or an array ``(T, n, d)``
+            (``(n, d)``: one time), or a ``TokenSeries`` (returned as it is).
+        times: ``(T,)`` times of an array (default ``0, 1, ...``); not with a dataset.
+        attention: ``(T, n, n)`` attention matrices of an array (a dataset's come from its
+            ``attention`` variable).
+        heads: a ``Head`` or a sequence of them, used for V and to compute the attention
+            when it is not given (one head, rescaled tokens when ``rescaled`` holds).
+
+    Raises:
+        ConfigError: naming what is missing or of the wrong shape.
+    """
+    import xarray as xr
+
+    from meanfield.model.weighted_attention import Head
+
+    if isinstance(data, TokenSeries):
+        return data
+    if isinstance(data, xr.Dataset):
+        if "position" not in data.data_vars:
+            raise ConfigError("a particle dataset needs 'position (time, particle, "
+                              "component)'", "position")
+        if times is not None:
+            raise ConfigError("times are read from the dataset; pass them with arrays "
+                              "only", "times")
+        z = np.asarray(data["position"].transpose("time", "particle", "component").values,
+                       dtype=float)
+        t = np.asarray(data["time"].values, dtype=float)
+        if attention is None and "attention" in data.data_vars:
+            attention = data["attention"].transpose("time", "particle", "key").values
+        run = _run_of(data)
+        rescaled = (_truthy(data.attrs["rescaled"]) if "rescaled" in data.attrs
+                    else run.get("rescaled", False))
+        if heads is None:
+            heads = run.get("heads")
+        beta, mask = run.get("beta", 1.0), run.get("mask", "none")
+    else:
+        z = np.asarray(data, dtype=float)
+        z = z[None] if z.ndim == 2 else z
+        t = np.arange(z.shape[0], dtype=float) if times is None else np.asarray(
+            times, dtype=float).ravel()
+        rescaled, beta, mask = True, 1.0, "none"
+    if z.ndim != 3 or z.shape[1] < 1 or z.shape[2] < 1 or t.shape != (z.shape[0],):
+        raise ConfigError(f"tokens must be (time, n, d) with one time each, got shape "
+                          f"{z.shape} and {t.size} times", "position")
+    if not np.all(np.isfinite(z)):
+        raise ConfigError("the tokens ('position') have NaN or inf entries: nothing to "
+                          "plot", "position")
+    if isinstance(heads, Head):
+        heads = (heads,)
+    if attention is not None:
+        attention = np.asarray(attention, dtype=float)
+        if attention.shape != (z.shape[0], z.shape[1], z.shape[1]):
+            want = (z.shape[0], z.shape[1], z.shape[1])
+            raise ConfigError(f"attention must be (time, n, n) = {want}, got "
+                              f"{attention.shape}", "attention")
+    return TokenSeries(t, z, attention, tuple(heads) if heads else None, rescaled, beta,
+                       mask)
+
+
+def _attention(s: TokenSeries) -> np.ndarray | None:
+    """The saved attention, or the one head's recomputed from the tokens (None if no)."""
+    if s.attention is not None:
+        return s.attention
+    if not s.heads or len(s.heads) != 1:
+        return None
+    from meanfield.model.weighted_attention import attention_matrix, rescaled_attention
+
+    h, kw = s.heads[0], {"beta": s.beta, "mask": s.mask}
+    if s.rescaled:
+        return np.stack([rescaled_attention(z, t, h, **kw)
+                         for t, z in zip(s.times, s.tokens)])
+    return np.stack([attention_matrix(z, h, **kw) for z in s.tokens])
+
+
+def _tolerance(z: np.ndarray, tolerance: float | None) -> float:
+    if tolerance is not None:
+        return float(tolerance)
+    span = float(np.max(np.ptp(z, axis=0))) if z.shape[0] > 1 else 0.0
+    return RELATIVE_TOLERANCE * span
+
+
+def _end_groups(z_end: np.ndarray, tolerance: float | None) -> np.ndarray:
+    """Each token's vertex group at the last time (for the colours)."""
+    return groups(z_end, _tolerance(z_end, tolerance))
+
+
+def _colours(labels: np.ndarray) -> np.ndarray:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if labels.max() < 10 else "tab20"]
+    return cmap(np.mod(labels, cmap.N))
+
+
+def _title(s: TokenSeries) -> str:
+    n, d = s.tokens.shape[1:]
+    what = "rescaled tokens z = e^(−tV)x" if s.rescaled else "tokens x"
+    v = s.value
+    if v is not None:
+        lam = np.sort_complex(np.linalg.eigvals(v))[::-1]
+        shown = ", ".join(f"{x.real:.3g}" if abs(x.imag) < 1e-12 else f"{x:.3g}"
+                          for x in lam[:4])
+        what += f", eig V = ({shown}{', …' if lam.size > 4 else ''})"
+    return f"{n} {what} in R{_sup(d)}"
+
+
+def _sup(d: int) -> str:
+    return str(d).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def _principal(z: np.ndarray) -> np.ndarray:
+    """(d, 2) orthonormal principal axes of a configuration."""
+    _, _, vt = np.linalg.svd(z - z.mean(axis=0), full_matrices=False)
+    return vt[:2].T
+
+
+def _ax(fig: Figure, ax: Axes | None, three_d: bool = False) -> Axes:
+    if ax is not None:
+        return ax
+    return fig.add_subplot(projection="3d") if three_d else fig.add_subplot()
+
+
+def _hyperplanes(s: TokenSeries, v: np.ndarray, tolerance: float | None) -> tuple:
+    """``(psi_1, values, label)``: the left eigenvector, the values the last coordinates
+    cluster to and each token's value (index)."""
+    _, _, psi = leading_eigenvector(v)
+    c = leading_coordinates(s.tokens[-1], v)
+    values = hyperplane_values(s.tokens[-1], v, _tolerance(c[:, None], tolerance))
+    return psi, values, np.argmin(np.abs(c[:, None] - values), axis=1)
+
+
+def _draw_lines(ax: Axes, psi: np.ndarray, values: np.ndarray) -> None:
+    """The lines ``<psi, z> = value`` across the current 2D view (dashed)."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    direction = np.array([-psi[1], psi[0]]) / np.linalg.norm(psi)
+    centre, span = np.array([(x0 + x1) / 2, (y0 + y1) / 2]), np.hypot(x1 - x0, y1 - y0)
+    for value in values:
+        # the point of the line nearest the view's centre, then both ways along it
+        foot = centre + (value - psi @ centre) * psi / (psi @ psi)
+        ends = foot + np.outer([-span, span], direction)
+        ax.plot(ends[:, 0], ends[:, 1], "k--", lw=0.7, zorder=1, scalex=False,
+                scaley=False)  # the view stays the tokens'
+
+
+# ------------------------------------------------------------------------------------
+# the panels
+# ------------------------------------------------------------------------------------
+def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
+                tolerance: float | None = None, value_matrix: Any = None) -> Figure:
+    """The tokens' paths, fading from the first time (light) to the last (dark).
+
+    Args:
+        data: dataset or ``(T, n, d)`` array (see ``token_series``).
+        ax: axes to draw into (3D axes for d = 3); None: a new figure.
+        times: times of an array.
+        tolerance: the grouping distance of the colours (tokens ending within it share
+            one); None: 1e-3 of the last configuration's extent.
+        value_matrix: a V with a simple leading eigenvalue: the tokens are coloured by
+            the hyperplane they end on and, in 2D, the hyperplanes are drawn (Figure 6
+            of the paper); None: coloured by the point they end at.
+
+    Returns:
+        The figure.
+    """
+    from matplotlib.collections import LineCollection
+
+    s = token_series(data, times)
+    z, t = s.tokens, s.times
+    n, d = z.shape[1:]
+    planes = None
+    if value_matrix is not None:
+        planes = _hyperplanes(s, np.asarray(value_matrix, dtype=float), tolerance)
+        colours = _colours(planes[2])
+    else:
+        colours = _colours(_end_groups(z[-1], tolerance))
+    keep = np.unique(np.linspace(0, n - 1, min(n, MAX_PATHS)).astype(int))
+    fade = np.linspace(0.12, 1.0, max(t.size - 1, 1))
+    with _style():
+        fig = _new_figure((3.6, 3.3)) if ax is None else ax.figure
+        ax = _ax(fig, ax, three_d=d == 3)
+        if d == 1:
+            for i in keep:
+                ax.plot(t, z[:, i, 0], color=colours[i], lw=0.8)
+            ax.set_xlabel("time t")
+            ax.set_ylabel("z" if s.rescaled else "x")
+        elif d == 3:
+            from mpl_toolkits.mplot3d.art3d import Line3DCollection
+
+            for i in keep:
+                seg = np.stack([z[:-1, i], z[1:, i]], axis=1)
+                rgba = np.repeat(colours[i][None], seg.shape[0], axis=0)
+                rgba[:, 3] = fade[: seg.shape[0]]
+                ax.add_collection3d(Line3DCollection(seg, colors=rgba, linewidths=0.8))
+            ax.scatter(*z[0].T, s=5, color="0.6", depthshade=False)
+            ax.scatter(*z[-1].T, s=12, color=colours, depthshade=False)
+            letter = "z" if s.rescaled else "x"
+            for k, name in enumerate("xyz"):
+                getattr(ax, f"set_{name}label")(f"{letter}{'₁₂₃'[k]}", labelpad=-2)
+            ax.tick_params(labelsize=6, pad=0)
+            ax.set_box_aspect(None, zoom=0.85)  # room for the labels beside other panels
+        else:
+            p = z if d == 2 else z @ _principal(z[-1])
+            for i in keep:
+                seg = np.stack([p[:-1, i], p[1:, i]], axis=1)
+                rgba = np.repeat(colours[i][None], seg.shape[0], axis=0)
+                rgba[:, 3] = fade[: seg.shape[0]]
+                ax.add_collection(LineCollection(seg, colors=rgba, linewidths=0.9))
+            ax.scatter(*p[0].T, s=6, color="0.6", zorder=3, label=f"t = {_fmt_time(t[0])}")
+            ax.scatter(*p[-1].T, s=14, color=colours, zorder=4, edgecolors="k",
+                       linewidths=0.3, label=f"t = {_fmt_time(t[-1])}")
+            ax.autoscale_view()
+            ax.set_aspect("equal", adjustable="datalim")
+            if planes is not None and d == 2:
+                _draw_lines(ax, planes[0], planes[1])
+            name = "z" if s.rescaled else "x"
+            ax.set_xlabel(f"{name}₁" if d == 2 else "principal axis 1 (last time)")
+            ax.set_ylabel(f"{name}₂" if d == 2 else "principal axis 2")
+        if d == 2 or d > 3:
+            legend = ax.legend(loc="best", fontsize=6, markerscale=1.2, handletextpad=0.2)
+            legend.legend_handles[1].set_facecolor("0.25")  # the last tokens: many colours
+        ax.set_title("token paths" + ("" if d != 3 else
+                                      f" (grey: t = {_fmt_time(t[0])})"))
+    return fig
+
+
+def attention_snapshots(data: Any, *, times: Any = None, count: int = 4,
+                        at: Any = None, attention: Any = None, heads: Any = None,
+                        fig: Any = None) -> Figure:
+    """The attention matrix at ``count`` times (or the saved times nearest ``at``).
+
+    Tokens are ordered by the token they attend to most at the last time (then by index),
+    so each leader's column is one block. Colour: P_ij from 0 to 1. ``fig``: a figure or
+    subfigure to draw into (None: a new figure); the figure drawn into is returned.
+
+    Raises:
+        ConfigError: no attention saved and none computable (several heads, unknown
+            weights).
+    """
+    s = token_series(data, times, attention=attention, heads=heads)
+    p = _attention(s)
+    if p is None:
+        raise ConfigError("no attention to draw: the dataset has no 'attention' variable "
+                          "(particles.save_attention = true) and its weights are not one "
+                          "known head", "attention")
+    t = s.times
+    if at is None:
+        idx = np.unique(np.rint(np.linspace(0, t.size - 1, min(count, t.size))).astype(int))
+    else:
+        idx = np.unique(np.abs(t[None] - np.atleast_1d(np.asarray(at, float))[:, None])
+                        .argmin(axis=1))
+    order = np.lexsort((np.arange(p.shape[1]), np.argmax(p[-1], axis=1)))
+    with _style():
+        fig = _new_figure((1.75 * idx.size + 0.7, 2.2)) if fig is None else fig
+        axes = list(fig.subplots(1, idx.size, squeeze=False)[0])
+        for k, (ax, i) in enumerate(zip(axes, idx)):
+            image = ax.imshow(p[i][np.ix_(order, order)], vmin=0, vmax=1, cmap="magma_r",
+                              interpolation="nearest")
+            ax.set_title(f"t = {_fmt_time(t[i])}\ndist {boolean_distance(p[i]):.1e}",
+                         fontsize=7)
+            ax.set_xlabel("key j")
+            ax.set_ylabel("query i" if k == 0 else "")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        fig.colorbar(image, ax=axes, shrink=0.85, pad=0.02).set_label("Pᵢⱼ(t)")
+        fig.suptitle("attention matrices (tokens ordered by their last leader)",
+                     fontsize=8)
+    return fig
+
+
+def boolean_distance_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
+                          attention: Any = None, heads: Any = None) -> Figure:
+    """``max_i (1 - max_j P_ij)`` over time on a log scale (0 is not drawn), with the
+    number of leaders and the numerical rank of the last P in the legend."""
+    s = token_series(data, times, attention=attention, heads=heads)
+    p = _attention(s)
+    if p is None:
+        raise ConfigError("no attention to draw (see attention_snapshots)", "attention")
+    dist = boolean_distance(p)
+    with _style():
+        fig = _new_figure((3.4, 2.6)) if ax is None else ax.figure
+        ax = _ax(fig, ax)
+        shown = dist > 0
+        ax.semilogy(s.times[shown], dist[shown], color="C3", marker="." if s.times.size
+                    <= 40 else None, label=f"last: {leader_count(p[-1])} leaders, rank "
+                    f"{numerical_rank(p[-1])}")
+        if not np.all(shown):  # exactly Boolean in doubles from then on
+            first = s.times[np.argmin(shown)]
+            ax.axvline(first, color="0.5", ls=":", lw=0.8,
+                       label=f"exactly 0 from t = {_fmt_time(first)}")
+        top = float(dist[shown].max()) if np.any(shown) else 1.0
+        ax.set_ylim(top=2.0 * top)
+        ax.set_xlabel("time t")
+        ax.set_ylabel("maxᵢ (1 − maxⱼ Pᵢⱼ)")
+        ax.set_title("distance to Boolean")
+        ax.legend(loc="lower left", fontsize=6.5)
+    return fig
+
+
+def polytope_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
+                  tolerance: float | None = None) -> Figure:
+    """The last tokens, their first positions (grey) and the convex hull of the vertex
+    tokens (Theorem 3.1): a polygon in 2D, faces in 3D; vertices as stars labelled with
+    the number of tokens nearest to them. d = 2 or 3 only.
+
+    Args:
+        tolerance: tokens within it count as one vertex; None: 1e-3 of the extent.
+    """
+    from scipy.spatial import ConvexHull, QhullError
+
+    s = token_series(data, times)
+    z0, z = s.tokens[0], s.tokens[-1]
+    d = z.shape[1]
+    if d not in (2, 3):
+        raise ConfigError(f"polytope_plot draws d = 2 or 3, got d = {d}", "component")
+    tol = _tolerance(z, tolerance)
+    v = hull_vertices(z, tol)
+    dist = vertex_distance(z, v)
+    nearest = np.argmin(np.linalg.norm(z[:, None] - z[v][None], axis=-1), axis=1)
+    with _style():
+        fig = _new_figure((3.6, 3.3)) if ax is None else ax.figure
+        ax = _ax(fig, ax, three_d=d == 3)
+        kw = {"depthshade": False} if d == 3 else {}
+        ax.scatter(*z0.T, s=5, color="0.7", label=f"t = {_fmt_time(s.times[0])}", **kw)
+        pts = z[v]
+        try:
+            hull = ConvexHull(pts) if v.size > d else None
+        except QhullError:  # flat vertex set: drawn as its edges below
+            hull = None
+        if d == 2:
+            ring = pts[hull.vertices] if hull is not None else pts
+            ring = np.vstack([ring, ring[:1]])
+            ax.fill(ring[:, 0], ring[:, 1], color="C0", alpha=0.12, lw=0)
+            ax.plot(ring[:, 0], ring[:, 1], color="C0", lw=1.0)
+        elif hull is not None:
+            from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+            ax.add_collection3d(Poly3DCollection(pts[hull.simplices], alpha=0.18,
+                                                 facecolor="C0", edgecolor="C0", lw=0.5))
+        else:
+            ring = np.vstack([pts, pts[:1]])
+            ax.plot(*ring.T, color="C0", lw=1.0)
+        ax.scatter(*z.T, s=10, color="k", label=f"t = {_fmt_time(s.times[-1])}", **kw)
+        ax.scatter(*pts.T, s=90, marker="*", color="C1", edgecolors="k", linewidths=0.4,
+                   zorder=5, label="vertices", **kw)
+        for k, point in enumerate(pts):
+            ax.text(*point, f" {np.count_nonzero(nearest == k)}", fontsize=7, color="C1")
+        name = "z" if s.rescaled else "x"
+        for k, axis in enumerate("xyz"[:d]):
+            getattr(ax, f"set_{axis}label")(f"{name}{'₁₂₃'[k]}",
+                                            **({"labelpad": -2} if d == 3 else {}))
+        if d == 2:
+            ax.set_aspect("equal", adjustable="datalim")
+        else:
+            ax.tick_params(labelsize=6, pad=0)
+            ax.set_box_aspect(None, zoom=0.85)
+        if d == 2:
+            ax.legend(loc="best", fontsize=6, handletextpad=0.2)
+        ax.set_title(f"polytope: {v.size} vertices,\ntokens ≤ {dist.max():.1e} from one")
+    return fig
+
+
+def hyperplane_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
+                    value_matrix: Any = None, tolerance: float | None = None) -> Figure:
+    """The coordinates ``c_1(z_i(t))`` along phi_1 over time and the values they end on
+    (dashed; Theorem 4.1: at most three).
+
+    Args:
+        value_matrix: V (default: the dataset's one head).
+        tolerance: coordinates within it are one value; None: 1e-3 of their range.
+
+    Raises:
+        ConfigError: no V known; ValueError: V without a simple leading eigenvalue.
+    """
+    s = token_series(data, times)
+    v = s.value if value_matrix is None else np.asarray(value_matrix, dtype=float)
+    if v is None:
+        raise ConfigError("hyperplane_plot needs the value matrix (value_matrix = V, or a "
+                          "dataset of one head with its config)", "value_matrix")
+    lam, phi, _ = leading_eigenvector(v)
+    c = leading_coordinates(s.tokens, v)
+    _, values, label = _hyperplanes(s, v, tolerance)
+    colours = _colours(label)
+    with _style():
+        fig = _new_figure((3.6, 2.8)) if ax is None else ax.figure
+        ax = _ax(fig, ax)
+        for i in range(c.shape[1]):
+            ax.plot(s.times, c[:, i], color=colours[i], lw=0.7, alpha=0.7)
+        for value in values:
+            ax.axhline(value, color="k", ls="--", lw=0.8)
+        ax.set_xlabel("time t")
+        shown = ", ".join(f"{x:.2f}" for x in phi)
+        ax.set_ylabel(f"coordinate along φ₁ = ({shown})")
+        ax.set_title(f"{values.size} hyperplane(s), λ₁ = {lam:.3g}")
+    return fig
+
+
+def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None) -> Figure:
+    """``max_i |x_i(t)|`` on log-log axes (V = -I: the collapse to the origin, like
+    ``t^{-1/2}``; a dashed ``t^{-1/2}`` guide through the last point)."""
+    s = token_series(data, times)
+    r = origin_distance(s.tokens)
+    with _style():
+        fig = _new_figure((3.4, 2.6)) if ax is None else ax.figure
+        ax = _ax(fig, ax)
+        t = s.times
+        ok = t > 0
+        ax.loglog(t[ok], r[ok], color="C2", label="max |xᵢ|" if not s.rescaled else
+                  "max |zᵢ|")
+        if np.count_nonzero(ok) > 1:
+            ax.loglog(t[ok], r[ok][-1] * np.sqrt(t[ok][-1] / t[ok]), "k--", lw=0.7,
+                      label="∝ t^(−1/2)")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("distance to the origin")
+        ax.set_title("collapse to the origin")
+        ax.legend(fontsize=6.5)
+    return fig
