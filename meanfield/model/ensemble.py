@@ -21,6 +21,8 @@ The batch is one array ``(B, n, m)`` (system, token, component). The fields are 
   0 and B-1 of the batch against ``velocity`` of each alone); the span reduction stays
   with the models above (a value matrix takes the tokens out of their span), and a
   field of the time (``time_dependent``, the rescaled flow) is refused.
+  B = 1024 post-LN systems of n = 16 tokens in d = 3 run ~16x faster than a loop of
+  ``simulate`` over them, with the same tokens (benchmarks/bench_weighted_attention.py).
 
 Cost per field evaluation: ``O(B n^2 m)`` (two batched GEMMs and ``B n^2`` exponentials);
 plain numpy. A fused numba kernel for one field evaluation of the batch (one system per

@@ -32,8 +32,8 @@ logarithm.
 
 Cost of a velocity: per head the two ``n x n x d`` products (logits, then weights times
 values) and ``n^2`` exponentials, in blocks of rows that stay in cache (``_attend``: no
-``n x n`` array, memory ``O(n d)`` beyond a block); measured at n = 4096, d = 128 at or
-below the time of the two plain products (benchmarks/bench_weighted_attention.py).
+``n x n`` array, memory ``O(n d)`` beyond a block); measured at n = 4096, d = 128:
+0.75-1.25x the time of the two plain products (benchmarks/bench_weighted_attention.py).
 """
 from __future__ import annotations
 
@@ -50,10 +50,11 @@ from solvers.particles.direct import normalize_rows, tangent_projection
 MASKS = ("none", "causal")
 # Below this log of the logit scale, the scale itself is formed (e^700 < the double max)
 LOG_SCALE_DIRECT = 700.0
-# Weights per block of rows in ``_attend`` (8 MB of doubles): at n = 4096, d = 128 the
-# velocity in blocks of 256 rows took 0.75x the time of its two plain n x n x d products
-# (whose n x n results go through memory), 0.97x without blocks (benchmarks/
-# bench_weighted_attention.py)
+# Weights per block of rows in ``_attend`` (8 MB of doubles, blocks of 256 rows at
+# n = 4096): at n = 4096, d = 128 (one BLAS thread, shared 2-core machine) the velocity
+# took 0.75-1.25x the time of its two plain n x n x d products (whose n x n results go
+# through memory), against 1.2-1.8x through the full n x n matrix (1024-row blocks or
+# more: as slow as the full matrix); benchmarks/bench_weighted_attention.py
 BLOCK = 2**20
 ACTIVATIONS = {"relu": lambda a: np.maximum(a, 0.0), "tanh": np.tanh}
 
