@@ -18,14 +18,14 @@ distance to it and the fitted rate.
 from __future__ import annotations
 
 import argparse
-from types import SimpleNamespace
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from meanfield.model.particles import simulate
-from meanfield.model.weighted_attention import Head, sphere_velocity
+from meanfield.model.weighted_attention import Head
+from meanfield.model.weighted_particles import WeightedParticles
 from solvers.particles.direct import normalize_rows
 
 PREDICTED_RATE = 0.5  # 1 - 1/i at i = 2, the slowest mode of the linearised flow
@@ -33,10 +33,7 @@ PREDICTED_RATE = 0.5  # 1 - 1/i at i = 2, the slowest mode of the linearised flo
 
 def causal_run(n: int, beta: float, t_final: float, saves: int, seed: int) -> dict:
     x0 = normalize_rows(np.random.default_rng(seed).standard_normal((n, 3)))
-    head = Head.identity(3)
-    model = SimpleNamespace(
-        on_sphere=True, name="causal",
-        velocity=lambda x: sphere_velocity(x, head, beta=beta, mask="causal"))
+    model = WeightedParticles(Head.identity(3), beta=beta, mask="causal")
     times = np.linspace(0.0, t_final, saves + 1)[1:]
     run = simulate(model, x0, times, dt=None, tolerance=1e-12)
     x = run.positions

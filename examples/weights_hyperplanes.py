@@ -22,16 +22,19 @@ import argparse
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from scipy.integrate import solve_ivp
 
 from meanfield.config.weights import weight_matrix
 from meanfield.metrics.limit_geometry import (
     hyperplane_values, leading_coordinates, leading_eigenvector)
-from meanfield.model.weighted_attention import Head, rescaled_velocity
+from meanfield.model.particles import simulate
+from meanfield.model.weighted_attention import Head
+from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.runs.threads import one_blas_thread
 
 EIGENVALUES = [1.35, -0.07]  # Figure 6's
 T_FINAL = 10.0
 FIT_FROM = 5.0  # P is Boolean to round-off by then
+TOLERANCE = 1e-10  # error per step of the adaptive RK4 (step doubling)
 MERGE = 1e-2  # coordinates within this at t_final are one value
 
 
@@ -42,13 +45,13 @@ def hyperplane_run(n: int, seed: int, saves: int) -> dict:
     head = Head(np.eye(d), np.eye(d), value)
     lam, phi, _ = leading_eigenvector(value)
     z0 = np.random.default_rng(seed).standard_normal((n, d))
-    times = np.linspace(0.0, T_FINAL, saves + 1)
-    sol = solve_ivp(lambda t, y: rescaled_velocity(y.reshape(n, d), t, head).ravel(),
-                    (0.0, T_FINAL), z0.ravel(), method="DOP853", rtol=1e-10, atol=1e-12,
-                    t_eval=times)
-    if sol.status != 0:
-        raise RuntimeError(f"the integration stopped: {sol.message}")
-    z = sol.y.T.reshape(len(times), n, d)
+    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
+    # threads spinning beside other jobs made each call ~1000x slower
+    with one_blas_thread():
+        run = simulate(RescaledParticles(head), z0,
+                       np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
+                       tolerance=TOLERANCE)
+    times, z = run.times, run.positions
     c = leading_coordinates(z, value)  # (time, token)
     values = hyperplane_values(z[-1], value, MERGE)
     nearest = np.argmin(np.abs(c[-1][:, None] - values[None, :]), axis=1)

@@ -19,14 +19,17 @@ import argparse
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from scipy.integrate import solve_ivp
 
 from meanfield.metrics.attention import (
     boolean_distance, leader_count, leaders, nearest_boolean, numerical_rank)
 from meanfield.metrics.limit_geometry import groups, hull_vertices, vertex_distance
-from meanfield.model.weighted_attention import Head, rescaled_attention, rescaled_velocity
+from meanfield.model.particles import simulate
+from meanfield.model.weighted_attention import Head
+from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 12.0
+TOLERANCE = 1e-10  # error per step of the adaptive RK4 (step doubling)
 MERGE = 1e-2  # tokens within this of each other at t_final are one cluster
 
 
@@ -34,14 +37,15 @@ def leaders_run(n: int, seed: int, saves: int) -> dict:
     d = 3
     head = Head.identity(d)
     z0 = np.random.default_rng(seed).standard_normal((n, d))
-    times = np.linspace(0.0, T_FINAL, saves + 1)
-    sol = solve_ivp(lambda t, y: rescaled_velocity(y.reshape(n, d), t, head).ravel(),
-                    (0.0, T_FINAL), z0.ravel(), method="DOP853", rtol=1e-10, atol=1e-12,
-                    t_eval=times)
-    if sol.status != 0:
-        raise RuntimeError(f"the integration stopped: {sol.message}")
-    z = sol.y.T.reshape(len(times), n, d)
-    p = np.stack([rescaled_attention(zk, t, head) for zk, t in zip(z, times)])
+    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
+    # threads spinning beside other jobs made each call ~1000x slower
+    with one_blas_thread():
+        run = simulate(RescaledParticles(head), z0,
+                       np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
+                       tolerance=TOLERANCE)
+    times, z = run.times, run.positions
+    model = RescaledParticles(head)
+    p = np.stack([model.attention(zk, t)[0] for zk, t in zip(z, times)])
     vertices = hull_vertices(z[-1], MERGE)
     lead = leaders(p[-1])
     label = groups(z[-1], MERGE)

@@ -21,29 +21,20 @@ import argparse
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from scipy.integrate import solve_ivp
 from scipy.spatial import ConvexHull
 
 from meanfield.config.weights import weight_matrix
 from meanfield.metrics.limit_geometry import hull_vertices, vertex_distance
-from meanfield.model.weighted_attention import Head, rescaled_velocity
+from meanfield.model.particles import simulate
+from meanfield.model.weighted_attention import Head
+from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 12.0
 FIT_FROM = 6.0  # P is Boolean to round-off by then: the linear regime of rate 1
+TOLERANCE = 1e-10  # error per step of the adaptive RK4 (step doubling)
 MERGE = 1e-2  # tokens within this of each other at t_final are one cluster
 KEY_EIGENVALUES = {2: [0.8, 1.25], 3: [0.8, 1.0, 1.25]}
-
-
-def rescaled_run(head: Head, z0: np.ndarray, t_final: float, saves: int) -> tuple:
-    """The rescaled tokens ``(times, z (time, token, component))`` (DOP853, rtol 1e-10)."""
-    n, d = z0.shape
-    times = np.linspace(0.0, t_final, saves + 1)
-    sol = solve_ivp(lambda t, y: rescaled_velocity(y.reshape(n, d), t, head).ravel(),
-                    (0.0, t_final), z0.ravel(), method="DOP853", rtol=1e-10, atol=1e-12,
-                    t_eval=times)
-    if sol.status != 0:
-        raise RuntimeError(f"the integration stopped: {sol.message}")
-    return times, sol.y.T.reshape(len(times), n, d)
 
 
 def polytope_run(n: int, d: int, seed: int, saves: int) -> dict:
@@ -51,7 +42,13 @@ def polytope_run(n: int, d: int, seed: int, saves: int) -> dict:
                          "seed": seed}, d, "weights.key")
     head = Head(np.eye(d), key, np.eye(d))  # Q^T K = K, positive definite
     z0 = np.random.default_rng(seed).standard_normal((n, d))
-    times, z = rescaled_run(head, z0, T_FINAL, saves)
+    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
+    # threads spinning beside other jobs made each call ~1000x slower
+    with one_blas_thread():
+        run = simulate(RescaledParticles(head), z0,
+                       np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
+                       tolerance=TOLERANCE)
+    times, z = run.times, run.positions
     vertices = hull_vertices(z[-1], MERGE)
     # each token's distance to the nearest leader (the tokens at the final vertices)
     distance = np.array([vertex_distance(zk, vertices).max() for zk in z])

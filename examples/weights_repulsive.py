@@ -16,14 +16,14 @@ polytope and the largest energy increase between saves.
 from __future__ import annotations
 
 import argparse
-from types import SimpleNamespace
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from meanfield.model.particles import interaction_energy, simulate
-from meanfield.model.weighted_attention import Head, sphere_velocity
+from meanfield.model.weighted_attention import Head
+from meanfield.model.weighted_particles import WeightedParticles
 from solvers.particles.direct import normalize_rows
 
 BETA = 2.0
@@ -59,9 +59,7 @@ def polytope_error(x: np.ndarray) -> float:
 
 def repulsive_run(n: int, d: int, seed: int, saves: int) -> dict:
     x0 = normalize_rows(np.random.default_rng(seed).standard_normal((n, d)))
-    head = Head.identity(d, value=-1.0)
-    model = SimpleNamespace(on_sphere=True, name="repulsive",
-                            velocity=lambda x: sphere_velocity(x, head, beta=BETA))
+    model = WeightedParticles(Head.identity(d, value=-1.0), beta=BETA)
     times = np.linspace(0.0, T_FINAL[n], saves + 1)[1:]
     run = simulate(model, x0, times, dt=None, tolerance=1e-12)
     energy = np.array([interaction_energy(x, BETA) for x in run.positions])
