@@ -157,7 +157,9 @@ def _diagnostics(ds: xr.Dataset, axes: Any = None) -> list[Axes]:
     p = _attention(s)
     if p is not None:
         s = replace(s, attention=p)
-    builders = ([boolean_distance_plot] if p is not None else []) + [origin_plot]
+    guide = limit_kind(s) == "origin"  # the t^(-1/2) of the collapse, only where expected
+    builders = ([boolean_distance_plot] if p is not None else []) + [
+        lambda s, ax: origin_plot(s, ax, guide=guide)]
     if axes is None:
         with _style():
             fig = _new_figure((3.2 * len(builders), 2.6))

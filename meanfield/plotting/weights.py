@@ -350,7 +350,7 @@ def attention_snapshots(data: Any, *, times: Any = None, count: int = 4,
                         .argmin(axis=1))
     order = np.lexsort((np.arange(p.shape[1]), np.argmax(p[-1], axis=1)))
     with _style():
-        fig = _new_figure((1.75 * idx.size + 0.7, 2.2)) if fig is None else fig
+        fig = _new_figure((1.75 * idx.size + 0.7, 2.75)) if fig is None else fig
         axes = list(fig.subplots(1, idx.size, squeeze=False)[0])
         for k, (ax, i) in enumerate(zip(axes, idx)):
             image = ax.imshow(p[i][np.ix_(order, order)], vmin=0, vmax=1, cmap="magma_r",
@@ -494,9 +494,10 @@ def hyperplane_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
     return fig
 
 
-def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None) -> Figure:
+def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
+                guide: bool = True) -> Figure:
     """``max_i |x_i(t)|`` on log-log axes (V = -I: the collapse to the origin, like
-    ``t^{-1/2}``; a dashed ``t^{-1/2}`` guide through the last point)."""
+    ``t^{-1/2}``; with ``guide`` a dashed ``t^{-1/2}`` line through the last point)."""
     s = token_series(data, times)
     r = origin_distance(s.tokens)
     with _style():
@@ -506,11 +507,11 @@ def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None) -> Figu
         ok = t > 0
         ax.loglog(t[ok], r[ok], color="C2", label="max |xᵢ|" if not s.rescaled else
                   "max |zᵢ|")
-        if np.count_nonzero(ok) > 1:
+        if guide and np.count_nonzero(ok) > 1:
             ax.loglog(t[ok], r[ok][-1] * np.sqrt(t[ok][-1] / t[ok]), "k--", lw=0.7,
                       label="∝ t^(−1/2)")
         ax.set_xlabel("time t")
         ax.set_ylabel("distance to the origin")
-        ax.set_title("collapse to the origin")
+        ax.set_title("collapse to the origin" if guide else "farthest token")
         ax.legend(fontsize=6.5)
     return fig
