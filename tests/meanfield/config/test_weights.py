@@ -209,7 +209,7 @@ BAD = [
     ({"feedforward": {"activation": "relu", "weight": [[1]]}}, "particles",
      "feedforward.weight", "2 x 2"),
     ({"feedforward": {"activation": "relu"}}, "evolve", "feedforward", "not taken"),
-    ({"weights": {"value": -1}}, "convergence", "weights", "not taken"),
+    ({"weights": {"value": -1}}, "contraction", "weights", "not taken"),
     # architectures, geometry, options
     ({"domain": {"geometry": "euclidean"}, "particles": {"architecture": "post-ln"}},
      "particles", "particles.architecture", "\"pure\""),
@@ -258,7 +258,6 @@ BAD = [
     ({"domain": {"geometry": "euclidean"}}, "compare", "domain.geometry", "S^1 and S^2"),
     ({"domain": {"geometry": "euclidean"}}, "bifurcation", "domain.geometry", "S^1 and S^2"),
     ({"domain": {"geometry": "euclidean"}}, "contraction", "domain.geometry", "S^1 and S^2"),
-    ({"domain": {"geometry": "euclidean"}}, "convergence", "domain.geometry", "S^1 and S^2"),
     ({"domain": {"geometry": "euclidean"}}, "metastability", "domain.geometry",
      "S^1 and S^2"),
     # [initial] for tokens in R^d
