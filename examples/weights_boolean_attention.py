@@ -28,6 +28,8 @@ from meanfield.metrics.attention import (
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.plotting.helpers import _style
+from meanfield.plotting.weights import attention_snapshots, boolean_distance_plot
 from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 6.0
@@ -36,7 +38,7 @@ SNAPSHOTS = (0.0, 0.3, 0.6, 1.5)
 
 
 def boolean_run(n: int, seed: int, saves: int) -> dict:
-    # sorted tokens: the leaders are the first and the last column of every image
+    # sorted tokens: the leaders are tokens 0 and n - 1
     z0 = np.sort(np.random.default_rng(seed).standard_normal(n))
     model = RescaledParticles(Head.identity(1))
     save = np.unique(np.round(np.r_[np.linspace(0.0, T_FINAL, saves + 1), SNAPSHOTS], 12))
@@ -81,39 +83,27 @@ def main(argv=None) -> dict:
           f"{args.n - 1}), rank {run['rank']}; nearest Boolean = P* of Theorem 2.1: "
           f"{run['matches_theorem']}")
 
-    fig = Figure(figsize=(9.5, 5.6), layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(2, len(SNAPSHOTS))
-    top = []
-    for k, ts in enumerate(SNAPSHOTS):
-        ax = fig.add_subplot(grid[0, k])
-        top.append(ax)
-        image = ax.imshow(run["attention"][np.argmin(np.abs(t - ts))], cmap="Greys",
-                          vmin=0, vmax=1, interpolation="nearest")
-        ax.set_title(f"P(t), t = {ts:g}")
-        ax.set_xlabel("key token j")
-        if k == 0:
-            ax.set_ylabel("query token i")
-    fig.colorbar(image, ax=top, shrink=0.9, label=r"attention $P_{ij}$")
-    ax = fig.add_subplot(grid[1, :2])
-    ax.semilogy(t, dist, lw=1.2)
-    ax.set_yticks([10.0**k for k in range(0, int(np.log10(dist[-1])) - 20, -20)])
-    ax.set_ylim(dist[-1] / 10, 3.0)
-    ax.set_xlabel("time t")
-    ax.set_ylabel("Boolean distance  max$_i$(1 - max$_j$ $P_{ij}$)")
-    ax.set_title("Distance to the nearest Boolean matrix")
-    ax = fig.add_subplot(grid[1, 2:])
-    window = t >= FIT_FROM
-    ax.plot(t[1:], np.log(-np.log(dist[1:])), lw=1.2, label="measured")
-    ax.plot(t[window], run["slope"] * t[window] + run["intercept"], "k--", lw=1.0,
-            label=f"fit on [{FIT_FROM:g}, {T_FINAL:g}]: slope {run['slope']:.3f}")
-    ax.set_xlabel("time t")
-    ax.set_ylabel(r"$\log(-\log \mathrm{distance})$")
-    ax.set_title("Doubly exponential: slope 1 (= V) predicted")
-    ax.legend(frameon=False)
-    fig.suptitle(f"Theorem 2.1: n = {args.n} tokens in d = 1, Q = K = V = 1; tokens "
-                 f"sorted, leaders = first and last column")
-    fig.savefig(args.out, dpi=150)
+    with _style():  # the package's figure style, for its panels and ours
+        fig = Figure(figsize=(9.0, 5.6), layout="constrained")
+        FigureCanvasAgg(fig)
+        top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.15])
+        tokens = run["z"][:, :, None]  # (time, token, component)
+        attention_snapshots(tokens, times=t, attention=run["attention"], at=SNAPSHOTS,
+                            fig=top)
+        left, right = bottom.subplots(1, 2)
+        boolean_distance_plot(tokens, left, times=t, attention=run["attention"])
+        window = t >= FIT_FROM
+        right.plot(t[1:], np.log(-np.log(dist[1:])), lw=1.2, label="measured")
+        right.plot(t[window], run["slope"] * t[window] + run["intercept"], "k--", lw=1.0,
+                   label=f"fit on [{FIT_FROM:g}, {T_FINAL:g}]: slope {run['slope']:.3f}")
+        right.set_xlabel("time t")
+        right.set_ylabel(r"$\log(-\log \mathrm{distance})$")
+        right.set_title("doubly exponential: slope 1 (= V) predicted")
+        right.legend(frameon=False)
+        bottom.suptitle(f"Theorem 2.1: n = {args.n} tokens in d = 1, Q = K = V = 1; "
+                        f"leaders {run['leaders'].tolist()} (the smallest and the largest "
+                        "token)")
+        fig.savefig(args.out, dpi=150)
     return run
 
 

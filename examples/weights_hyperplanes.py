@@ -29,6 +29,8 @@ from meanfield.metrics.limit_geometry import (
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.plotting.helpers import _style
+from meanfield.plotting.weights import hyperplane_plot, token_paths
 from meanfield.runs.threads import one_blas_thread
 
 EIGENVALUES = [1.35, -0.07]  # Figure 6's
@@ -84,49 +86,34 @@ def main(argv=None) -> dict:
           f"{run['final_spread']:.1e} of its hyperplane; fitted rate {run['rate']:.4f} "
           f"(lambda_1 = {run['lambda']:g})")
 
-    z, t = run["z"], run["times"]
-    fig = Figure(figsize=(10.0, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 3, 1)
-    for i in range(args.n):
-        ax.plot(*z[:, i].T, color=f"C{run['group'][i]}", lw=0.7, alpha=0.8)
-    ax.scatter(*z[0].T, s=5, color="0.3", label="$z_i(0)$")
-    ax.scatter(*z[-1].T, s=12, color="k", label=f"$z_i({T_FINAL:g})$")
-    lo, hi = z.min(axis=(0, 1)), z.max(axis=(0, 1))
-    span = np.linspace(-1.5, 1.5, 2) * np.max(np.abs(np.r_[lo, hi])) * 1.2
-    normal = np.array([-phi[1], phi[0]])
-    for v in run["values"]:
-        line = v * phi + span[:, None] * normal
-        ax.plot(*line.T, color="0.4", ls="--", lw=0.8)
-    ax.annotate("", xy=1.5 * phi, xytext=(0, 0), zorder=10,
-                arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": 2.2})
-    ax.text(*(1.5 * phi + np.array([0.15, -0.35])), r"$\varphi_1$", color="C3", fontsize=11,
-            zorder=10)
-    ax.set(xlim=(lo[0] - 0.3, hi[0] + 0.3), ylim=(lo[1] - 0.3, hi[1] + 0.3))
-    ax.set_aspect("equal")
-    ax.set_xlabel("$z_1$")
-    ax.set_ylabel("$z_2$")
-    ax.set_title("Rescaled tokens and the lines\n"
-                 r"$\langle z, \varphi_1\rangle$ = value (dashed)")
-    ax.legend(frameon=False, fontsize=7, loc="lower right")
-    ax = fig.add_subplot(1, 3, 2)
-    for i in range(args.n):
-        ax.plot(t, run["coordinate"][:, i], color=f"C{run['group'][i]}", lw=0.7)
-    ax.set_xlabel("time t")
-    ax.set_ylabel(r"$\langle z_i(t), \varphi_1 \rangle$")
-    ax.set_title(f"{run['values'].size} values (at most 3: Theorem 4.1)")
-    ax = fig.add_subplot(1, 3, 3)
-    ax.semilogy(t, run["spread"], lw=1.2, label=f"measured (fit: {run['rate']:.3f})")
-    ax.semilogy(t, run["spread"][-1] * np.exp(-run["lambda"] * (t - t[-1])), "k--",
-                lw=0.8, label=rf"$e^{{-\lambda_1 t}}$, $\lambda_1$ = {run['lambda']:g}")
-    ax.set_xlabel("time t")
-    ax.set_ylabel(r"max$_i$ distance of $\langle z_i, \varphi_1\rangle$ to its value")
-    ax.set_title("Spread about the hyperplanes")
-    ax.legend(frameon=False, fontsize=8)
-    fig.suptitle(rf"Q = K = I, V symmetric with eigenvalues {EIGENVALUES[0]:g}, "
-                 rf"{EIGENVALUES[1]:g}, n = {args.n} in $R^2$: clustering along "
-                 r"$\varphi_1$ (Figure 6)")
-    fig.savefig(args.out, dpi=150)
+    t = run["times"]
+    with _style():  # the package's figure style, for its panels and ours
+        fig = Figure(figsize=(10.0, 4.2), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, 3, width_ratios=[1.1, 1.0, 1.0])
+        token_paths(run["z"], axes[0], times=t, value_matrix=run["value_matrix"],
+                    tolerance=MERGE)
+        ax = axes[0]
+        ax.annotate("", xy=1.5 * phi, xytext=(0, 0), zorder=10,
+                    arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": 2.2})
+        ax.text(*(1.5 * phi + np.array([0.15, -0.35])), "φ₁", color="C3", fontsize=11,
+                zorder=10)
+        ax.set_title("token paths and the lines\n⟨z, φ₁⟩ = value (dashed)")
+        hyperplane_plot(run["z"], axes[1], times=t, value_matrix=run["value_matrix"],
+                        tolerance=MERGE)
+        axes[1].set_title(f"{axes[1].get_title()}\n(at most 3: Theorem 4.1)")
+        ax = axes[2]
+        ax.semilogy(t, run["spread"], lw=1.2, label=f"measured (fit: {run['rate']:.3f})")
+        ax.semilogy(t, run["spread"][-1] * np.exp(-run["lambda"] * (t - t[-1])), "k--",
+                    lw=0.8, label=f"e^(−λ₁t), λ₁ = {run['lambda']:g}")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("maxᵢ distance of ⟨zᵢ, φ₁⟩ to its value")
+        ax.set_title("spread about the hyperplanes,\nat rate λ₁")
+        ax.legend()
+        fig.suptitle(f"Q = K = I, V symmetric with eigenvalues {EIGENVALUES[0]:g}, "
+                     f"{EIGENVALUES[1]:g}, n = {args.n} rescaled tokens in R²: clustering "
+                     "along φ₁ (Figure 6)")
+        fig.savefig(args.out, dpi=150)
     return run
 
 

@@ -26,6 +26,8 @@ from meanfield.metrics.limit_geometry import groups, hull_vertices, vertex_dista
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.plotting.helpers import _style
+from meanfield.plotting.weights import attention_snapshots, token_paths
 from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 12.0
@@ -77,45 +79,32 @@ def main(argv=None) -> dict:
           f"rank of P {run['rank']}; Boolean distance {run['distance'][-1]:.1e}; every "
           f"token attends to its own cluster's leader: {run['rows_attend_own_leader']}")
 
-    z, p, label, lead = run["z"], run["attention"], run["labels"], run["leaders"]
-    colour = {g: f"C{k % 10}" for k, g in enumerate(label[lead])}
-    fig = Figure(figsize=(10.0, 6.6), layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(2, 3)
-    ax = fig.add_subplot(grid[:, 0:2], projection="3d")
-    for i in range(args.n):
-        ax.plot(*z[:, i].T, color=colour.get(label[i], "0.5"), lw=0.7, alpha=0.8)
-    ax.scatter(*z[0].T, s=6, color="0.3", label="$z_i(0)$")
-    ax.scatter(*z[-1, lead].T, s=160, marker="*", c=[colour[g] for g in label[lead]],
-               edgecolor="k", depthshade=False, label="leaders (vertices of K)")
-    ax.set_xlabel("$z_1$")
-    ax.set_ylabel("$z_2$")
-    ax.set_zlabel("$z_3$")
-    ax.legend(frameon=False, loc="upper left")
-    ax.set_title(f"n = {args.n} rescaled tokens, Q = K = V = I: each path coloured by the "
-                 f"leader it reaches")
-    ax = fig.add_subplot(grid[0, 2])
-    order = np.lexsort((np.arange(args.n), label))  # tokens grouped by cluster
-    ax.imshow(p[-1][np.ix_(order, order)], cmap="Greys", vmin=0, vmax=1,
-              interpolation="nearest")
-    ax.set_xlabel("key token j (grouped by cluster)")
-    ax.set_ylabel("query token i")
-    ax.set_title(f"P(t = {T_FINAL:g}): one column per leader")
-    ax = fig.add_subplot(grid[1, 2])
     t = run["times"]
-    ax.plot(t, run["ranks"], lw=1.2, label="numerical rank of P (1e-6)")
-    ax.plot(t, run["leader_counts"], lw=1.2, ls="--",
-            label="leaders (max$_i P_{ij}$ > 1/2)")
-    ax.axhline(run["vertices"].size, color="0.5", lw=0.8, ls=":",
-               label=f"vertices of K: {run['vertices'].size}")
-    ax.set_yscale("log")
-    ax.set_yticks([1, 2, 5, 10, 20, 40])
-    ax.yaxis.set_major_formatter("{x:.0f}")
-    ax.set_xlabel("time t")
-    ax.set_ylabel("count")
-    ax.set_title("Rank and leaders of P(t)")
-    ax.legend(frameon=False, fontsize=7)
-    fig.savefig(args.out, dpi=150)
+    with _style():  # the package's figure style, for its panels and ours
+        fig = Figure(figsize=(10.0, 7.2), layout="constrained")
+        FigureCanvasAgg(fig)
+        top, bottom = fig.subfigures(2, 1, height_ratios=[1.3, 1.0])
+        left, right = top.subfigures(1, 2, width_ratios=[1.0, 1.25])
+        ax = left.add_subplot(projection="3d")
+        token_paths(run["z"], ax, times=t, tolerance=MERGE)
+        ax.set_title(f"n = {args.n} rescaled tokens, Q = K = V = I:\npaths coloured by "
+                     f"the vertex (leader) they reach")
+        ax = right.add_subplot()
+        ax.plot(t, run["ranks"], lw=1.2, label="numerical rank of P (tolerance 1e-6)")
+        ax.plot(t, run["leader_counts"], lw=1.2, ls="--",
+                label="leaders: j with max$_i$ P$_{ij}$ > 1/2")
+        ax.axhline(run["vertices"].size, color="0.5", lw=0.8, ls=":",
+                   label=f"vertices of the limit polytope: {run['vertices'].size}")
+        ax.set_yscale("log")
+        ax.set_yticks([1, 2, 5, 10, 20, 40])
+        ax.yaxis.set_major_formatter("{x:.0f}")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("count")
+        ax.set_title("rank and leaders of P(t):\nboth end at the number of vertices")
+        ax.legend()
+        attention_snapshots(run["z"], times=t, attention=run["attention"],
+                            at=(0.0, 1.0, 2.0, T_FINAL), fig=bottom)
+        fig.savefig(args.out, dpi=150)
     return run
 
 

@@ -21,13 +21,14 @@ import argparse
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from scipy.spatial import ConvexHull
 
 from meanfield.config.weights import weight_matrix
 from meanfield.metrics.limit_geometry import hull_vertices, vertex_distance
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
+from meanfield.plotting.helpers import _style
+from meanfield.plotting.weights import polytope_plot, token_paths
 from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 12.0
@@ -59,39 +60,6 @@ def polytope_run(n: int, d: int, seed: int, saves: int) -> dict:
             "count": int(vertices.size), "n": n}
 
 
-def _hull_edges(points: np.ndarray) -> list[tuple[int, int]]:
-    """Edges of the convex hull of ``points`` (2D: the polygon; 3D: of its triangles,
-    without the diagonals of coplanar facets)."""
-    if points.shape[0] <= points.shape[1]:  # a segment or a triangle: every pair
-        return [(a, b) for a in range(len(points)) for b in range(a + 1, len(points))]
-    hull = ConvexHull(points)
-    if points.shape[1] == 2:
-        return [tuple(s) for s in hull.simplices]
-    edges = {}
-    for simplex, eq in zip(hull.simplices, hull.equations):
-        for a, b in ((0, 1), (1, 2), (0, 2)):
-            edge = tuple(sorted((simplex[a], simplex[b])))
-            edges.setdefault(edge, []).append(eq[:3])
-    # an edge between two coplanar triangles is a diagonal of a facet, not an edge of K
-    return [e for e, normals in edges.items()
-            if len(normals) < 2 or abs(np.dot(normals[0], normals[1])) < 1 - 1e-6]
-
-
-def _draw(ax, z: np.ndarray, vertex_points: np.ndarray, title: str) -> None:
-    d = z.shape[1]
-    ax.scatter(*z.T, s=8, color="C0", alpha=0.7, label="tokens $z_i(t)$")
-    for a, b in _hull_edges(vertex_points):
-        ax.plot(*vertex_points[[a, b]].T, color="k", lw=0.8, ls="--")
-    ax.scatter(*vertex_points.T, s=40, facecolor="none", edgecolor="C3", lw=1.2,
-               label="vertices of K (final)")
-    ax.set_xlabel("$z_1$")
-    ax.set_ylabel("$z_2$")
-    if d == 3:
-        ax.set_zlabel("$z_3$")
-        ax.tick_params(labelsize=6)
-    ax.set_title(title)
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -107,42 +75,32 @@ def main(argv=None) -> dict:
               f"{run['final_distance']:.1e} of one; fitted rate {run['rate']:.4f} "
               f"(predicted 1)")
 
-    fig = Figure(figsize=(10.0, 6.4), layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(2, 3)
-    run = runs[3]
-    leaders = run["z"][-1][run["vertices"]]
-    for k, ts in enumerate((0.0, 2.0, T_FINAL)):
-        ax = fig.add_subplot(grid[0, k], projection="3d")
-        _draw(ax, run["z"][np.argmin(np.abs(run["times"] - ts))], leaders,
-              f"d = 3, n = {n}: t = {ts:g}")
-        lo, hi = run["z"].min(axis=(0, 1)), run["z"].max(axis=(0, 1))
-        ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), zlim=(lo[2], hi[2]))
-        if k == 0:
-            ax.legend(frameon=False, fontsize=7, loc="upper left")
-    run = runs[2]
-    ax = fig.add_subplot(grid[1, 0])
-    for i in range(n):
-        ax.plot(*run["z"][:, i].T, color="0.6", lw=0.6)
-    ax.scatter(*run["z"][0].T, s=5, color="0.3")
-    _draw(ax, run["z"][-1], run["z"][-1][run["vertices"]],
-          f"d = 2, n = {n}: paths from $z_i(0)$ (dots)")
-    ax.set_aspect("equal")
-    ax = fig.add_subplot(grid[1, 1:])
-    for d, run in runs.items():
-        ax.semilogy(run["times"], run["distance"], lw=1.2,
-                    label=f"d = {d}: {run['count']} vertices, fitted rate "
-                          f"{run['rate']:.3f}")
-    t = runs[3]["times"]
-    ax.semilogy(t, runs[3]["distance"][-1] * np.exp(-(t - t[-1])), "k--", lw=0.8,
-                label=r"$e^{-t}$")
-    ax.set_xlabel("time t")
-    ax.set_ylabel("max$_i$ distance to the nearest vertex")
-    ax.set_title("Every rescaled token reaches a vertex (Theorem 3.1)")
-    ax.legend(frameon=False)
-    fig.suptitle("V = I, $Q^T K$ positive definite: rescaled tokens $z = e^{-t} x$ cluster "
-                 "at the vertices of a convex polytope")
-    fig.savefig(args.out, dpi=150)
+    with _style():  # the package's figure style, for its panels and ours
+        fig = Figure(figsize=(10.0, 6.6), layout="constrained")
+        FigureCanvasAgg(fig)
+        grid = fig.add_gridspec(2, 3, height_ratios=[1.2, 1.0])
+        panels = [(token_paths, 3, fig.add_subplot(grid[0, 0], projection="3d")),
+                  (polytope_plot, 3, fig.add_subplot(grid[0, 1], projection="3d")),
+                  (polytope_plot, 2, fig.add_subplot(grid[0, 2]))]
+        for draw, d, ax in panels:
+            draw(runs[d]["z"], ax, times=runs[d]["times"], tolerance=MERGE)
+            ax.set_title(f"d = {d}: {ax.get_title()}")
+        ax = fig.add_subplot(grid[1, :])
+        for d, run in runs.items():
+            ax.semilogy(run["times"], run["distance"], lw=1.2,
+                        label=f"d = {d}: {run['count']} vertices, fitted rate "
+                              f"{run['rate']:.3f}")
+        t = runs[3]["times"]
+        ax.semilogy(t, runs[3]["distance"][-1] * np.exp(-(t - t[-1])), "k--", lw=0.8,
+                    label=r"$e^{-t}$")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("max$_i$ distance to the nearest vertex")
+        ax.set_title("every rescaled token reaches a vertex (Theorem 3.1), at rate "
+                     "λ(V) = 1")
+        ax.legend()
+        fig.suptitle(f"V = I, QᵀK ≻ 0, n = {n}: the rescaled tokens z = e^(−t)x cluster "
+                     "at the vertices of a convex polytope (Figure 1)")
+        fig.savefig(args.out, dpi=150)
     return runs
 
 
