@@ -317,7 +317,8 @@ def comparison(cfg: dict, plan: dict, pde: xr.Dataset, members: dict[int, xr.Dat
     if "free_energy" in pde:
         ds["free_energy"] = pde["free_energy"]
     ds.attrs.update({k: v for k, v in pde.attrs.items()
-                     if k in ("geometry", "method", "model", "beta", "kappa", "resolution")})
+                     if k in ("geometry", "method", "model", "beta", "kappa", "resolution",
+                              "value")})
     ds.attrs.update({
         "title": f"PDE vs {len(runs)} x {plan['n']} tokens: {pde.attrs['title']}",
         "n": plan["n"], "ensemble": len(runs), "bins": len(width),
