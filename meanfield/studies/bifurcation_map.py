@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from meanfield.discretizations.base import model_value
 from meanfield.errors import ConfigError
 from meanfield.runs.engine import RunTask
 from meanfield.studies import bifurcation as bf
@@ -209,11 +210,13 @@ def map_dataset(cfg: dict, done: list[dict], info: dict,
                  "fold_curve_status": fold["status"], "fold_curve_message": fold["message"]}
     ds = xr.Dataset(data, coords={"beta": ("beta", betas), "kappa": ("kappa", kappa[:nk])})
     m = cfg["model"]
+    value = model_value(cfg)
     ds.attrs.update({"title": f"first bifurcation of {'SA' if m['normalized'] else 'USA'} "
-                              f"on the {cfg['domain']['geometry']} over (beta, kappa)",
+                              f"on the {cfg['domain']['geometry']} over (beta, kappa)"
+                              + ("" if value == 1 else f", V = {value:g} I"),
                      "geometry": cfg["domain"]["geometry"], "mode": "map",
                      "model": "SA" if m["normalized"] else "USA", "parameter": "kappa",
-                     **extra, **info})
+                     "value": value, **extra, **info})
     return ds
 
 

@@ -96,3 +96,37 @@ def test_repulsive_value_in_beta_has_no_critical_beta():
     assert ds.attrs["status"] == 0, ds.attrs["message"]
     assert np.all(np.isnan(ds.attrs["critical_beta"]))
     assert "no pitchfork" in ds.attrs["pitchfork_check"]
+
+
+def test_map_with_value():
+    """The (beta, kappa) map: SA at beta = 0.5, 1.5 with c = 2 finds kappa_c = 1/(c a_1),
+    a_1 = I_1(beta)/(beta I_0(beta)) from scipy here; c = -1 finds none, and each beta's
+    message says why."""
+    common = {"model": {"beta": 0.0, "normalized": True},
+              "discretization": {"resolution": 32},
+              "bifurcation": {"mode": "map", "start": 0.5, "stop": 4.0, "map_start": 0.5,
+                              "map_stop": 1.5, "map_num": 2}}
+    ds = bf.bifurcation({**common, "weights": {"value": 2.0}})
+    assert ds.attrs["status"] == 0 and ds.attrs["value"] == 2.0
+    beta = ds.beta.values
+    expected = beta * special.i0(beta) / (2.0 * special.i1(beta))
+    np.testing.assert_allclose(ds.map_critical_kappa.values, expected, rtol=1e-6)
+    ds = bf.bifurcation({**common, "weights": {"value": -1.0}})
+    assert ds.attrs["status"] == 0 and ds.attrs["value"] == -1.0
+    assert np.all(np.isnan(ds.map_critical_kappa.values))
+    assert all("no pitchfork: value = -1" in m for m in ds.map_message.values)
+
+
+def test_scan_with_value():
+    """The brute-force scan (time integration to steady state) with c = 2: noisy Kuramoto
+    states ``r = I_1(c kappa r)/I_0(c kappa r)``, uniform below kappa_c = 2/c = 1."""
+    from meanfield.studies import bifurcation_scan as bs
+
+    ds = bs.scan({"discretization": {"resolution": 64},
+                  "model": {"beta": 0.0, "kappa": 2.0}, "weights": {"value": 2.0},
+                  "bifurcation": {"parameter": "kappa", "start": 0.75, "stop": 2.0,
+                                  "scan_num": 4}})
+    assert ds.attrs["value"] == 2.0 and ds.attrs["kappa_c"] == 1.0
+    for i, kappa in enumerate(ds.kappa.values):
+        r = kuramoto_root(2.0 * kappa) if kappa > 1.0 else 0.0
+        assert np.abs(ds.order_parameter.values[:, i] - r).max() <= 1e-8, (kappa, r)
