@@ -60,6 +60,27 @@ def cluster_count(x: np.ndarray, threshold: float) -> int:
     return 1 + int(np.count_nonzero(edges >= threshold))
 
 
+def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
+    """Number of single-linkage clusters of points ``x`` (n, d) in R^d, any d >= 1, at
+    Euclidean distance ``threshold`` (tokens of the pure flow, not on a sphere).
+
+    d = 1: the gaps of the sorted points; else Prim's tree after the snapping of
+    ``cluster_count`` (skipped where the grid indices would pass int64: far-out tokens).
+    ``cluster_count``'s shortcuts (angles on S^1, the hull on S^2) hold for points on a
+    sphere only.
+    """
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape
+    if d == 1:
+        return 1 + int(np.count_nonzero(np.diff(np.sort(x[:, 0])) >= threshold))
+    cube = SNAP * threshold / np.sqrt(d)
+    if np.max(np.abs(x)) / cube < 2.0**62:
+        x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
+    if x.shape[0] == 1:
+        return 1
+    return 1 + int(np.count_nonzero(_prim(np.ascontiguousarray(x)) >= threshold))
+
+
 def mst_edge_lengths(x: np.ndarray) -> np.ndarray:
     """The n - 1 edge lengths (chordal) of a Euclidean minimum spanning tree of ``x``."""
     n, d = x.shape

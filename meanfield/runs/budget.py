@@ -29,7 +29,10 @@ The parts (bytes of float64 = 8, complex = 16):
   copied into the result at the end. compare keeps its PDE and members in memory;
 - particles: ``n x d x 8`` times the stepper's stages and temporaries, the direct sums'
   Gram blocks (``solvers.particles.direct``, 16 MiB each), the attention-rank SVD
-  (``n^2``), and the frames ``frames x n x d x 8`` times ``FRAME_COPIES``;
+  (``n^2``), and the frames ``frames x n x d x 8`` times ``FRAME_COPIES``; the weighted
+  models (``meanfield.model.weighted_particles``) with saved or ranked attention add
+  ``ATTENTION_ARRAYS`` dense ``n x n`` arrays per head, and ``particles.save_attention``
+  adds ``heads x n^2 x 8`` bytes to each frame (memory and disk);
 - compare: the PDE, the ``particles.ensemble`` members' kept frames (the positions) with
   their copies in the comparison and the checkpoint, and the working set of the members
   running at once (``parallel.workers``);
@@ -95,6 +98,10 @@ BYTES_PER_POINT = {
 # from band limit 255 up, the same at 511).
 FIXED_BYTES = {("sphere", "spectral"): 450 * MiB}
 PARTICLE_ARRAYS = 16  # n x d arrays alive in a step: RK4 stages, velocities, temporaries
+# n x n arrays per head of a frame's attention (weighted models, saved or ranked): P of
+# each head and their stack (measured: attention_matrix peaks at 1.13 n^2 doubles, the
+# rescaled form at 1.01, n = 4000; the velocity itself forms none, it runs in blocks)
+ATTENTION_ARRAYS = 2
 GRAM_BLOCK = 16 * MiB  # solvers.particles.direct.BLAS_BLOCK_ELEMENTS doubles
 # Seconds of one SSP-RK3 stage: a fixed part (Python, kernel calls) plus a part per cell
 # (measured lower ends: circle 1024 cells 0.17 ms, sphere 10242 cells 8 ms per stage).
@@ -226,15 +233,23 @@ def _particle_size(cfg: dict) -> tuple[int, int, str]:
 
 def _particle_parts(cfg: dict, budget: Budget, prefix: str = "",
                     streamed: bool = False) -> None:
+    from meanfield.runs.particle_dataset import attention_heads, frame_bytes
     n, d, key = _particle_size(cfg)
     budget.parts[prefix + "token state and stages"] = (
         SAFETY * PARTICLE_ARRAYS * n * d * 8 + 4 * GRAM_BLOCK, key)
-    if cfg["particles"]["attention_rank"]:
-        budget.parts[prefix + "attention matrix SVD"] = (4.0 * n * n * 8, "particles.n")
+    heads = attention_heads(cfg)
+    if cfg["particles"]["attention_rank"] or cfg["particles"].get("save_attention"):
+        if heads:  # each frame's attention matrices, formed for the diagnostics
+            budget.parts[prefix + "attention matrices"] = (
+                SAFETY * ATTENTION_ARRAYS * heads * n * n * 8.0, "particles.n")
+        budget.parts[prefix + "attention matrix SVD"] = (  # (measured 1.19 n^2 a head)
+            4.0 * max(heads, 1) * n * n * 8, "particles.n")
     _save_times_part(cfg, budget)
     frames = frame_count(cfg)
-    budget.parts[prefix + "token frames"] = (
-        _frame_bytes(frames, n * (d + 1) * 8.0, streamed), _frames_key(frames, key))
+    what = "token and attention frames" if cfg["particles"].get("save_attention") \
+        else "token frames"
+    budget.parts[prefix + what] = (
+        _frame_bytes(frames, frame_bytes(cfg, n, d), streamed), _frames_key(frames, key))
 
 
 def estimate(cfg: dict, task: str, streamed: bool = False) -> Budget:
@@ -380,8 +395,9 @@ def check_disk(cfg: dict, task: str, out: str | Path, free: int | None = None) -
     if task == "evolve":
         size, key = grid_size(cfg) * 8.0, "discretization.resolution"
     else:
+        from meanfield.runs.particle_dataset import frame_bytes
         n, d, key = _particle_size(cfg)
-        size = n * (d + 1) * 8.0
+        size = frame_bytes(cfg, n, d)
     need = DISK_COPIES * frames * size
     if free is None:  # (the nearest folder that exists: the result's is made later)
         from meanfield.config.checkers import path as file_path

@@ -9,7 +9,15 @@ of a token file, or an equiangular set) with ``particles.seed``, moved by the mo
   ``model.kappa`` is finite (geodesic Euler-Maruyama, fixed ``time.dt``), else RK4 with
   retraction (fixed ``time.dt`` or adaptive with ``time.tolerance``);
 - ``"pre-ln"``: tokens in R^d, attention on their directions (no noise);
-- ``"hardmax"``: beta = infinity without self-attention (``model.beta`` is not used).
+- ``"hardmax"``: beta = infinity without self-attention (``model.beta`` is not used);
+- ``"pure"`` (``domain.geometry = "euclidean"``): pure self-attention in R^d with the
+  weights of ``[weights]`` (``meanfield.model.weighted_particles``), no normalization, no
+  noise; ``particles.rescaled = true`` integrates ``z = e^{-tV} x`` instead (one head).
+
+General weights (``[weights]`` other than the identity, ``[feedforward]``, a causal
+``particles.mask`` or ``particles.save_attention``) run post-LN as the weighted sphere
+model of ``meanfield.model.weighted_particles`` (dense softmax attention, no fast sums;
+with Q = K = V = I it is SA to round-off).
 
 Interaction sums: ``particles.sum_method`` (``solvers.particles.fast``): "direct" (exact, O(n^2)),
 "fourier" (S^1) or "harmonic" (S^2), to ``particles.accuracy``; "auto" picks by n, d and
@@ -20,8 +28,30 @@ Pre-LN, whose lengths are ``radius (time, particle)``), on the circle also ``ang
 particle)`` in [0, 2 pi), and per time ``order_parameter``, ``mean_direction``, ``energy``
 (``E_beta(mu^n) - E_beta(uniform)``, as the PDE's), ``clusters`` (single-linkage clusters
 at chordal distance ``particles.cluster_threshold``; ``meanfield.metrics.clusters``) and, with
-``particles.attention_rank``, ``attention_rank``. Attributes: the config, the version,
-the resolved sum method and its order, status and message.
+``particles.attention_rank``, ``attention_rank``. The weighted sphere model has
+``energy`` only when every head has ``Q^T K = I`` (the kernel ``e^{beta <x, y>}`` of
+``E_beta``; with ``V = -I`` it decreases); its attention rank is that of its own
+attention matrices.
+
+Tokens in R^d (``"pure"``): ``position (time, particle, component)`` holds the tokens as
+they are, x, or z = e^{-tV} x with ``rescaled`` (its ``long_name`` and the dataset attr
+``position_holds`` say which), not normalised; no ``angle``. Per time: ``mean_position
+(time, component)`` (``mean_i``; not ``mean``, which is a method of a Dataset), ``spread`` (``sqrt(mean_i |x_i - mean|^2)``: 0 when they
+collapse to one point), ``max_norm`` (``max_i |x_i|``) and ``clusters`` (single linkage
+at Euclidean distance ``particles.cluster_threshold``). The sphere's order parameter,
+``E_beta`` and chordal clusters are not defined there and not written.
+
+``particles.save_attention = true``: ``attention (time, particle, key)``, the attention
+matrix P of each frame (rows sum to 1; rescaled: P(t) at x = e^{tV} z), with
+``boolean_distance (time)`` (``max_i (1 - max_j P_ij)``) and ``attention_rank (time)``
+(singular values above ``particles.rank_tolerance`` of the largest;
+``meanfield.metrics.attention``). Several heads: one matrix per head, on a ``head`` dim
+before ``particle`` (and ``(time, head)`` for the two diagnostics). Its memory (frames x
+heads x n^2 doubles) is estimated with the run's before any work (``budget``).
+
+Attributes: the config, the version, the resolved sum method and its order,
+``architecture``, ``rescaled`` (0/1), ``mask``, ``heads``, ``position_holds``, status
+and message.
 
 Nothing lost: with an output path, the frames go to disk as the run goes (part files
 ``<path>.frames/``, ``meanfield.runs.frames``) and a checkpoint ``<path>.checkpoint.nc``
@@ -31,29 +61,32 @@ and on Ctrl-C; ``resume=True`` continues from it bit for bit.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
 import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
+from meanfield.config import weights as wmod
 from meanfield.initial import samplers as sampling
 from meanfield.initial import tokens
 from meanfield.metrics import clusters as cl
-from meanfield.metrics.diagnostics import summarize
 from meanfield.model import kernels
 from meanfield.model import particles as pm
+from meanfield.model import weighted_particles as wp
 from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, StepHook, SteppingTask
+from meanfield.runs.particle_dataset import diagnostics, to_dataset
 from solvers.particles.multipliers import FAST_METHOD
 
 DEFAULT_N = 1000
+# n^2 d below which a weighted model steps on one BLAS thread (ParticlesTask._blas_threads)
+SMALL_ATTENTION = 2**22
 # method -> the only dimension it serves
 FAST_METHODS = {method: d for d, method in FAST_METHOD.items()}
 
@@ -78,7 +111,8 @@ def check_config(cfg: dict) -> dict:
                               "out to take them all", "particles.n")
         n = rows
     n = DEFAULT_N if n is None else n
-    tokens.check_size(n, dim)
+    if cfg["domain"]["geometry"] != "euclidean":  # (in R^d: n >= 2 and d >= 1, validated)
+        tokens.check_size(n, dim)
     noisy = not math.isinf(m["kappa"])
     if noisy and p["architecture"] == "pre-ln":
         raise ConfigError("model.kappa: noise is defined for tokens on the sphere (post-ln, "
@@ -90,6 +124,8 @@ def check_config(cfg: dict) -> dict:
                           "(Euler-Maruyama has no error estimate); give e.g. time.dt = 0.01",
                           "time.dt")
     method = p["sum_method"]
+    if is_weighted(cfg):
+        return _weighted_plan(cfg, n, dim, dt)
     if p["architecture"] == "hardmax" and method not in ("auto", "direct"):
         raise ConfigError(f"particles.sum_method = {method!r}: the hardmax model has no fast sum "
                           "(it takes a maximum, not an exponential kernel); use 'auto' or "
@@ -118,12 +154,59 @@ def check_config(cfg: dict) -> dict:
                           f"attention matrix: n = {n} > {cl.MAX_RANK_TOKENS}; use fewer tokens",
                           "particles.attention_rank")
     return {"n": n, "dim": dim, "kappa": m["kappa"], "dt": None if dt == "auto" else dt,
-            "beta": beta, "sum_method": resolved, "sum_order": order}
+            "beta": beta, "sum_method": resolved, "sum_order": order, "weighted": False,
+            "heads": 1, "energy": True}
+
+
+def is_weighted(cfg: dict) -> bool:
+    """Whether the run moves a model of ``meanfield.model.weighted_particles``:
+    architecture "pure", or "post-ln" with weights other than the identity, a
+    feed-forward layer, a causal mask or saved attention."""
+    p = cfg["particles"]
+    if p["architecture"] == "pure":
+        return True
+    return p["architecture"] == "post-ln" and (
+        not wmod.is_identity(cfg) or bool(cfg.get("feedforward")) or p["mask"] != "none"
+        or p["save_attention"])
+
+
+def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
+    """``check_config`` for the weighted models (dense attention, no fast sums)."""
+    p, m = cfg["particles"], cfg["model"]
+    what = "general weights" if not wmod.is_identity(cfg) else \
+        "saved attention" if p["save_attention"] else "a mask or a feed-forward layer"
+    if p["sum_method"] in FAST_METHODS:
+        raise ConfigError(f"particles.sum_method = {p['sum_method']!r} expands the kernel of "
+                          f"Q = K = V = I only; the run with {what} sums densely: use "
+                          "'auto' or 'direct'", "particles.sum_method")
+    if not m["normalized"]:
+        raise ConfigError(f"model.normalized = false: the run with {what} is normalized "
+                          "self-attention (softmax rows); use normalized = true",
+                          "model.normalized")
+    for key in ("save_attention", "attention_rank"):
+        if p[key] and n > cl.MAX_RANK_TOKENS:
+            raise ConfigError(f"particles.{key} = true needs a dense SVD of the n x n "
+                              f"attention matrix at each frame: n = {n} > "
+                              f"{cl.MAX_RANK_TOKENS}; use fewer tokens", f"particles.{key}")
+    heads = wmod.build_heads(cfg)
+    eye = np.eye(dim)
+    return {"n": n, "dim": dim, "kappa": m["kappa"], "dt": None if dt == "auto" else dt,
+            "beta": m["beta"], "sum_method": "direct", "sum_order": 0, "weighted": True,
+            "heads": len(heads),
+            # E_beta is the energy of the kernel e^{beta <x, y>}: Q^T K = I in every head
+            "energy": p["architecture"] == "post-ln" and all(
+                np.array_equal(h.query.T @ h.key, eye) for h in heads)}
 
 
 def build_model(cfg: dict, plan: dict, threads: int | None = None):
-    """The model object of ``particles.architecture``."""
+    """The model object of ``particles.architecture`` (and of the weights)."""
     p, m = cfg["particles"], cfg["model"]
+    if plan.get("weighted", is_weighted(cfg)):
+        heads, beta = wmod.build_heads(cfg), m["beta"]
+        if p["rescaled"]:
+            return wp.RescaledParticles(heads, beta, p["mask"])
+        return wp.WeightedParticles(heads, beta, p["mask"], wmod.build_feedforward(cfg),
+                                    on_sphere=p["architecture"] == "post-ln")
     if p["architecture"] == "hardmax":
         return pm.HardmaxParticles()
     cls = pm.PreLNParticles if p["architecture"] == "pre-ln" else pm.AttentionParticles
@@ -134,100 +217,15 @@ def build_model(cfg: dict, plan: dict, threads: int | None = None):
 def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
     """The initial tokens: unit vectors, except Pre-LN token files read as they are."""
     init = cfg["initial"]
+    if cfg["domain"]["geometry"] == "euclidean":  # tokens in R^d, as drawn or read
+        rng = tokens.initial_rng(cfg["particles"]["seed"])
+        return sampling.sample_tokens(init, plan["n"], plan["dim"], rng, geometry="euclidean")
     if cfg["particles"]["architecture"] == "pre-ln" and init["kind"] == "tokens" \
             and not init["unit_rows"]:
         return tokens.check_tokens(sampling.load_token_file(init["path"], plan["dim"], plan["n"]),
                                on_sphere=False, key="initial.path")
     rng = tokens.initial_rng(cfg["particles"]["seed"])
     return sampling.sample_tokens(init, plan["n"], plan["dim"], rng)
-
-
-# ---------------------------------------------------------------------------------------
-# Diagnostics and the dataset.
-
-def diagnostics(x: np.ndarray, cfg: dict, plan: dict) -> dict:
-    """Diagnostics of one frame of tokens (rows of ``x``; directions are taken): the
-    empirical measure's through ``meanfield.metrics.diagnostics.summarize`` (weights 1/n), as the
-    PDE's, plus clusters and the attention rank."""
-    th = pm.directions(x)
-    n, p = th.shape[0], cfg["particles"]
-    if math.isinf(plan["beta"]):
-        energy = math.nan  # E_beta diverges with beta
-    else:
-        energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
-                                       accuracy=p["accuracy"], threads=plan.get("threads"))
-    summary = summarize(np.full(n, 1.0 / n), np.ones(n), th, energy, 0.0)
-    out: dict[str, Any] = {key: summary[key]
-                           for key in ("order_parameter", "mean_direction", "energy")}
-    out["clusters"] = cl.cluster_count(th, p["cluster_threshold"])
-    if p["attention_rank"]:
-        out["attention_rank"] = cl.attention_rank(th, plan["beta"],
-                                                  cfg["model"]["normalized"],
-                                                  p["rank_tolerance"])
-    return out
-
-
-def component_names(dim: int) -> list[str]:
-    return ["x", "y", "z"][:dim] if dim <= 3 else [f"x{i + 1}" for i in range(dim)]
-
-
-LONG_NAMES = {
-    "position": "token direction x_i / |x_i| (unit vector in R^d)",
-    "radius": "token length |x_i| (Pre-LN: tokens move in R^d)",
-    "angle": "token angle on the circle, in [0, 2 pi)",
-    "order_parameter": "|mean_i x_i|",
-    "mean_direction": "mean_i x_i / |mean_i x_i|",
-    "energy": "interaction energy E_beta(mu^n) - E_beta(uniform)",
-    "clusters": "single-linkage clusters: tokens linked at chordal distance < threshold",
-    "attention_rank": "numerical rank of the attention matrix",
-}
-
-
-def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarray],
-               diags: list[dict], attrs: dict | None = None) -> xr.Dataset:
-    """The particle dataset (see the module docstring)."""
-    x = np.stack(frames)
-    norms = np.sqrt(np.einsum("tij,tij->ti", x, x))
-    dims3 = ("time", "particle", "component")
-    data: dict[str, Any] = {"position": (dims3, x / norms[..., None])}
-    if cfg["particles"]["architecture"] == "pre-ln":
-        data["radius"] = (("time", "particle"), norms)
-    if plan["dim"] == 2:
-        data["angle"] = (("time", "particle"),
-                         np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi))
-    for name in ("order_parameter", "energy", "clusters", "attention_rank"):
-        if diags and name in diags[0]:
-            data[name] = (("time",), np.array([d[name] for d in diags]))
-    data["mean_direction"] = (("time", "component"),
-                              np.array([d["mean_direction"] for d in diags]))
-    ds = xr.Dataset(data, coords={"time": np.array(times, dtype=float),
-                                  "particle": np.arange(plan["n"]),
-                                  "component": component_names(plan["dim"])})
-    units = {"time": "1 (time in units of the model)", "angle": "rad"}
-    for name in ds.data_vars:
-        ds[name].attrs["units"] = units.get(name, "1")
-        ds[name].attrs["long_name"] = LONG_NAMES[name]
-    ds["time"].attrs["units"] = units["time"]
-    p = cfg["particles"]
-    ds["clusters"].attrs["threshold"] = p["cluster_threshold"]
-    ds["clusters"].attrs["long_name"] += f" = {p['cluster_threshold']:g}"
-    if "attention_rank" in ds:
-        ds["attention_rank"].attrs["tolerance"] = p["rank_tolerance"]
-    m = cfg["model"]
-    model = {"post-ln": "SA" if m["normalized"] else "USA",
-             "pre-ln": f"Pre-LN {'SA' if m['normalized'] else 'USA'}",
-             "hardmax": "hardmax"}[p["architecture"]]
-    geometry = cfg["domain"]["geometry"]
-    ds.attrs.update({
-        "title": f"{plan['n']} tokens, {model} on S^{plan['dim'] - 1}, beta = "
-                 f"{plan['beta']:g}, kappa = {m['kappa']:g}",
-        "kind": "particles", "geometry": geometry, "dim": plan["dim"], "model": model,
-        "architecture": p["architecture"], "beta": plan["beta"], "kappa": m["kappa"],
-        "n": plan["n"], "seed": p["seed"], "sum_method": plan["sum_method"],
-        "sum_order": plan["sum_order"], "accuracy": p["accuracy"],
-    })
-    ds.attrs.update(attrs or {})
-    return ds
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,7 +238,8 @@ class TokenState:
     ``rng``, and the tokens as given where they differ from ``x`` (the start).
 
     In the middle of an interval (a checkpoint between saves), ``t`` and ``taken`` are
-    where ``TokenStepper.advance`` continues from (its ``t`` and ``taken``)."""
+    where ``TokenStepper.advance`` continues from (its ``t`` and ``taken``). ``at``: the
+    save time of ``x`` (the rescaled flow's attention depends on it)."""
 
     x: np.ndarray
     h: float | None
@@ -248,6 +247,7 @@ class TokenState:
     shown: np.ndarray | None = None
     t: float | None = None
     taken: int = 0
+    at: float = 0.0
 
 
 class ParticlesTask(SteppingTask):
@@ -275,6 +275,8 @@ class ParticlesTask(SteppingTask):
         return TokenState(x, None, self.noise.bit_generator.state, self.x0)
 
     def _stepped(self, x: np.ndarray) -> np.ndarray:
+        if self.cfg["domain"]["geometry"] == "euclidean":  # any d >= 1, checked when drawn
+            return np.array(x, dtype=float)
         return tokens.check_tokens(x, self.model.on_sphere)
 
     def advance(self, state: TokenState, point: float, on_step: StepHook) -> TokenState:
@@ -286,14 +288,29 @@ class ParticlesTask(SteppingTask):
             on_step.midway(lambda: TokenState(np.array(x), h, self.noise.bit_generator.state,
                                               t=t_, taken=taken))
 
-        x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
-                                    h_min=1e-14 * float(self.times[-1] - self.t_start),
-                                    taken=state.taken, on_state=on_state)
-        return TokenState(x, h, self.noise.bit_generator.state)
+        with self._blas_threads():
+            x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
+                                        h_min=1e-14 * float(self.times[-1] - self.t_start),
+                                        taken=state.taken, on_state=on_state)
+        return TokenState(x, h, self.noise.bit_generator.state, at=float(point))
+
+    def _blas_threads(self):
+        """One BLAS thread for a small weighted model: its d x d algebra (the rescaled
+        flow's e^{t(V - cI)} at every stage) and small products gain nothing from threads,
+        and beside other jobs OpenBLAS's spinning threads made scipy's expm of a 2 x 2
+        matrix take 24 ms instead of 0.012 (a rescaled run of 16 tokens: 3.2 s against
+        0.17 s with one thread, the same numbers)."""
+        n, d = self.plan["n"], self.plan["dim"]
+        if self.plan["weighted"] and n * n * d <= SMALL_ATTENTION:
+            return thread_policy.one_blas_thread()
+        return contextlib.nullcontext()
 
     def frame(self, state: TokenState) -> tuple[np.ndarray, dict]:
         x = state.shown if state.shown is not None else state.x
-        return x, diagnostics(x, self.cfg, self.plan)
+        p, attention = self.cfg["particles"], None
+        if self.plan["weighted"] and (p["save_attention"] or p["attention_rank"]):
+            attention = self.model.attention(x, state.at)
+        return x, diagnostics(x, self.cfg, self.plan, attention)
 
     def dataset(self, frames: list, info: dict, start: int = 0) -> xr.Dataset:
         return to_dataset(self.cfg, self.plan, list(self.times[start:start + len(frames)]),
@@ -321,7 +338,7 @@ class ParticlesTask(SteppingTask):
         if "checkpoint_t" in ckpt.attrs:
             return TokenState(x, h, rng, t=float(ckpt.attrs["checkpoint_t"]),
                               taken=int(ckpt.attrs["checkpoint_taken"]))
-        return TokenState(x, h, rng)
+        return TokenState(x, h, rng, at=self.t_start)
 
 
 def particles(config: dict | None = None, *, out: str | Path | None = None,

@@ -1,0 +1,208 @@
+"""The particle dataset: the diagnostics of each frame of tokens and the
+``xarray.Dataset`` of a particle run (``meanfield.runs.particles``, whose module docstring
+lists the variables and attributes).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from meanfield.metrics import attention as am
+from meanfield.metrics import clusters as cl
+from meanfield.metrics.diagnostics import summarize
+from meanfield.model import particles as pm
+
+def attention_heads(cfg: dict) -> int:
+    """The heads whose n x n attention matrices a particle run forms (0: a model of the
+    kernel sums, ``meanfield.model.particles``)."""
+    from meanfield.config.weights import head_specs
+    from meanfield.runs.particles import is_weighted
+    return len(head_specs(cfg)) if is_weighted(cfg) else 0
+
+
+def frame_bytes(cfg: dict, n: int, d: int) -> float:
+    """Bytes of one saved frame of ``n`` tokens in R^d: the tokens and their per-token
+    values, and with ``particles.save_attention`` the attention matrices (heads x n^2
+    doubles) and their two diagnostics (the budget of memory and disk,
+    ``meanfield.runs.budget``)."""
+    size = n * (d + 1) * 8.0
+    if cfg["particles"].get("save_attention"):
+        size += attention_heads(cfg) * (n * n + 2) * 8.0
+    return size
+
+
+def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
+                attention: np.ndarray | None = None) -> dict:
+    """Diagnostics of one frame of tokens (rows of ``x``).
+
+    On a sphere (directions are taken): the empirical measure's through
+    ``meanfield.metrics.diagnostics.summarize`` (weights 1/n), as the PDE's, plus clusters
+    and the attention rank; in R^d: ``euclidean_diagnostics``. ``attention``: the
+    model's attention matrices ``(heads, n, n)`` of this frame (weighted models), kept
+    with ``particles.save_attention`` with their Boolean distance, and ranked.
+    """
+    p = cfg["particles"]
+    if cfg["domain"]["geometry"] == "euclidean":
+        out = euclidean_diagnostics(x, p["cluster_threshold"])
+    else:
+        th = pm.directions(x)
+        n = th.shape[0]
+        energy = math.nan  # E_beta diverges with beta; undefined for other kernels
+        if not math.isinf(plan["beta"]) and plan.get("energy", True):
+            energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
+                                           accuracy=p["accuracy"],
+                                           threads=plan.get("threads"))
+        summary = summarize(np.full(n, 1.0 / n), np.ones(n), th, energy, 0.0)
+        out = {key: summary[key] for key in ("order_parameter", "mean_direction", "energy")}
+        out["clusters"] = cl.cluster_count(th, p["cluster_threshold"])
+        if p["attention_rank"] and attention is None:
+            out["attention_rank"] = cl.attention_rank(th, plan["beta"],
+                                                      cfg["model"]["normalized"],
+                                                      p["rank_tolerance"])
+    if attention is not None:
+        if p["save_attention"]:
+            out["attention"] = attention
+            out["boolean_distance"] = am.boolean_distance(attention)
+        out["attention_rank"] = am.numerical_rank(attention, p["rank_tolerance"])
+    return out
+
+
+def euclidean_diagnostics(x: np.ndarray, threshold: float) -> dict:
+    """Tokens in R^d: ``mean_position`` (``mean_i x_i``), ``spread``
+    (``sqrt(mean_i |x_i - mean|^2)``), ``max_norm`` (``max_i |x_i|``) and ``clusters``
+    (single linkage at Euclidean distance ``threshold``)."""
+    mean = x.mean(axis=0)
+    dev = x - mean
+    return {"mean_position": mean, "spread": math.sqrt(np.einsum("ij,ij->", dev, dev) / x.shape[0]),
+            "max_norm": float(np.max(np.sqrt(np.einsum("ij,ij->i", x, x)))),
+            "clusters": cl.euclidean_cluster_count(x, threshold)}
+
+
+def component_names(dim: int) -> list[str]:
+    return ["x", "y", "z"][:dim] if dim <= 3 else [f"x{i + 1}" for i in range(dim)]
+
+
+LONG_NAMES = {
+    "position": "token direction x_i / |x_i| (unit vector in R^d)",
+    "radius": "token length |x_i| (Pre-LN: tokens move in R^d)",
+    "angle": "token angle on the circle, in [0, 2 pi)",
+    "order_parameter": "|mean_i x_i|",
+    "mean_direction": "mean_i x_i / |mean_i x_i|",
+    "energy": "interaction energy E_beta(mu^n) - E_beta(uniform)",
+    "clusters": "single-linkage clusters: tokens linked at chordal distance < threshold",
+    "attention_rank": "numerical rank of the attention matrix",
+    "mean_position": "mean_i of the tokens (the centroid)",
+    "spread": "sqrt(mean_i |x_i - mean|^2)",
+    "max_norm": "max_i |x_i|",
+    "attention": "attention matrix P_ij (row i: the attention token i gives token j)",
+    "boolean_distance": "distance to the nearest Boolean matrix, max_i (1 - max_j P_ij)",
+}
+POSITION_HOLDS = {"x": "token position x_i in R^d (pure self-attention, not normalised)",
+                  "z": "rescaled token z_i = e^(-tV) x_i in R^d (not normalised)"}
+ATTENTION_VARS = ("attention", "boolean_distance", "attention_rank")
+
+
+def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarray],
+               diags: list[dict], attrs: dict | None = None) -> xr.Dataset:
+    """The particle dataset (see the module docstring)."""
+    x = np.stack(frames)
+    p, m = cfg["particles"], cfg["model"]
+    euclidean = cfg["domain"]["geometry"] == "euclidean"
+    dims3 = ("time", "particle", "component")
+    data: dict[str, Any] = {}
+    if euclidean:
+        data["position"] = (dims3, x)
+        data["mean_position"] = (("time", "component"),
+                                 np.array([d["mean_position"] for d in diags]))
+        names = ("spread", "max_norm", "clusters")
+    else:
+        norms = np.sqrt(np.einsum("tij,tij->ti", x, x))
+        data["position"] = (dims3, x / norms[..., None])
+        if p["architecture"] == "pre-ln":
+            data["radius"] = (("time", "particle"), norms)
+        if plan["dim"] == 2:
+            data["angle"] = (("time", "particle"),
+                             np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi))
+        data["mean_direction"] = (("time", "component"),
+                                  np.array([d["mean_direction"] for d in diags]))
+        names = ("order_parameter", "energy", "clusters")
+        if not plan.get("energy", True):
+            names = ("order_parameter", "clusters")
+    for name in names + ("attention_rank",):  # (a weighted model's rank: per head)
+        if diags and name in diags[0] and np.ndim(diags[0][name]) == 0:
+            data[name] = (("time",), np.array([d[name] for d in diags]))
+    data.update(_attention_vars(diags, plan["heads"]))
+    coords = {"time": np.array(times, dtype=float), "particle": np.arange(plan["n"]),
+              "component": component_names(plan["dim"])}
+    if "attention" in data:
+        coords["key"] = np.arange(plan["n"])
+    ds = xr.Dataset(data, coords=coords)
+    units = {"time": "1 (time in units of the model)", "angle": "rad"}
+    for name in ds.data_vars:
+        ds[name].attrs["units"] = units.get(name, "1")
+        ds[name].attrs["long_name"] = LONG_NAMES[name]
+    ds["time"].attrs["units"] = units["time"]
+    holds = "z" if p["rescaled"] else "x"
+    if euclidean:
+        ds["position"].attrs["long_name"] = POSITION_HOLDS[holds]
+        ds["clusters"].attrs["long_name"] = "single-linkage clusters: tokens linked at " \
+            "Euclidean distance < threshold"
+    ds["clusters"].attrs["threshold"] = p["cluster_threshold"]
+    ds["clusters"].attrs["long_name"] += f" = {p['cluster_threshold']:g}"
+    if "attention_rank" in ds:
+        ds["attention_rank"].attrs["tolerance"] = p["rank_tolerance"]
+    model, title = _model_title(cfg, plan)
+    ds.attrs.update({
+        "title": title, "kind": "particles", "geometry": cfg["domain"]["geometry"],
+        "dim": plan["dim"], "model": model, "architecture": p["architecture"],
+        "beta": plan["beta"], "kappa": m["kappa"], "n": plan["n"], "seed": p["seed"],
+        "sum_method": plan["sum_method"], "sum_order": plan["sum_order"],
+        "accuracy": p["accuracy"], "rescaled": int(p["rescaled"]), "mask": p["mask"],
+        "heads": plan["heads"],
+        "position_holds": holds if euclidean else "x / |x| (unit vectors)",
+    })
+    ds.attrs.update(attrs or {})
+    return ds
+
+
+def _attention_vars(diags: list[dict], heads: int) -> dict:
+    """The saved attention and its diagnostics: one head without a ``head`` dim, several
+    with one (before ``particle``)."""
+    data: dict[str, Any] = {}
+    if not diags:
+        return data
+    lead = ("time",) if heads == 1 else ("time", "head")
+    for name in ATTENTION_VARS:
+        if name not in diags[0] or np.ndim(diags[0][name]) == 0:
+            continue  # (absent, or the rank of the sphere's SA path: a scalar)
+        values = np.array([d[name] for d in diags])
+        if heads == 1:
+            values = values[:, 0]
+        data[name] = (lead + (("particle", "key") if name == "attention" else ()), values)
+    return data
+
+
+def _model_title(cfg: dict, plan: dict) -> tuple[str, str]:
+    """The ``model`` attribute and the dataset's title."""
+    p, m = cfg["particles"], cfg["model"]
+    n, dim, beta = plan["n"], plan["dim"], plan["beta"]
+    extras = ([f"{plan['heads']} heads"] if plan["heads"] > 1 else []) + \
+        ([f"feed-forward {cfg['feedforward']['activation']}"] if cfg.get("feedforward")
+         else []) + ([f"{p['mask']} mask"] if p["mask"] != "none" else [])
+    more = "".join(", " + e for e in extras)
+    if p["architecture"] == "pure":
+        model = "pure rescaled" if p["rescaled"] else "pure"
+        flow = ", rescaled z = e^(-tV) x" if p["rescaled"] else ""
+        return model, (f"{n} tokens, pure self-attention in R^{dim}{flow}, beta = "
+                       f"{beta:g}{more}")
+    if plan.get("weighted"):
+        model = "SA with weights"
+    else:
+        model = {"post-ln": "SA" if m["normalized"] else "USA",
+                 "pre-ln": f"Pre-LN {'SA' if m['normalized'] else 'USA'}",
+                 "hardmax": "hardmax"}[p["architecture"]]
+    return model, (f"{n} tokens, {model} on S^{dim - 1}, beta = {beta:g}, kappa = "
+                   f"{m['kappa']:g}{more}")
