@@ -9,9 +9,16 @@ Kumar; section 9.1 of the mathematical perspective on transformers): n = 4 on S^
 regular tetrahedron (every pair cosine -1/3), n = 6 the octahedron (cosines 0 and -1),
 n points on S^1 the regular polygon (gaps 2 pi / n).
 
+Without normalization (pure self-attention in R^d, Q = K = I, V = -I) the tokens x
+themselves collapse to the origin (Theorem C.5 of the emergence-of-clusters paper). Once
+they are small, P_ij ≈ (1 + <x_i, x_j> - <x_i, mean>)/n and the mean decays like e^{-t},
+so dx_i/dt ≈ -S x_i with S = (1/n) sum_j x_j x_j^T; then dS/dt = -2 S^2, S(t) ~ I/(2t):
+max_i |x_i| falls like t^{-1/2} and 2t S(t) tends to I.
+
 Run ``python examples/weights_repulsive.py`` (``--quick``: one seed per case, fewer saved
 times); writes ``weights_repulsive.png`` (``--out``) and prints each case's distance to its
-polytope and the largest energy increase between saves.
+polytope and the largest energy increase between saves, and for the collapse the fitted
+exponent of max_i |x_i| and the eigenvalues of 2t S(t).
 """
 from __future__ import annotations
 
@@ -21,13 +28,16 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from meanfield.metrics.limit_geometry import origin_distance
 from meanfield.model.particles import interaction_energy, simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import WeightedParticles
+from meanfield.plotting.weights import TokenSeries, origin_plot
 from solvers.particles.direct import normalize_rows
 
 BETA = 2.0
 T_FINAL = {4: 100.0, 6: 100.0, 5: 120.0, 7: 120.0}
+COLLAPSE_T = 200.0
 
 
 def sharp_configuration(n: int, d: int) -> np.ndarray:
@@ -69,6 +79,22 @@ def repulsive_run(n: int, d: int, seed: int, saves: int) -> dict:
             "increase": float(np.max(np.diff(energy)))}
 
 
+def collapse_run(n: int, seed: int, saves: int) -> dict:
+    """Pure self-attention in R^2 with V = -I: the tokens x (not rescaled) collapse."""
+    x0 = np.random.default_rng(seed).standard_normal((n, 2))
+    model = WeightedParticles(Head.identity(2, value=-1.0), on_sphere=False)
+    run = simulate(model, x0, np.geomspace(0.1, COLLAPSE_T, saves), dt=None,
+                   tolerance=1e-10)
+    radius = origin_distance(run.positions)
+    window = run.times >= COLLAPSE_T / 10  # the small-token regime, S ~ I/(2t)
+    exponent = np.polyfit(np.log(run.times[window]), np.log(radius[window]), 1)[0]
+    x = run.positions[-1]
+    return {"times": run.times, "positions": run.positions, "radius": radius,
+            "exponent": float(exponent),
+            "final_radius": float(radius[-1]),
+            "scaled_covariance": np.linalg.eigvalsh(2 * COLLAPSE_T * x.T @ x / n)}
+
+
 def _sphere_panel(ax, run: dict, title: str) -> None:
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 37), np.linspace(0, np.pi, 19))
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v),
@@ -88,6 +114,8 @@ def _sphere_panel(ax, run: dict, title: str) -> None:
     ax.set_ylabel("$x_2$", labelpad=-8)
     ax.set_zlabel("$x_3$", labelpad=-8)
     ax.tick_params(labelsize=6, pad=-2)
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        axis.set_ticks([-1, 0, 1])
     ax.set_title(title)
 
 
@@ -112,8 +140,15 @@ def main(argv=None) -> dict:
               f"{len(seeds)} seed(s): distance to the polytope {results[name]['error']:.1e}"
               f", E - E(polytope) = {results[name]['gap']:.1e}, largest energy increase "
               f"between saves {results[name]['increase']:.1e}")
+    collapse = collapse_run(40, 0, 40 if args.quick else 120)
+    results["collapse"] = collapse
+    eig = ", ".join(f"{e:.4f}" for e in collapse["scaled_covariance"])
+    print(f"collapse    n = 40 in R^2, pure, V = -I: max |x_i| = "
+          f"{collapse['final_radius']:.3f} at t = {COLLAPSE_T:g}, fitted exponent "
+          f"{collapse['exponent']:.4f} on [{COLLAPSE_T / 10:g}, {COLLAPSE_T:g}] (predicted "
+          f"-1/2); eigenvalues of 2t S(t): {eig} (predicted 1)")
 
-    fig = Figure(figsize=(9.0, 6.6), layout="constrained")
+    fig = Figure(figsize=(10.0, 7.0), layout="constrained")
     FigureCanvasAgg(fig)
     grid = fig.add_gridspec(2, 3)
     _sphere_panel(fig.add_subplot(grid[0, 0], projection="3d"), runs["tetrahedron"],
@@ -132,7 +167,7 @@ def main(argv=None) -> dict:
     ax.set_xlabel("time t")
     ax.set_ylabel("token angle (degrees)")
     ax.set_title("n = 7 on $S^1$: equally spaced")
-    ax = fig.add_subplot(grid[1, :])
+    ax = fig.add_subplot(grid[1, :2])
     for name in ("tetrahedron", "octahedron", "pentagon", "heptagon"):
         run = runs[name]
         gap = run["gap"]
@@ -141,8 +176,14 @@ def main(argv=None) -> dict:
     ax.set_xlabel("time t")
     ax.set_ylabel(r"$E_\beta(\mu^n_t) - E_\beta(\mathrm{polytope})$")
     ax.set_title(rf"Energy above the sharp configuration's (V = -I, Q = K = I, "
-                 rf"$\beta = {BETA:g}$): it never increases")
+                 rf"$\beta = {BETA:g}$): it never increases", fontsize=10)
     ax.legend(frameon=False)
+    ax = fig.add_subplot(grid[1, 2])
+    # the tokens x themselves (a plain array would be read as rescaled tokens z)
+    origin_plot(TokenSeries(collapse["times"], collapse["positions"], None, None,
+                            rescaled=False), ax)
+    ax.set_title(f"pure, V = -I in $R^2$: collapse to 0 (Thm C.5)\nn = 40, fitted "
+                 f"exponent {collapse['exponent']:.3f} (-1/2)", fontsize=10)
     fig.savefig(args.out, dpi=150)
     return results
 

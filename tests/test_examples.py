@@ -106,12 +106,20 @@ def test_particle_study_examples_run(tmp_path, command, name, overrides):
 def test_weights_repulsive_example(tmp_path):
     """V = -I on the sphere: the sharp configurations (section 9.1 of the mathematical
     perspective; Cohn-Kumar) to 1e-6, and the energy never increases (round-off 1e-14 on
-    energies of order 1; nothing ends below the polytope's energy, the global minimum)."""
+    energies of order 1; nothing ends below the polytope's energy, the global minimum);
+    in R^2 without normalization the tokens collapse to the origin."""
     out = _load("weights_repulsive").main(["--quick", "--out", str(tmp_path / "r.png")])
     for name in ("tetrahedron", "octahedron", "pentagon", "heptagon"):
         assert out[name]["error"] < 1e-6, name
         assert out[name]["increase"] < 1e-14, name
         assert out[name]["gap_min"] > -1e-14, name
+    # without normalization (Theorem C.5) the tokens collapse to 0: S ~ I/(2t), so
+    # max |x_i| ~ t^(-1/2) (fitted on t in [20, 200]: -0.4953; the start's transient
+    # leaves O(1/t) in S) and 2t S(t) -> I (0.996, 0.998 at t = 200)
+    collapse = out["collapse"]
+    assert np.all(np.diff(collapse["radius"][collapse["times"] >= 1.0]) < 0)
+    assert abs(collapse["exponent"] + 0.5) < 0.02
+    np.testing.assert_allclose(collapse["scaled_covariance"], 1.0, atol=0.01)
     assert (tmp_path / "r.png").stat().st_size > 10_000
 
 
