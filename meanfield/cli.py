@@ -112,7 +112,14 @@ def _run(args) -> int:
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
         return 130
-    if args.command == "convergence":
+    if args.command == "convergence" and ds.attrs.get("reference") == "gaussian":
+        fits = [f"{name} {float(ds[name + '_slope'][-1]):.3f} "
+                f"[{float(ds[name + '_slope_low'][-1]):.3f}, "
+                f"{float(ds[name + '_slope_high'][-1]):.3f}]"
+                for name in ("mean_error", "covariance_error")]
+        print(f"wrote {out}  (slopes against n at t = {float(ds.time[-1]):g}: "
+              + ", ".join(fits) + ")")
+    elif args.command == "convergence":
         print(f"wrote {out}  (slope of W_{ds.attrs['p']:g} against n at t = "
               f"{float(ds.time[-1]):g}: {float(ds.slope[-1]):.3f} "
               f"[{float(ds.slope_low[-1]):.3f}, {float(ds.slope_high[-1]):.3f}])")

@@ -58,6 +58,7 @@ from meanfield.config.sections import (
     check_pde_task,
     check_sphere_geometry,
 )
+from meanfield.config.weights import head_specs, is_identity
 from meanfield.errors import ConfigError
 
 POINTS = ("iid", "quantile")
@@ -278,11 +279,12 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_phase_diagram),
 )
 
-# [weights] (V = c I on the PDE): the bifurcation study; the convergence and contraction
-# studies measure tokens against the PDE with rates of Q = K = V = I, so they take none.
+# [weights] (V = c I on the PDE): the bifurcation study; the contraction study measures
+# tokens against the PDE with rates of Q = K = V = I, so it takes none; the convergence
+# study takes general weights for tokens in R^d only (``check_convergence_task``).
 _TOKENS_AND_PDE = tuple(s for s in CORE_TASKS["compare"] if s != "weights")
 STUDY_TASKS: dict[str, tuple[str, ...]] = {
-    "convergence": _TOKENS_AND_PDE + ("convergence",),
+    "convergence": _TOKENS_AND_PDE + ("weights", "convergence"),
     "contraction": _TOKENS_AND_PDE + ("contraction",),
     "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
     "phase_diagram": ("model", "output", "particles", "parallel", "phase_diagram"),
@@ -440,10 +442,42 @@ STUDY_SECTIONS += (
 STUDY_TASKS["metastability"] = ("model", "domain", "output", "particles", "parallel",
                                 "metastability")
 
+def check_convergence_task(cfg: dict, task: str | None = None) -> None:
+    """The convergence study: on S^1 and S^2 tokens against the PDE of Q = K = V = I (no
+    [weights]: Dobrushin's bound and the rates are those of that model); tokens in R^d
+    (geometry "euclidean") against the exact Gaussian mean field, which needs Gaussian
+    tokens and one head without a mask or rescaling (``studies.gaussian_convergence``)."""
+    if cfg["domain"]["geometry"] != "euclidean":
+        check_pde_task(cfg, task)
+        if not is_identity(cfg):
+            raise ConfigError("[weights]: the convergence study on the circle and sphere "
+                              "measures tokens against the PDE of Q = K = V = I; general "
+                              "weights are measured in R^d against the Gaussian mean field "
+                              "(domain.geometry = \"euclidean\", initial.kind = "
+                              "\"gaussian\")", "weights")
+        return
+    kind = cfg["initial"]["kind"]
+    if kind != "gaussian":
+        raise ConfigError(f"initial.kind = {kind!r}: the convergence study of tokens in R^d "
+                          "measures them against the exact Gaussian mean field; use "
+                          "initial.kind = \"gaussian\"", "initial.kind")
+    if len(head_specs(cfg)) != 1:
+        raise ConfigError("weights.heads: the Gaussian mean field of the convergence study "
+                          "is that of one head; give query, key, value", "weights.heads")
+    p = cfg["particles"]
+    for key, value, default in (("mask", p["mask"], "none"), ("rescaled", p["rescaled"], False),
+                                ("save_attention", p["save_attention"], False)):
+        if value != default:
+            shown = [str(v).lower() if isinstance(v, bool) else f'"{v}"' for v in (value, default)]
+            raise ConfigError(f"particles.{key} = {shown[0]}: the convergence study measures the "
+                              f"pure flow x of all tokens attending to all; use {key} = "
+                              f"{shown[1]}", f"particles.{key}")
+
+
 # The checks of a whole validated config of a study (``registry.validate``): the studies
 # of the PDE and those with a [domain] work on S^1 and S^2 (tokens in R^d: particles only).
 STUDY_TASK_CHECKS = {
-    "convergence": check_pde_task,
+    "convergence": check_convergence_task,
     "contraction": check_pde_task,
     "bifurcation": check_pde_task,
     "metastability": check_sphere_geometry,

@@ -1,5 +1,10 @@
 """``convergence(config)``: how fast n tokens converge to the PDE (Dobrushin, Sznitman).
 
+Tokens in R^d (``domain.geometry = "euclidean"``, ``initial.kind = "gaussian"``, general
+``[weights]``) are measured against the exact Gaussian mean field instead:
+``meanfield.studies.gaussian_convergence`` (the errors of the mean and covariance and the
+coupling, dims (n, replica, time)).
+
 For each token count n of ``[convergence] n`` and each replica r (i.i.d. samples of the
 initial density with ``particles.seed + r``; on the circle ``points = "quantile"`` takes the
 deterministic quantiles ``(i - 1/2)/n`` instead, one replica), the tokens ``X`` and their
@@ -70,6 +75,7 @@ from scipy import stats
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
+from meanfield.config.studies import check_convergence_task
 from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.tokens import initial_rng
@@ -87,6 +93,7 @@ MEASURES = ("distance", "coupling", "sampling_floor")
 
 def check_convergence_config(cfg: dict) -> dict:
     """Checks before any work; the plan (token step, dimension, members)."""
+    check_convergence_task(cfg, "convergence")  # (also when validated without the task)
     cfgmod.check_pde_dim(cfg)
     if cfg["particles"]["architecture"] != "post-ln":
         raise ConfigError("the PDE is the mean-field limit of the post-ln model; "
@@ -430,6 +437,11 @@ def convergence(config: dict | None = None, *, out: str | Path | None = None,
         TaskFailed: a member failed (named); the others are kept in the checkpoint.
     """
     cfg = cfgmod.validate(config)
+    if cfg["domain"]["geometry"] == "euclidean":  # against the Gaussian mean field
+        from meanfield.studies.gaussian_convergence import gaussian_study
+
+        return gaussian_study(cfg, out=out, overwrite=overwrite, resume=resume,
+                              progress=progress)
     plan = check_convergence_config(cfg)
     # The largest member is a particle run of max(n) tokens (twice: X and Y); its memory
     # is what the particle run's estimate says, refused above what the machine has.

@@ -11,7 +11,8 @@ i.i.d. from ``mu_0`` (seed ``seed + replica``), at each save time:
 - ``mean_error``: ``|mean_i X_i(t) - alpha_t|``;
 - ``covariance_error``: ``||cov(X(t)) - Sigma_t||_F`` (the covariance of the empirical
   measure, divided by n);
-- ``coupling``: ``((1/n) sum_i |X_i(t) - Y_i(t)|^2)^{1/2}``, the Sznitman coupling: the
+- ``coupling``: ``((1/n) sum_i |X_i(t) - Y_i(t)|^p)^{1/p}`` (p = 2 unless the config's
+  ``convergence.p`` says 1), the Sznitman coupling: the
   partners ``Y_i`` start at the same samples and follow ``v_t``, so they are n exact
   samples of ``mu_t`` and the coupling is the error the interaction makes;
 - ``mean_sampling_floor``, ``covariance_sampling_floor``: the same errors of the ``Y_i``
@@ -30,6 +31,7 @@ torch or CuPy, the latter two on a GPU when there is one).
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,10 +40,12 @@ import numba
 import numpy as np
 import xarray as xr
 
+from meanfield.initial.samplers import gaussian_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.gaussian import gaussian_mean_field
 from meanfield.model.weighted_attention import Head, check_head
 from meanfield.studies.coupling import TIME_ROUND, step_grid, table_times
+from meanfield.studies.members import MemberList, run_study
 
 REFERENCE_RTOL = 1e-10
 ENGINES = ("numba", "numpy", "torch", "cupy")
@@ -52,7 +56,7 @@ MEASURES = ("mean_error", "covariance_error", "coupling", "mean_sampling_floor",
 LONG_NAMES = {
     "mean_error": "|mean_i X_i(t) - alpha_t|: tokens' mean vs the Gaussian mean field",
     "covariance_error": "||cov(X(t)) - Sigma_t||_F: tokens' covariance vs the Gaussian",
-    "coupling": "((1/n) sum_i |X_i - Y_i|^2)^(1/2): tokens vs their partners on the exact "
+    "coupling": "((1/n) sum_i |X_i - Y_i|^p)^(1/p): tokens vs their partners on the exact "
                 "field V(alpha_t + Sigma_t A y)",
     "mean_sampling_floor": "|mean_i Y_i(t) - alpha_t|: n exact samples",
     "covariance_sampling_floor": "||cov(Y(t)) - Sigma_t||_F: n exact samples",
@@ -173,16 +177,6 @@ def pure_field(head: Head, beta: float = 1.0, engine: str = "numba"
 # ---------------------------------------------------------------------------------------
 # The coupled paths.
 
-def sample_gaussian(mean: np.ndarray, covariance: np.ndarray, n: int,
-                    rng: np.random.Generator) -> np.ndarray:
-    """``n`` i.i.d. draws of ``N(mean, covariance)`` (``(n, d)``): ``mean + Z L^T`` with
-    ``L L^T = covariance`` from its eigen-decomposition (semi-definite allowed)."""
-    mean = np.asarray(mean, dtype=float)
-    lam, u = np.linalg.eigh(np.asarray(covariance, dtype=float))
-    root = u * np.sqrt(np.clip(lam, 0.0, None))
-    return mean + rng.standard_normal((n, mean.size)) @ root.T
-
-
 @dataclass
 class GaussianReference:
     """The Gaussian mean field at every RK4 stage time (``coupling.table_times``)."""
@@ -258,9 +252,10 @@ def moment_errors(points: np.ndarray, mean: np.ndarray, covariance: np.ndarray
 
 
 def member_errors(x0: np.ndarray, head: Head, beta: float, reference: GaussianReference,
-                  save_times: np.ndarray, dt: float, engine: str = "numba") -> dict:
+                  save_times: np.ndarray, dt: float, engine: str = "numba",
+                  p: float = 2.0) -> dict:
     """The measures (module docstring) of the tokens started at ``x0``, each an array
-    over ``[0, *save_times]``."""
+    over ``[0, *save_times]`` (the coupling of order ``p``)."""
     xs, ys = coupled_paths(pure_field(head, beta, engine), reference, x0, save_times, dt)
     times = np.concatenate([[0.0], np.asarray(save_times, dtype=float)])
     out = {name: np.empty(times.size) for name in MEASURES}
@@ -270,7 +265,8 @@ def member_errors(x0: np.ndarray, head: Head, beta: float, reference: GaussianRe
         out["mean_error"][k], out["covariance_error"][k] = moment_errors(xs[k], alpha, sigma)
         (out["mean_sampling_floor"][k],
          out["covariance_sampling_floor"][k]) = moment_errors(ys[k], alpha, sigma)
-        out["coupling"][k] = float(np.sqrt(np.mean(np.sum((xs[k] - ys[k]) ** 2, axis=1))))
+        gaps = np.linalg.norm(xs[k] - ys[k], axis=1)
+        out["coupling"][k] = float(np.mean(gaps ** p) ** (1.0 / p))
     return out
 
 
@@ -309,19 +305,21 @@ def gaussian_dataset(ns: list[int], replicas: int, times: np.ndarray, results: d
 
 def gaussian_convergence(mean, covariance, head: Head, ns, replicas: int, save_times,
                          dt: float, *, beta: float = 1.0, seed: int = 0,
-                         engine: str = "numba") -> xr.Dataset:
+                         engine: str = "numba", p: float = 2.0) -> xr.Dataset:
     """The study without a config: every (n, replica), serially.
 
     Args:
         mean, covariance: ``alpha_0`` ``(d,)`` and ``Sigma_0`` ``(d, d)``.
         head: the weights ``(Q, K, V)``.
         ns: token counts.
-        replicas: samples per n (seeds ``seed + replica``, ``initial_rng``).
+        replicas: samples per n (``initial.samplers.gaussian_tokens`` from
+            ``initial_rng(seed + replica)``, as the config's Gaussian tokens).
         save_times: increasing times > 0.
         dt: the largest RK4 step.
         beta: inverse temperature of the logits.
         seed: the first replica's seed.
         engine: of ``attention_average``.
+        p: the order of the coupling distance.
 
     Returns:
         The dataset of ``gaussian_dataset``.
@@ -333,9 +331,128 @@ def gaussian_convergence(mean, covariance, head: Head, ns, replicas: int, save_t
     results = {}
     for n in ns:
         for r in range(replicas):
-            x0 = sample_gaussian(mean, covariance, n, initial_rng(seed + r))
-            results[(n, r)] = member_errors(x0, head, beta, reference, save_times, dt, engine)
+            x0 = gaussian_tokens(mean, covariance, n, initial_rng(seed + r))
+            results[(n, r)] = member_errors(x0, head, beta, reference, save_times, dt,
+                                            engine, p)
     times = np.concatenate([[0.0], save_times])
     return gaussian_dataset(list(ns), replicas, times, results,
                             {"dt": dt, "beta": beta, "seed": seed, "engine": engine,
-                             "reference_rtol": REFERENCE_RTOL})
+                             "p": p, "reference_rtol": REFERENCE_RTOL})
+
+
+# ---------------------------------------------------------------------------------------
+# The study of a config: ``meanfield.convergence`` with ``domain.geometry = "euclidean"``
+# and ``initial.kind = "gaussian"`` (one head, no mask, no rescaling: the config's task
+# check), through the run engine (checkpoint, resume, Ctrl-C, executor).
+
+def gaussian_plan(cfg: dict) -> dict:
+    """Checks before any work and the plan: the head, the save times, the step, the
+    members and the reference (a covariance that blows up before ``time.t_final`` is
+    refused naming that key)."""
+    from meanfield import config as cfgmod
+    from meanfield.config.studies import check_convergence_task
+    from meanfield.errors import ConfigError
+    from meanfield.runs import limits
+    from meanfield.runs.schedule import save_times
+    from meanfield.studies.convergence import AUTO_DT
+
+    check_convergence_task(cfg, "convergence")  # (also when validated without the task)
+    c, d = cfg["convergence"], cfg["domain"]["dim"]
+    head = cfgmod.build_heads(cfg)[0]
+    initial = cfg["initial"]
+    mean = np.asarray(initial["mean"], dtype=float)
+    cov = initial["covariance"]
+    cov = float(cov) * np.eye(d) if np.ndim(cov) == 0 else np.asarray(cov, dtype=float)
+    limits.check_members(len(c["n"]) * c["replicas"], "convergence.replicas", c["replicas"],
+                         "give fewer replicas or fewer token counts convergence.n")
+    seed = cfg["particles"]["seed"]
+    if seed + c["replicas"] - 1 > cfgmod.MAX_SEED:
+        raise ConfigError(f"particles.seed = {seed}: the replicas' seeds seed + r pass "
+                          f"{cfgmod.MAX_SEED}", "particles.seed")
+    dt = AUTO_DT if cfg["time"]["dt"] == "auto" else float(cfg["time"]["dt"])
+    times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
+    beta = cfg["model"]["beta"]
+    try:
+        reference = gaussian_reference(mean, cov, head, beta, times[1:], dt)
+    except ValueError as exc:  # the Gaussian's finite-time blow-up
+        raise ConfigError(f"time.t_final = {cfg['time']['t_final']:g}: {exc}",
+                          "time.t_final") from None
+    a = reference.a
+    tilt = float(np.linalg.norm(np.linalg.cholesky(cov).T @ a, 2))
+    return {"head": head, "mean": mean, "covariance": cov, "dt": dt, "times": times,
+            "beta": beta, "reference": reference, "tilt": tilt, "dim": d,
+            "members": [(n, r) for n in c["n"] for r in range(c["replicas"])]}
+
+
+def run_member(cfg: dict, plan: dict, params: dict) -> dict:
+    """The measures of member ``(n, replica)``: the config's Gaussian tokens drawn from
+    ``particles.seed + replica`` (``sample_tokens``), then ``member_errors``."""
+    from meanfield.initial.samplers import sample_tokens
+
+    n, r = params["n"], params["replica"]
+    x0 = sample_tokens(cfg["initial"], n, plan["dim"], initial_rng(cfg["particles"]["seed"] + r),
+                       geometry="euclidean")
+    return member_errors(x0, plan["head"], plan["beta"], plan["reference"],
+                         plan["times"][1:], plan["dt"], "numba", cfg["convergence"]["p"])
+
+
+class GaussianConvergenceTask(MemberList):
+    """Points: the start, then each (n, replica) member; a checkpoint keeps those done."""
+
+    kind = "convergence"
+
+    def __init__(self, cfg: dict, plan: dict, executor, progress: bool):
+        super().__init__(cfg, executor, progress,
+                         [{"n": n, "replica": r} for n, r in plan["members"]],
+                         functools.partial(run_member, cfg, plan))
+        self.plan = plan
+
+    def describe(self, params: dict) -> str:
+        return f"member n = {params['n']}, replica {params['replica']}"
+
+    def dataset(self, frames: list, info: dict) -> xr.Dataset:
+        done = {self.plan["members"][i]: f for i, f in enumerate(frames[1:])
+                if isinstance(f, dict)}
+        return config_dataset(self.cfg, self.plan, done, info)
+
+    def checkpoint(self, state, frames: list) -> xr.Dataset:
+        done = [f for f in self.kept(frames)[1:] if isinstance(f, dict)]
+        if not done:
+            return xr.Dataset()
+        return xr.Dataset({f"member_{k}": (("member", "time"), np.stack([f[k] for f in done]))
+                           for k in MEASURES})
+
+    def restore(self, ckpt: xr.Dataset):
+        frames: list = [None]
+        if "member_mean_error" in ckpt:
+            for i in range(ckpt.sizes["member"]):
+                frames.append({k: ckpt[f"member_{k}"].values[i] for k in MEASURES})
+        return frames[-1], frames
+
+
+def config_dataset(cfg: dict, plan: dict, done: dict, info: dict) -> xr.Dataset:
+    """``gaussian_dataset`` of the members done, with the config's attrs."""
+    c = cfg["convergence"]
+    ds = gaussian_dataset(list(c["n"]), c["replicas"], plan["times"], done, {})
+    ds.attrs.update({
+        "title": f"convergence of pure self-attention tokens in R^{plan['dim']} to the "
+                 f"Gaussian mean field, tilt |Sigma0^(1/2) A| = {plan['tilt']:.3g}",
+        "geometry": "euclidean", "model": "pure", "beta": plan["beta"], "p": c["p"],
+        "dt": plan["dt"], "tilt": plan["tilt"], "reference_rtol": REFERENCE_RTOL,
+        "engine": "numba", **info})
+    return ds
+
+
+def gaussian_study(cfg: dict, *, out=None, overwrite: bool = False, resume: bool = False,
+                   progress: bool = False) -> xr.Dataset:
+    """The convergence study of a validated config of Gaussian tokens in R^d
+    (``meanfield.convergence`` dispatches here).
+
+    Raises:
+        ConfigError: bad input, before any work (the reference's blow-up included).
+        TaskFailed: a member failed (named); the others are kept in the checkpoint.
+    """
+    plan = gaussian_plan(cfg)
+    return run_study(cfg, lambda executor: GaussianConvergenceTask(cfg, plan, executor, progress),
+                     out,
+                     overwrite=overwrite, resume=resume, progress=progress)

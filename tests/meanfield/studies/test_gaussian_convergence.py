@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
+from meanfield.initial.samplers import gaussian_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.weighted_attention import Head, pure_velocity
 from meanfield.studies import gaussian_convergence as gc
@@ -60,7 +61,7 @@ def test_uniform_attention_closed_form():
     times = [0.5, 1.0]
     ds = gc.gaussian_convergence(mean, cov, head, [500], 2, times, 0.05, seed=7)
     for r in range(2):
-        x0 = gc.sample_gaussian(mean, cov, 500, initial_rng(7 + r))
+        x0 = gaussian_tokens(mean, cov, 500, initial_rng(7 + r))
         dev = x0.mean(axis=0) - mean
         cov0 = np.cov(x0.T, bias=True)
         for k, t in enumerate([0.0, *times]):
@@ -82,7 +83,7 @@ def test_rk4_order_and_step_error_far_below_sampling():
     positions (rms) is below 3e-5 in d = 3 (measured 2e-5 at n = 2000), 1/180 of the
     sampling error sqrt(tr Sigma_t / n) of n = 1e5 tokens (5.5e-3)."""
     head, mean, cov = weights(3)
-    x0 = gc.sample_gaussian(mean, cov, 400, initial_rng(0))
+    x0 = gaussian_tokens(mean, cov, 400, initial_rng(0))
     field = gc.pure_field(head)
     save = np.array([0.5])
     ref = gc.gaussian_reference(mean, cov, head, 1.0, save, 1 / 64)
@@ -154,14 +155,14 @@ def test_errors_fall_like_n_to_minus_one_half_to_1e5(d):
     sampling error at n = 1e5). The log of one error has sd 0.3-0.9, so the slope of
     240 points has standard error 0.02-0.03.
 
-    Measured (H200, torch, 73 s and 78 s; numba on 16 CPU cores takes 15.5 s per
-    evaluation at n = 1e5, some 100 min per d): d = 2 mean -0.482 [-0.540, -0.425],
-    covariance -0.533 [-0.572, -0.493], coupling -0.494 [-0.538, -0.450]; d = 3 mean
-    -0.446 [-0.486, -0.406], covariance -0.505 [-0.531, -0.478], coupling -0.476
-    [-0.510, -0.443] (95 %). The d = 3 mean's offset from -1/2 is in the draws: the
-    i.i.d. samples at t = 0 give -0.445 [-0.485, -0.405] before any dynamics, so the
+    Measured (H200, torch, 71 s and 77 s; numba on its 16 CPU cores takes 10.8 s per
+    evaluation at n = 1e5, about an hour per d): d = 2 mean -0.481 [-0.534, -0.428],
+    covariance -0.525 [-0.563, -0.487], coupling -0.495 [-0.538, -0.452]; d = 3 mean
+    -0.444 [-0.485, -0.404], covariance -0.487 [-0.513, -0.460], coupling -0.464
+    [-0.496, -0.431] (95 %). The d = 3 mean's offset from -1/2 is in the draws: the
+    i.i.d. samples at t = 0 give -0.441 [-0.481, -0.401] before any dynamics, so the
     test asserts the slopes in [-0.6, -0.4] and that the interaction moves them from
-    those of n exact samples (the partners Y) by less than 0.03 (measured <= 0.004)."""
+    those of n exact samples (the partners Y) by less than 0.03 (measured <= 0.002)."""
     head, mean, cov = weights(d)
     ns = [1000, 3000, 10000, 30000, 100000]
     ds = gc.gaussian_convergence(mean, cov, head, ns, 48, [0.5], 0.25, engine=slow_engine())
@@ -172,3 +173,53 @@ def test_errors_fall_like_n_to_minus_one_half_to_1e5(d):
                         ("covariance_error", "covariance_sampling_floor")):
         gap = float(ds[f"{name}_slope"].isel(time=-1) - ds[f"{floor}_slope"].isel(time=-1))
         assert abs(gap) < 0.03, (name, gap)
+
+
+CFG = {"domain": {"geometry": "euclidean", "dim": 2},
+       "initial": {"kind": "gaussian", "mean": [0.5, -0.3],
+                   "covariance": [[0.7, 0.1], [0.1, 0.6]]},
+       "weights": {"query": [[0.4, 0.1], [0.0, 0.4]], "key": 0.5,
+                   "value": [[0.5, 0.1], [-0.1, 0.6]]},
+       "particles": {"seed": 3},
+       "time": {"t_final": 0.5, "save_every": 0.25, "dt": 0.25},
+       "convergence": {"n": [50, 200], "replicas": 2, "p": 2}}
+
+
+def test_config_study_is_the_python_study(tmp_path):
+    """meanfield.convergence of Gaussian tokens in R^d dispatches here: the same numbers
+    as ``gaussian_convergence`` with the config's weights and seeds, written as a
+    convergence dataset."""
+    from meanfield.io import read_netcdf
+    from meanfield.studies.convergence import convergence
+
+    ds = convergence(CFG, out=tmp_path / "g.nc")
+    head = Head(np.array([[0.4, 0.1], [0.0, 0.4]]), 0.5 * np.eye(2),
+                np.array([[0.5, 0.1], [-0.1, 0.6]]))
+    ref = gc.gaussian_convergence(CFG["initial"]["mean"], CFG["initial"]["covariance"], head,
+                                  [50, 200], 2, [0.25, 0.5], 0.25, seed=3)
+    for name in gc.MEASURES:
+        np.testing.assert_array_equal(ds[name].values, ref[name].values)
+    assert ds.attrs["kind"] == "convergence" and ds.attrs["reference"] == "gaussian"
+    assert read_netcdf(tmp_path / "g.nc").sizes == {"n": 2, "replica": 2, "time": 3}
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"initial": {"kind": "uniform"}}, "initial.kind"),
+    ({"particles": {"mask": "causal"}}, "particles.mask"),
+    ({"particles": {"rescaled": True}}, "particles.rescaled"),
+    ({"weights": {"heads": [{"query": 1.0}, {"query": 2.0}]}}, "weights.heads"),
+    ({"weights": {"query": 1.0, "key": 1.0, "value": 1.0},
+      "time": {"t_final": 50.0, "save_every": 1.0, "dt": 0.25}}, "time.t_final"),
+    ({"domain": {"geometry": "circle", "dim": 2}, "initial": {"kind": "uniform"},
+      "weights": {"value": 2.0}}, "weights"),
+])
+def test_config_refused_before_any_work(change, key, tmp_path, monkeypatch):
+    """Bad input names its key before any member runs (a blow-up of the Gaussian before
+    t_final: d = 2, Q = K = V = I, Sigma = 0.7 I blows up at t ~ 0.7)."""
+    from meanfield.errors import ConfigError
+    from meanfield.studies.convergence import convergence
+
+    monkeypatch.setattr(gc, "member_errors", lambda *a, **k: pytest.fail("work started"))
+    with pytest.raises(ConfigError) as info:
+        convergence({**CFG, **change}, out=tmp_path / "bad.nc")
+    assert info.value.key == key
