@@ -182,3 +182,37 @@ def test_weights_hyperplanes_example(tmp_path):
     assert run["final_spread"] < 1e-3
     assert abs(run["rate"] - 1.35) < 1e-2
     assert (tmp_path / "h.png").stat().st_size > 10_000
+
+
+def test_weights_toml_examples_run(tmp_path):
+    """The config runs of general weights: Figure 1 by `meanfield particles` (Theorem
+    3.1: every rescaled token within 1e-3 of a vertex, far fewer vertices than tokens, P
+    Boolean with one leader per vertex and rank = vertices) and V = -I on S^2 (n = 4:
+    the regular tetrahedron, cosines -1/3 to 1e-6; the energy never increases beyond
+    round-off), each drawn by `meanfield plot`."""
+    from meanfield.metrics.attention import leaders, numerical_rank
+    from meanfield.metrics.limit_geometry import groups, hull_vertices, vertex_distance
+
+    out = tmp_path / "polytope.nc"
+    assert cli(["particles", str(EXAMPLES / "weights_polytope.toml"), "--out", str(out),
+                "--no-progress"]) == 0
+    ds = read_netcdf(out)
+    assert ds.attrs["position_holds"] == "z"
+    z, p = ds.position.values[-1], ds.attention.values[-1]
+    vertices = hull_vertices(z, 1e-2)
+    assert vertex_distance(z, vertices).max() < 1e-3 and vertices.size <= 40 // 4
+    label = groups(z, 1e-2)
+    assert np.array_equal(np.sort(label[leaders(p)]), np.sort(label[vertices]))
+    assert numerical_rank(p) == vertices.size and float(ds.boolean_distance[-1]) < 1e-12
+    rep = tmp_path / "repulsive.nc"
+    assert cli(["particles", str(EXAMPLES / "weights_repulsive.toml"), "--out", str(rep),
+                "--no-progress"]) == 0
+    ds = read_netcdf(rep)
+    x = ds.position.values[-1]
+    np.testing.assert_allclose((x @ x.T)[~np.eye(4, dtype=bool)], -1 / 3, atol=1e-6)
+    assert np.diff(ds.energy.values).max() < 1e-14
+    for result in (out, rep):
+        figures = tmp_path / f"{result.stem}_figures"
+        assert cli(["plot", str(result), "--out", str(figures)]) == 0
+        pngs = list(figures.glob("*.png"))
+        assert pngs and all(png.stat().st_size > 10_000 for png in pngs)
