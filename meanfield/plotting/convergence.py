@@ -1,6 +1,7 @@
 """Figures of a convergence study (``kind = "convergence"``): the error against n at each
 saved time with its fitted slope and the n^{-1/2} guide, and the errors against time
-with Dobrushin's bound."""
+with Dobrushin's bound. Against the Gaussian mean field (``reference = "gaussian"``):
+the errors of the mean and covariance and the coupling, each with its fitted slope."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,10 +18,20 @@ NEEDED = ("distance", "coupling", "sampling_floor", "dobrushin_bound", "slope",
 COLORS = {"distance": "C0", "coupling": "C1", "sampling_floor": "C2"}
 LABELS = {"distance": r"$W_p(\mu^n_t, \mu_t)$", "coupling": "coupling (interaction)",
           "sampling_floor": "sampling floor"}
+# the Gaussian reference (meanfield.studies.gaussian_convergence)
+GAUSSIAN = {"mean_error": ("C0", r"$|\bar X - \alpha_t|$"),
+            "covariance_error": ("C3", r"$\|\mathrm{cov}\,X - \Sigma_t\|_F$"),
+            "coupling": ("C1", "coupling")}
+
+
+def _gaussian(ds: Any) -> bool:
+    return getattr(ds, "attrs", {}).get("reference") == "gaussian"
 
 
 def _check(ds: Any) -> xr.Dataset:
-    missing = [name for name in NEEDED if name not in getattr(ds, "data_vars", {})]
+    needed = ([f"{q}{s}" for q in GAUSSIAN for s in ("", "_slope", "_slope_low", "_slope_high")]
+              if _gaussian(ds) else NEEDED)
+    missing = [name for name in needed if name not in getattr(ds, "data_vars", {})]
     if missing:
         raise ConfigError(f"a convergence dataset needs {', '.join(missing)}", "result")
     return ds
@@ -51,6 +62,40 @@ def error_vs_n(ds: xr.Dataset, ax, k: int) -> None:
     ax.set_ylabel("rad")
 
 
+def gaussian_error_vs_n(ds: xr.Dataset, ax, k: int) -> None:
+    """The Gaussian reference's errors at time ``k``: replicas as dots, their mean as a
+    line, the fitted slope with its 95 % interval in the legend, the n^{-1/2} guide."""
+    n = ds["n"].values.astype(float)
+    for name, (color, label) in GAUSSIAN.items():
+        values = ds[name].isel(time=k).values
+        if not np.any(np.isfinite(values) & (values > 0)):
+            continue
+        ax.loglog(np.repeat(n, values.shape[1]), values.ravel(), ".", color=color,
+                  alpha=0.3, ms=3)
+        fit = [float(ds[f"{name}_slope{s}"].isel(time=k)) for s in ("", "_low", "_high")]
+        ax.loglog(n, np.nanmean(values, axis=1), "-", color=color,
+                  label=f"{label}: {fit[0]:.3f} [{fit[1]:.3f}, {fit[2]:.3f}]")
+    mean = np.nanmean(ds["mean_error"].isel(time=k).values, axis=1)
+    if np.isfinite(mean[0]) and mean[0] > 0:
+        ax.loglog(n, mean[0] * (n / n[0]) ** -0.5, "k:", lw=1, label=r"$n^{-1/2}$")
+    ax.set_title(f"t = {float(ds.time[k]):g}: fitted slopes [95 %]", fontsize=8)
+    ax.set_xlabel("tokens n")
+    ax.legend(fontsize=6)
+
+
+def gaussian_error_vs_time(ds: xr.Dataset, ax) -> None:
+    """Mean errors over the replicas against time for each n (darker: larger n)."""
+    for i in range(ds.sizes["n"]):
+        shade = 0.35 + 0.65 * (i + 1) / ds.sizes["n"]
+        for name, (color, label) in GAUSSIAN.items():
+            mean = ds[name].isel(n=i).mean("replica").values
+            ax.semilogy(ds.time.values, np.where(mean > 0, mean, np.nan), color=color,
+                        alpha=shade, label=label if i == ds.sizes["n"] - 1 else None)
+    ax.set_xlabel("time")
+    ax.set_title("errors against time (darker: larger n)", fontsize=8)
+    ax.legend(fontsize=7)
+
+
 def error_vs_time(ds: xr.Dataset, ax) -> None:
     """Mean errors over the replicas against time for each n, with the bound."""
     t = ds.time.values
@@ -74,6 +119,11 @@ def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
     fig = _new_figure((8.0, 3.2))
     a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    if _gaussian(ds):
+        gaussian_error_vs_n(ds, a, ds.sizes["time"] - 1)
+        gaussian_error_vs_time(ds, b)
+        fig.suptitle(_title(ds), fontsize=9)
+        return fig
     error_vs_n(ds, a, ds.sizes["time"] - 1)
     a.legend(fontsize=7)
     error_vs_time(ds, b)
@@ -89,7 +139,8 @@ def _rates_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     rows = -(-k // cols)
     fig = _new_figure((3.0 * cols, 2.6 * rows))
     for i in range(k):
-        error_vs_n(ds, fig.add_subplot(rows, cols, i + 1), i)
+        (gaussian_error_vs_n if _gaussian(ds) else error_vs_n)(
+            ds, fig.add_subplot(rows, cols, i + 1), i)
     fig.suptitle(_title(ds), fontsize=9)
     return fig
 

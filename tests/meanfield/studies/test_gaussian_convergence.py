@@ -201,6 +201,14 @@ def test_config_study_is_the_python_study(tmp_path):
         np.testing.assert_array_equal(ds[name].values, ref[name].values)
     assert ds.attrs["kind"] == "convergence" and ds.attrs["reference"] == "gaussian"
     assert read_netcdf(tmp_path / "g.nc").sizes == {"n": 2, "replica": 2, "time": 3}
+    # its figures: the three errors against n with their slopes, and against time
+    from meanfield.errors import ConfigError
+    from meanfield.plotting.common import plot_result
+
+    paths = plot_result(ds, tmp_path / "fig", stem="g", dpi=40)
+    assert sorted(p.name for p in paths) == ["g_rates.png", "g_summary.png"]
+    with pytest.raises(ConfigError, match="covariance_error_slope"):
+        plot_result(ds.drop_vars("covariance_error_slope"), tmp_path / "fig2", dpi=40)
 
 
 @pytest.mark.parametrize("change, key", [
