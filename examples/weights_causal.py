@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import WeightedParticles
+from meanfield.plotting.helpers import _style
 from solvers.particles.direct import normalize_rows
 
 PREDICTED_RATE = 0.5  # 1 - 1/i at i = 2, the slowest mode of the linearised flow
@@ -66,42 +67,43 @@ def main(argv=None) -> dict:
           f"(linearisation: "
           f"{PREDICTED_RATE})")
 
-    fig = Figure(figsize=(9.5, 4.0), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 2, 1, projection="3d", computed_zorder=False)
-    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 37), np.linspace(0, np.pi, 19))
-    ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v),
-                      color="0.85", lw=0.4)
-    x = run["positions"]
-    for i in range(1, x.shape[1]):
-        ax.plot(*x[:, i].T, color=f"C{i % 10}", lw=1.0)
-        ax.scatter(*x[0, i], color=f"C{i % 10}", s=10)
-    ax.scatter(*x[0, 0], color="k", s=140, marker="*", depthshade=False, zorder=10,
-               label="token 1 (fixed)")
-    ax.set_box_aspect((1, 1, 1))
-    ax.set_xlabel("$x_1$", labelpad=-8)
-    ax.set_ylabel("$x_2$", labelpad=-8)
-    ax.set_zlabel("$x_3$", labelpad=-8)
-    ax.tick_params(labelsize=6, pad=-2)
-    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
-        axis.set_ticks([-1, 0, 1])
-    ax.legend(frameon=False, loc="upper left")
-    ax.set_title(f"Causal mask, Q = K = V = I, β = {args.beta:g}: trajectories")
-    ax = fig.add_subplot(1, 2, 2)
-    t, dist = run["times"], run["distance"]
-    for i in range(1, dist.shape[1]):
-        keep = dist[:, i] > 0
-        ax.semilogy(t[keep], dist[keep, i], color=f"C{i % 10}", lw=1.0,
-                    label=f"token {i + 1}" if i in (1, dist.shape[1] - 1) else None)
-    ref = dist[-1, 1] * np.exp(-PREDICTED_RATE * (t - t[-1]))
-    ax.semilogy(t, ref, "k--", lw=1.0, label=r"$e^{-t/2}$ (linearisation)")
-    ax.set_ylim(max(1e-13, 0.1 * dist[-1, 1:].min()), 3.0)
-    ax.set_xlabel("time t")
-    ax.set_ylabel(r"distance to the first token $|x_i - x_1|$")
-    ax.set_title(f"n = {args.n}: every token reaches token 1 (token 2's fitted rate "
-                 f"{run['rate']:.3f})", fontsize=9)
-    ax.legend(frameon=False, fontsize=8)
-    fig.savefig(args.out, dpi=150)
+    with _style():  # the package's figure style
+        fig = Figure(figsize=(9.5, 4.0), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot(1, 2, 1, projection="3d", computed_zorder=False)
+        u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 37), np.linspace(0, np.pi, 19))
+        ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v),
+                          color="0.85", lw=0.4)
+        x = run["positions"]
+        for i in range(1, x.shape[1]):
+            ax.plot(*x[:, i].T, color=f"C{i % 10}", lw=1.0)
+            ax.scatter(*x[0, i], color=f"C{i % 10}", s=10)
+        ax.scatter(*x[0, 0], color="k", s=140, marker="*", depthshade=False, zorder=10,
+                   label="token 1 (fixed)")
+        ax.set_box_aspect((1, 1, 1))
+        ax.set_xlabel("$x_1$", labelpad=-8)
+        ax.set_ylabel("$x_2$", labelpad=-8)
+        ax.set_zlabel("$x_3$", labelpad=-8)
+        ax.tick_params(labelsize=6, pad=-2)
+        for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+            axis.set_ticks([-1, 0, 1])
+        ax.legend(frameon=False, loc="upper left")
+        ax.set_title(f"Causal mask, Q = K = V = I, β = {args.beta:g}: trajectories")
+        ax = fig.add_subplot(1, 2, 2)
+        t, dist = run["times"], run["distance"]
+        for i in range(1, dist.shape[1]):
+            keep = dist[:, i] > 0
+            ax.semilogy(t[keep], dist[keep, i], color=f"C{i % 10}", lw=1.0,
+                        label=f"token {i + 1}" if i in (1, dist.shape[1] - 1) else None)
+        ref = dist[-1, 1] * np.exp(-PREDICTED_RATE * (t - t[-1]))
+        ax.semilogy(t, ref, "k--", lw=1.0, label=r"$e^{-t/2}$ (linearisation)")
+        ax.set_ylim(max(1e-13, 0.1 * dist[-1, 1:].min()), 3.0)
+        ax.set_xlabel("time t")
+        ax.set_ylabel(r"distance to the first token $|x_i - x_1|$")
+        ax.set_title(f"n = {args.n}: every token reaches token 1 (token 2's fitted rate "
+                     f"{run['rate']:.3f})", fontsize=9)
+        ax.legend(frameon=False, fontsize=8)
+        fig.savefig(args.out, dpi=150)
     return run
 
 

@@ -32,6 +32,7 @@ from meanfield.metrics.limit_geometry import origin_distance
 from meanfield.model.particles import interaction_energy, simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import WeightedParticles
+from meanfield.plotting.helpers import _style
 from meanfield.plotting.weights import TokenSeries, origin_plot
 from solvers.particles.direct import normalize_rows
 
@@ -148,43 +149,44 @@ def main(argv=None) -> dict:
           f"{collapse['exponent']:.4f} on [{COLLAPSE_T / 10:g}, {COLLAPSE_T:g}] (predicted "
           f"-1/2); eigenvalues of 2t S(t): {eig} (predicted 1)")
 
-    fig = Figure(figsize=(10.0, 7.0), layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(2, 3)
-    _sphere_panel(fig.add_subplot(grid[0, 0], projection="3d"), runs["tetrahedron"],
-                  "n = 4 on $S^2$: regular tetrahedron")
-    _sphere_panel(fig.add_subplot(grid[0, 1], projection="3d"), runs["octahedron"],
-                  "n = 6 on $S^2$: octahedron")
-    ax = fig.add_subplot(grid[0, 2])
-    run = runs["heptagon"]
-    angles = np.unwrap(np.arctan2(run["positions"][..., 1], run["positions"][..., 0]),
-                       axis=0)
-    early = run["times"] <= 30.0  # the spreading is over by then
-    ax.plot(run["times"][early], np.degrees(angles[early]), lw=1.0)
-    ax.set_yticks(np.degrees(angles[-1]))  # the final angles: 360/7 apart
-    ax.yaxis.set_major_formatter("{x:.0f}")
-    ax.grid(axis="y", color="0.9")
-    ax.set_xlabel("time t")
-    ax.set_ylabel("token angle (degrees)")
-    ax.set_title("n = 7 on $S^1$: equally spaced")
-    ax = fig.add_subplot(grid[1, :2])
-    for name in ("tetrahedron", "octahedron", "pentagon", "heptagon"):
-        run = runs[name]
-        gap = run["gap"]
-        keep = gap > 1e-15  # below: round-off of the energies (~1e-16)
-        ax.semilogy(run["times"][keep], gap[keep], label=name)
-    ax.set_xlabel("time t")
-    ax.set_ylabel(r"$E_\beta(\mu^n_t) - E_\beta(\mathrm{polytope})$")
-    ax.set_title(rf"Energy above the sharp configuration's (V = -I, Q = K = I, "
-                 rf"$\beta = {BETA:g}$): it never increases", fontsize=10)
-    ax.legend(frameon=False)
-    ax = fig.add_subplot(grid[1, 2])
-    # the tokens x themselves (a plain array would be read as rescaled tokens z)
-    origin_plot(TokenSeries(collapse["times"], collapse["positions"], None, None,
-                            rescaled=False), ax)
-    ax.set_title(f"pure, V = -I in $R^2$: collapse to 0 (Thm C.5)\nn = 40, fitted "
-                 f"exponent {collapse['exponent']:.3f} (-1/2)", fontsize=10)
-    fig.savefig(args.out, dpi=150)
+    with _style():  # the package's figure style
+        fig = Figure(figsize=(10.0, 7.0), layout="constrained")
+        FigureCanvasAgg(fig)
+        grid = fig.add_gridspec(2, 3)
+        _sphere_panel(fig.add_subplot(grid[0, 0], projection="3d"), runs["tetrahedron"],
+                      "n = 4 on $S^2$: regular tetrahedron")
+        _sphere_panel(fig.add_subplot(grid[0, 1], projection="3d"), runs["octahedron"],
+                      "n = 6 on $S^2$: octahedron")
+        ax = fig.add_subplot(grid[0, 2])
+        run = runs["heptagon"]
+        angles = np.unwrap(np.arctan2(run["positions"][..., 1], run["positions"][..., 0]),
+                           axis=0)
+        early = run["times"] <= 30.0  # the spreading is over by then
+        ax.plot(run["times"][early], np.degrees(angles[early]), lw=1.0)
+        ax.set_yticks(np.degrees(angles[-1]))  # the final angles: 360/7 apart
+        ax.yaxis.set_major_formatter("{x:.0f}")
+        ax.grid(axis="y", color="0.9")
+        ax.set_xlabel("time t")
+        ax.set_ylabel("token angle (degrees)")
+        ax.set_title("n = 7 on $S^1$: equally spaced")
+        ax = fig.add_subplot(grid[1, :2])
+        for name in ("tetrahedron", "octahedron", "pentagon", "heptagon"):
+            run = runs[name]
+            gap = run["gap"]
+            keep = gap > 1e-15  # below: round-off of the energies (~1e-16)
+            ax.semilogy(run["times"][keep], gap[keep], label=name)
+        ax.set_xlabel("time t")
+        ax.set_ylabel(r"$E_\beta(\mu^n_t) - E_\beta(\mathrm{polytope})$")
+        ax.set_title(rf"Energy above the sharp configuration's (V = -I, Q = K = I, "
+                     rf"$\beta = {BETA:g}$): it never increases", fontsize=10)
+        ax.legend(frameon=False)
+        ax = fig.add_subplot(grid[1, 2])
+        # the tokens x themselves (a plain array would be read as rescaled tokens z)
+        origin_plot(TokenSeries(collapse["times"], collapse["positions"], None, None,
+                                rescaled=False), ax)
+        ax.set_title(f"pure, V = -I in $R^2$: collapse to 0 (Thm C.5)\nn = 40, fitted "
+                     f"exponent {collapse['exponent']:.3f} (-1/2)", fontsize=10)
+        fig.savefig(args.out, dpi=150)
     return results
 
 
