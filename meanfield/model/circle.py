@@ -13,7 +13,8 @@ Diagnostics, all from the grid values: mass ``int rho``; energy ``E_beta(rho) -
 E_beta(uniform) = 2 pi e^beta sum_{k>=1} g_k |c_k|^2`` (the interaction energy of
 docs/conventions.md less its value at the uniform density, a constant for mass 1, so that
 it is finite at beta = 0, where it equals ``r^2 / 2``); free energy ``(1/kappa) int rho
-log rho - c energy``; order parameter ``r = |int x d mu|``; mean direction ``int x d mu / r``.
+log rho - c energy``; order parameter ``r = |int x d mu|``; mean direction
+``int x d mu / r``.
 """
 from __future__ import annotations
 

@@ -22,8 +22,9 @@ circle.
 
 Diagnostics from the coefficients and the output grid: mass ``sqrt(4 pi) a_00``; energy
 ``E_beta(rho) - E_beta(uniform) = (1/2) e^beta sum_{l>=1} g_l sum_m |a_lm|^2`` (all
-orders m = -l..l); free energy ``(1/kappa) int rho log rho - c energy``; order parameter and mean direction by Gauss quadrature of
-``int x rho`` (exact for band-limited rho).
+orders m = -l..l); free energy ``(1/kappa) int rho log rho - c energy``; order
+parameter and mean direction by Gauss quadrature of ``int x rho`` (exact for band-limited
+rho).
 """
 from __future__ import annotations
 

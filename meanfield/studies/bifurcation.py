@@ -105,8 +105,8 @@ def check_bifurcation_config(cfg: dict) -> dict:
                             "value": value}
     if parameter == "kappa":
         plan["beta"] = float(m["beta"])
-        plan["critical_kappa"] = [lin.critical_kappa(geometry, m["beta"], m["normalized"], k,
-                                                     value)
+        plan["critical_kappa"] = [lin.critical_kappa(geometry, m["beta"], m["normalized"],
+                                                     k, value)
                                   for k in range(1, b["modes"] + 1)]
     else:
         plan["kappa"] = float(m["kappa"])

@@ -3,10 +3,10 @@
 
 A stationary state solves ``F(u) = 0`` for the parameterised residual of the
 discretization (``disc.residual``, docs/architecture.md) at its ``(beta, kappa)`` (and its
-``value`` c of ``V = c I``, which multiplies the velocity: ``rho ∝ exp(c kappa Psi)``). ``F``
-conserves mass and commutes with rotations, so its zeros come in families (any mass, any
-orientation) and ``F'`` is singular there. ``stationary_state`` therefore solves the
-bordered system, matrix-free by Newton-Krylov (``solvers.nonlinear.newton``):
+``value`` c of ``V = c I``, which multiplies the velocity: ``rho ∝ exp(c kappa Psi)``).
+``F`` conserves mass and commutes with rotations, so its zeros come in families (any
+mass, any orientation) and ``F'`` is singular there. ``stationary_state`` therefore solves
+the bordered system, matrix-free by Newton-Krylov (``solvers.nonlinear.newton``):
 
     F(u) + sum_i mu_i b_i = 0,      g(u) = 0,
 
@@ -311,8 +311,8 @@ def zero_flux_defect(disc, u: np.ndarray) -> float:
 
 def free_energy(disc, u: np.ndarray) -> float:
     """``kappa^-1 int rho log rho - c (E_beta(rho) - E_beta(uniform))`` (``c`` the model's
-    ``value``, ``V = c I``): the run diagnostics' free energy (``model.diagnostics``, the same numbers an evolve dataset
-    holds); NaN without noise."""
+    ``value``, ``V = c I``): the run diagnostics' free energy (``model.diagnostics``, the
+    same numbers an evolve dataset holds); NaN without noise."""
     d = disc.model.diagnostics(disc.to_density(np.asarray(u)))
     return float(d.get("free_energy", math.nan))
 
