@@ -504,7 +504,8 @@ def map_figure(ds: xr.Dataset) -> Any:
             from meanfield.model.landau import landau_critical_kappa
 
             kc = landau_critical_kappa(str(ds.attrs.get("geometry", "circle")), star,
-                                       ds.attrs.get("model") == "SA")
+                                       ds.attrs.get("model") == "SA",
+                                       float(ds.attrs.get("value", 1.0)))  # V = c I
             exact = float(ds.attrs.get("tricritical_beta_landau", math.nan))
             label = rf"tricritical $\beta^* = {star:.4f}$" + (
                 f" (Landau {exact:.4f})" if math.isfinite(exact) else "")
