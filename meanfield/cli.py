@@ -196,7 +196,10 @@ def _bifurcation_summary(ds) -> str:
                                                       ds.transition.values,
                                                       ds.branch_kind.values)
              if str(k) == "mode" and str(t)]
-    return "; ".join(found + types) or "no pitchfork in the range"
+    value = float(ds.attrs.get("value", 1.0))  # V = c I: c <= 0 has no pitchfork at all
+    return "; ".join(found + types) or (
+        f"no pitchfork: value = {value:g} <= 0 keeps the uniform state stable"
+        if value <= 0 else "no pitchfork in the range")
 
 
 def _plot(args) -> int:

@@ -130,3 +130,14 @@ def test_scan_with_value():
     for i, kappa in enumerate(ds.kappa.values):
         r = kuramoto_root(2.0 * kappa) if kappa > 1.0 else 0.0
         assert np.abs(ds.order_parameter.values[:, i] - r).max() <= 1e-8, (kappa, r)
+
+
+def test_cli_says_why_there_is_no_pitchfork(tmp_path, capsys):
+    from meanfield.cli import main
+
+    path = tmp_path / "b.toml"
+    path.write_text("[model]\nbeta = 1.0\n[discretization]\nresolution = 32\n"
+                    "[weights]\nvalue = -1.0\n[bifurcation]\nstart = 0.5\nstop = 20.0\n"
+                    "modes = 1\n")
+    assert main(["bifurcation", str(path), "--out", str(tmp_path / "r.nc")]) == 0
+    assert "no pitchfork: value = -1 <= 0" in capsys.readouterr().out
