@@ -48,6 +48,9 @@ from meanfield.studies.coupling import TIME_ROUND, step_grid, table_times
 from meanfield.studies.members import MemberList, run_study
 
 REFERENCE_RTOL = 1e-10
+# Token pairs (exponentials) of a whole study refused above this: numba on 16 cores does
+# about 1e9 per second (10.8 s per evaluation at n = 1e5), so 1e14 is a day of them
+MAX_PAIRS = 1e14
 ENGINES = ("numba", "numpy", "torch", "cupy")
 BLOCK_BYTES = 2**27  # logits of one block of rows, numpy: 128 MiB
 GPU_BLOCK_BYTES = 2**31  # torch / CuPy: 2 GiB (fewer, larger kernels; GPUs hold 16+ GiB)
@@ -371,6 +374,14 @@ def gaussian_plan(cfg: dict) -> dict:
                           f"{cfgmod.MAX_SEED}", "particles.seed")
     dt = AUTO_DT if cfg["time"]["dt"] == "auto" else float(cfg["time"]["dt"])
     times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
+    steps = sum(m for _, _, m in step_grid(times[1:], dt))
+    pairs = 4 * steps * c["replicas"] * sum(float(n) ** 2 for n in c["n"])
+    if pairs > MAX_PAIRS:
+        raise ConfigError(f"convergence.n up to {max(c['n'])}: {pairs:.2g} token pairs (4 RK4 "
+                          f"evaluations of n^2 exponentials in each of {steps} steps, "
+                          f"{c['replicas']} replicas), limit {MAX_PAIRS:.0e} (a day of 16 "
+                          "cores); use fewer or smaller token counts, fewer replicas or a "
+                          "shorter time.t_final", "convergence.n")
     beta = cfg["model"]["beta"]
     try:
         reference = gaussian_reference(mean, cov, head, beta, times[1:], dt)
@@ -380,7 +391,7 @@ def gaussian_plan(cfg: dict) -> dict:
     a = reference.a
     tilt = float(np.linalg.norm(np.linalg.cholesky(cov).T @ a, 2))
     return {"head": head, "mean": mean, "covariance": cov, "dt": dt, "times": times,
-            "beta": beta, "reference": reference, "tilt": tilt, "dim": d,
+            "beta": beta, "reference": reference, "tilt": tilt, "dim": d, "pairs": pairs,
             "members": [(n, r) for n in c["n"] for r in range(c["replicas"])]}
 
 
@@ -438,7 +449,8 @@ def config_dataset(cfg: dict, plan: dict, done: dict, info: dict) -> xr.Dataset:
         "title": f"convergence of pure self-attention tokens in R^{plan['dim']} to the "
                  f"Gaussian mean field, tilt |Sigma0^(1/2) A| = {plan['tilt']:.3g}",
         "geometry": "euclidean", "model": "pure", "beta": plan["beta"], "p": c["p"],
-        "dt": plan["dt"], "tilt": plan["tilt"], "reference_rtol": REFERENCE_RTOL,
+        "dt": plan["dt"], "tilt": plan["tilt"], "token_pairs": plan["pairs"],
+        "reference_rtol": REFERENCE_RTOL,
         "engine": "numba", **info})
     return ds
 

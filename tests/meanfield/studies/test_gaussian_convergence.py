@@ -220,6 +220,7 @@ def test_config_study_is_the_python_study(tmp_path):
       "time": {"t_final": 50.0, "save_every": 1.0, "dt": 0.25}}, "time.t_final"),
     ({"domain": {"geometry": "circle", "dim": 2}, "initial": {"kind": "uniform"},
       "weights": {"value": 2.0}}, "weights"),
+    ({"convergence": {"n": [3 * 10**6], "replicas": 8}}, "convergence.n"),  # 5.8e14 pairs
 ])
 def test_config_refused_before_any_work(change, key, tmp_path, monkeypatch):
     """Bad input names its key before any member runs (a blow-up of the Gaussian before
@@ -231,3 +232,30 @@ def test_config_refused_before_any_work(change, key, tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as info:
         convergence({**CFG, **change}, out=tmp_path / "bad.nc")
     assert info.value.key == key
+
+
+def test_resume_skips_the_members_done(tmp_path, monkeypatch):
+    """Ctrl-C after two members keeps them in the checkpoint; the resumed study runs
+    only the others and gives the numbers of an uninterrupted one."""
+    from meanfield.runs.schedule import checkpoint_path
+    from meanfield.studies.convergence import convergence
+
+    out = tmp_path / "g.nc"
+    real, calls = gc.run_member, []
+
+    def interrupt_third(cfg, plan, params):
+        calls.append(params)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cfg, plan, params)
+
+    monkeypatch.setattr(gc, "run_member", interrupt_third)
+    part = convergence(CFG, out=out)
+    assert part.attrs["status"] == -1 and checkpoint_path(out).exists()
+    calls.clear()
+    monkeypatch.setattr(gc, "run_member", lambda *a: calls.append(a[2]) or real(*a))
+    resumed = convergence(CFG, out=out, resume=True)
+    assert len(calls) == 2  # of 4 members
+    whole = convergence(CFG, out=tmp_path / "whole.nc")
+    for name in gc.MEASURES:
+        np.testing.assert_array_equal(resumed[name].values, whole[name].values)
