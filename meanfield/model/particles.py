@@ -377,7 +377,9 @@ class TokenStepper:
         return {"model": self.model.name, "kappa": self.kappa,
                 "dt": "auto" if self.dt is None else self.dt,
                 "integrator": "geodesic Euler-Maruyama" if self.noisy else
-                ("RK4 + retraction" + (", step doubling" if self.dt is None else ""))}
+                ("RK4" + (" + retraction" if self.model.on_sphere else "")
+                 + (" (time-dependent field)" if self.rk4.time_dependent else "")
+                 + (", step doubling" if self.dt is None else ""))}
 
 
 def _check_finite(x: np.ndarray, t: float) -> None:
