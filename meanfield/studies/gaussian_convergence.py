@@ -28,6 +28,14 @@ most ``dt`` between the save times (``coupling.step_grid``); ``Y``'s stages take
 the cost: n^2 exponentials per evaluation, evaluated without an n x n array
 (``attention_average``: rows in parallel with numba, or rows in blocks with numpy,
 torch or CuPy, the latter two on a GPU when there is one).
+
+Two entry points: ``gaussian_convergence(mean, covariance, head, ...)`` (Python, any
+engine, serial) and ``gaussian_study(cfg)``, which ``meanfield.convergence`` runs for
+``domain.geometry = "euclidean"`` with ``initial.kind = "gaussian"`` and one head of
+``[weights]`` (numba; members (n, replica) through the run engine and the executor,
+with checkpoint and resume). Both draw replica r's tokens with
+``initial.samplers.gaussian_tokens`` from ``initial_rng(seed + r)``, so they give the
+same numbers.
 """
 from __future__ import annotations
 
