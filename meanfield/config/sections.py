@@ -61,6 +61,7 @@ from meanfield.config.weights import (
     FAST_SUMS,
     WEIGHTED_ARCHITECTURES,
     finish_feedforward,
+    is_identity,
     finish_weights,
     pde_value_scale,
     validate_feedforward_section,
@@ -196,10 +197,27 @@ def check_pde_task(cfg: dict, task: str | None = None) -> None:
     pde_value_scale(cfg)
 
 
+def check_weighted_tokens(cfg: dict, task: str | None = None) -> None:
+    """Tokens with weights other than the identity are normalized self-attention (softmax
+    rows): USA is refused for the tasks that run tokens (the PDE takes USA with V = c I)."""
+    if not is_identity(cfg) and not cfg["model"]["normalized"]:
+        raise ConfigError("model.normalized = false with [weights] other than the identity: "
+                          "tokens with general weights are normalized self-attention "
+                          "(softmax rows); use normalized = true (the PDE, meanfield evolve, "
+                          "takes USA with value = c)", "model.normalized")
+
+
+def check_compare_task(cfg: dict, task: str | None = None) -> None:
+    """compare runs the PDE and tokens: both tasks' checks."""
+    check_pde_task(cfg, task)
+    check_weighted_tokens(cfg, task)
+
+
 # The checks of a whole validated config of a task (``registry.validate`` runs them last).
 CORE_TASK_CHECKS: dict[str, Callable[[dict, str], None]] = {
     "evolve": check_pde_task,
-    "compare": check_pde_task,
+    "particles": check_weighted_tokens,
+    "compare": check_compare_task,
 }
 
 

@@ -335,10 +335,8 @@ def _check_weighted(cfg: dict, key: str, what: str) -> None:
                           f"{p['architecture']!r}, which has Q = K = V = I and no layer; "
                           "general weights run with architecture "
                           + " or ".join(repr(a) for a in WEIGHTED_ARCHITECTURES), key)
-    if not cfg["model"]["normalized"]:
-        raise ConfigError(f"{key}: {what} with model.normalized = false; the weighted "
-                          "models are normalized self-attention (softmax rows): use "
-                          "normalized = true", key)
+    # (model.normalized = false is refused where tokens run: runs.particles; the PDE takes
+    # V = c I with USA too, and evolve validates the [particles] defaults along)
     if p["sum_method"] in FAST_SUMS:
         raise ConfigError(f"particles.sum_method = {p['sum_method']!r} expands the kernel "
                           f"of Q = K = V = I only; with {what} ({key}) use 'auto' or "

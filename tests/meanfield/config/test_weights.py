@@ -241,7 +241,9 @@ BAD = [
     ({"feedforward": {"activation": "relu"}, "particles": {"architecture": "pre-ln"}},
      "particles", "feedforward", "'post-ln' or 'pure'"),
     ({"weights": {"value": -1}, "model": {"normalized": False}}, "particles",
-     "weights.value", "normalized = true"),
+     "model.normalized", "normalized = true"),
+    ({"weights": {"value": -1}, "model": {"normalized": False}}, "compare",
+     "model.normalized", "normalized = true"),
     ({"weights": {"value": -1}, "particles": {"sum_method": "fourier"}}, "particles",
      "particles.sum_method", "'direct'"),
     ({"domain": {"geometry": "euclidean"}, "particles": {"sum_method": "fourier"}},
@@ -330,3 +332,12 @@ def test_a_registered_task_check_runs_on_the_clean_config(monkeypatch):
     cfgmod.register_task("probe", ("model", "domain"))  # replaced: no check
     cfgmod.validate({}, "probe")
     assert seen == [("probe", 3)]
+
+
+def test_the_pde_takes_usa_with_value_c():
+    """USA is refused for tokens with weights (softmax rows) but the PDE takes V = c I
+    with USA: evolve and bifurcation validate with the [particles] defaults along."""
+    config = {"weights": {"value": -1.0}, "model": {"normalized": False}}
+    for task in ("evolve", "bifurcation", None):
+        cfg = cfgmod.validate(config, task)
+        assert cfg["model"]["normalized"] is False
