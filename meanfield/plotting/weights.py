@@ -209,9 +209,11 @@ def _sup(d: int) -> str:
 
 
 def _principal(z: np.ndarray) -> np.ndarray:
-    """(d, 2) orthonormal principal axes of a configuration."""
-    _, _, vt = np.linalg.svd(z - z.mean(axis=0), full_matrices=False)
-    return vt[:2].T
+    """(d, 2) orthonormal principal axes of a configuration (about its mean: tokens in
+    R^d are not centred on the origin as unit vectors are)."""
+    from meanfield.plotting.tokens import _principal_plane
+
+    return _principal_plane(z - z.mean(axis=0)).T
 
 
 def _ax(fig: Figure, ax: Axes | None, three_d: bool = False) -> Axes:

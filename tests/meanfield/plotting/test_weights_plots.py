@@ -114,7 +114,9 @@ def test_panels_take_plain_arrays(tmp_path):
     p = np.full((5, 7, 7), 1 / 7)
     for fig in (token_paths(z, times=np.arange(5.0)), polytope_plot(z),
                 attention_snapshots(z, attention=p), origin_plot(z, times=np.arange(5.0)),
-                hyperplane_plot(z, value_matrix=np.diag([2.0, 1.0]))):
+                hyperplane_plot(z, value_matrix=np.diag([2.0, 1.0])),
+                token_paths(np.random.default_rng(2).standard_normal((3, 6, 4))),  # d > 3
+                token_paths(z[..., :1])):  # d = 1: z(t) against t
         labelled(fig)
         saved(fig, tmp_path, "array")
 
@@ -164,8 +166,10 @@ def test_without_config_or_attention_only_the_paths_are_drawn(polytope3, tmp_pat
     del bare.attrs["config"]
     fig = figure(bare)
     assert len(fig.get_axes()) == 1
-    names = [p.name for p in plot_result(bare, tmp_path, stem="bare", dpi=50)]
-    assert names == ["bare_summary.png", "bare_tokens.png", "bare_diagnostics.png"]
+    names = [p.name for p in plot_result(bare, tmp_path, stem="bare", dpi=50,
+                                         animate=True)]
+    assert names == ["bare_summary.png", "bare_tokens.png", "bare_diagnostics.png",
+                     "bare_animation.gif"]  # d = 3: the principal plane
     with pytest.raises(ConfigError, match="no attention"):
         attention_snapshots(bare)
 
