@@ -18,12 +18,11 @@
   ``dz_i/dt = sum_j P_ij(t) V (z_j - z_i)`` (``rescaled_velocity``, P at ``x = e^{tV} z``
   without forming x): the field depends on t (``time_dependent = True``, ``velocity(z,
   t)``), so the stepper passes the time of each RK4 stage. ``positions(z, t)`` maps back
-  to x where it is a double. ``check_horizon(t)`` says whether ``e^{t(V - cI)}`` and the
-  logit matrix can be formed up to a time (refused before the run otherwise).
+  to x where it is a double. A V whose ``e^{t(V - cI)}`` cannot be formed up to
+  ``time.t_final`` is refused with the config (``meanfield.config.weights``).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,7 +32,7 @@ from meanfield.errors import SolverError
 from meanfield.model.particles import check_beta
 from meanfield.model.weighted_attention import (
     MASKS, Head, attention_matrix, check_head, pure_velocity, rescaled_attention,
-    rescaled_logits, rescaled_velocity)
+    rescaled_velocity)
 from solvers.particles.direct import tangent_projection
 
 # The pure flow stops once a bound of its logits or values passes this (the double
@@ -168,19 +167,6 @@ class RescaledParticles:
         """``x = e^{tV} z`` (rows); overflows to inf where x is no double."""
         with np.errstate(over="ignore", invalid="ignore"):
             return z @ expm(t * self.head.value).T
-
-    def check_horizon(self, t: float) -> None:
-        """Raise ``ValueError`` if the logit matrix ``B = E^T Q^T K E`` of
-        ``rescaled_logits`` cannot be formed at time ``t`` (``e^{t(V - cI)}`` or B not a
-        finite double: non-normal growth of V)."""
-        try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                b, _ = rescaled_logits(np.eye(self.dim), float(t), self.head)
-        except ValueError:
-            b = np.array([math.inf])
-        if not np.all(np.isfinite(b)):
-            raise ValueError(f"e^(tV) of the value matrix cannot be formed at t = {t:g} "
-                             "(non-normal growth past the double range)")
 
     def check_state(self, z: np.ndarray, t: float) -> None:
         """Raise ``SolverError`` if the rescaled tokens are not finite."""
