@@ -103,7 +103,7 @@ def token_series(data: Any, times: Any = None, *, attention: Any = None,
             (``(n, d)``: one time), or a ``TokenSeries`` (returned as it is).
         times: ``(T,)`` times of an array (default ``0, 1, ...``); not with a dataset.
         attention: ``(T, n, n)`` attention matrices of an array (a dataset's come from its
-            ``attention`` variable).
+            ``attention`` variable; of several heads, the first head's).
         heads: a ``Head`` or a sequence of them, used for V and to compute the attention
             when it is not given (one head, rescaled tokens when ``rescaled`` holds).
 
@@ -127,7 +127,10 @@ def token_series(data: Any, times: Any = None, *, attention: Any = None,
                        dtype=float)
         t = np.asarray(data["time"].values, dtype=float)
         if attention is None and "attention" in data.data_vars:
-            attention = data["attention"].transpose("time", "particle", "key").values
+            saved = data["attention"]
+            if "head" in saved.dims:  # several heads: the first one's matrices are drawn
+                saved = saved.isel(head=0)
+            attention = saved.transpose("time", "particle", "key").values
         run = _run_of(data)
         rescaled = (_truthy(data.attrs["rescaled"]) if "rescaled" in data.attrs
                     else run.get("rescaled", False))

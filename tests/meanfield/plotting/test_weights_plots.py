@@ -174,6 +174,14 @@ def test_without_config_or_attention_only_the_paths_are_drawn(polytope3, tmp_pat
         attention_snapshots(bare)
 
 
+def test_several_heads_draw_the_first_heads_attention(polytope2):
+    two = polytope2.copy()
+    p = two["attention"].values
+    two["attention"] = (("time", "head", "particle", "key"), np.stack([p, p[:, ::-1]], 1))
+    np.testing.assert_array_equal(token_series(two).attention, p)
+    assert isinstance(attention_snapshots(two), Figure)
+
+
 def test_meanfield_plot_draws_a_saved_result(polytope2, tmp_path, capsys):
     path = tmp_path / "run.nc"
     polytope2.to_netcdf(path)
