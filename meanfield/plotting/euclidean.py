@@ -1,7 +1,7 @@
 """The figures ``figure`` / ``plot_result`` / ``meanfield plot`` draw for token datasets in
 R^d (``attrs["kind"] = "particles"``, ``attrs["geometry"] = "euclidean"``: pure
 self-attention with general weights, rescaled or not). The panels are in
-``meanfield.plotting.weights``.
+``meanfield.plotting.weights``, the data they read in ``meanfield.plotting.token_series``.
 
 The summary: the token paths, the limit geometry that the weights predict (Table 1 of the
 emergence-of-clusters paper: V = cI with c > 0, the polytope of the last tokens (d = 2, 3);
@@ -30,18 +30,20 @@ from meanfield.plotting.helpers import (
     _save_animation,
     _style,
 )
-from meanfield.plotting.weights import (
+from meanfield.plotting.token_series import (
     TokenSeries,
     _attention,
     _principal,
     _title,
+    token_series,
+)
+from meanfield.plotting.weights import (
     attention_snapshots,
     boolean_distance_plot,
     hyperplane_plot,
     origin_plot,
     polytope_plot,
     token_paths,
-    token_series,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
