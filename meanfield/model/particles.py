@@ -399,7 +399,8 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
 
     Args:
         model: ``AttentionParticles``, ``PreLNParticles`` or ``HardmaxParticles``.
-        x0: (n, d) initial tokens (unit vectors for the sphere models).
+        x0: (n, d) initial tokens (unit vectors for the sphere models; any finite rows,
+            d >= 1, for a model whose ``euclidean`` is true: pure tokens in R^d).
         save_times: increasing times > 0; the result also holds t = 0.
         kappa: inverse noise strength, > 0; ``inf`` for none (Pre-LN: only ``inf``).
         dt: fixed step; ``None`` for adaptive RK4 (step doubling, error per step
@@ -419,7 +420,14 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
         -1 and the saves so far.
     """
     kappa = check_kappa(kappa)
-    x0 = check_tokens(x0, model.on_sphere) if renormalize else np.array(x0, dtype=float)
+    if renormalize and getattr(model, "euclidean", False):  # pure tokens in R^d, d >= 1
+        x0 = np.array(x0, dtype=float)
+        if x0.ndim != 2 or x0.shape[0] < 2 or x0.shape[1] < 1 or \
+                not np.all(np.isfinite(x0)):
+            raise ConfigError(f"initial: tokens in R^d must be a finite (n, d) array, n >= 2, "
+                              f"got shape {x0.shape}", "initial")
+    else:
+        x0 = check_tokens(x0, model.on_sphere) if renormalize else np.array(x0, dtype=float)
     save_times = np.atleast_1d(np.asarray(save_times, dtype=float))
     if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= t0 \
             or np.any(np.diff(save_times) <= 0):

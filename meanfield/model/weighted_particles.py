@@ -2,7 +2,8 @@
 ``meanfield.model.weighted_attention`` as models of ``meanfield.model.particles``
 (``TokenStepper``, ``simulate``), each with ``velocity``, ``on_sphere``,
 ``time_dependent``, ``name``, the attention matrices ``attention(x, t)`` and
-``check_state(x, t)`` (called after each accepted step).
+``check_state(x, t)`` (called after each accepted step); ``euclidean``: tokens in R^d,
+any d >= 1 (``simulate`` takes them as given).
 
 - ``WeightedParticles(heads, beta, mask, feedforward, on_sphere=True)``: post-LN tokens on
   S^{d-1}, ``dx_i/dt = P^perp_{x_i} sum_h sum_j P^h_ij V_h x_j`` (the field of
@@ -86,6 +87,7 @@ class WeightedParticles:
         self.mask = _check_mask(mask)
         self.feedforward = feedforward
         self.on_sphere = bool(on_sphere)
+        self.euclidean = not self.on_sphere  # tokens in R^d, any d >= 1 (simulate)
         self.dim = self.heads[0].query.shape[0]
         kind = "post-LN SA" if self.on_sphere else "pure SA in R^d"
         self.name = f"{kind} ({_describe(self.heads, self.mask, feedforward)})"
@@ -141,6 +143,7 @@ class RescaledParticles:
     """
 
     on_sphere = False
+    euclidean = True  # tokens in R^d, any d >= 1 (simulate)
     time_dependent = True
     feedforward = None
 

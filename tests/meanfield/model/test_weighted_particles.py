@@ -81,6 +81,22 @@ def test_uniform_attention_with_value_c_identity_is_the_scalar_closed_form():
                                    atol=1e-10)
 
 
+@pytest.mark.parametrize("rescaled", [False, True])
+def test_tokens_on_a_line(rescaled):
+    # d = 1, Q = K = 0, V = c: x_i(t) = x_i(0) + (e^{ct} - 1) m, z_i = e^{-ct} x_i
+    c, x0 = 0.5, np.array([[-1.0], [0.0], [2.0]])
+    head = uniform_head(np.array([[c]]))
+    model = RescaledParticles(head) if rescaled else WeightedParticles(head, on_sphere=False)
+    run = simulate(model, x0, [1.0, 2.0], tolerance=1e-12)
+    # the error per step is at most tolerance * max|x| (measured in all: 1.0e-10 after 49
+    # steps of x, max|x| = 2.6)
+    bound = run.steps * 1e-12 * np.abs(run.positions).max()
+    for t, x in zip(run.times, run.positions):
+        exact = x0 + np.expm1(c * t) * x0.mean()
+        np.testing.assert_allclose(x, np.exp(-c * t) * exact if rescaled else exact,
+                                   rtol=0, atol=bound)
+
+
 def test_pure_overflow_stops_with_advice_and_never_returns_garbage():
     rng = np.random.default_rng(2)
     model = WeightedParticles(Head.identity(2, value=40.0), on_sphere=False)
