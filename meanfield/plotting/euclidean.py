@@ -111,6 +111,10 @@ def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
             boolean_distance_plot(s, axes[-1])
         if p is not None:
             attention_snapshots(s, fig=bottom)
+        engine = fig.get_layout_engine()
+        if d == 3 and ncol > 1 and engine is not None:
+            # room for the 3D z labels (drawn outside their axes) beside the next panel
+            engine.set(wspace=0.12)
         _letter_panels(axes)
         fig.suptitle(_title(s), fontsize=9)
     return fig

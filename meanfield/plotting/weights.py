@@ -32,6 +32,7 @@ weights (one head) when it was not saved.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -244,6 +245,13 @@ def boolean_distance_plot(data: Any, ax: Axes | None = None, *, times: Any = Non
                        label=f"exactly 0 from t = {_fmt_time(first)}")
         top = float(dist[shown].max()) if np.any(shown) else 1.0
         ax.set_ylim(top=2.0 * top)
+        if np.any(shown):  # decades at a round stride (matplotlib's gives 10^-37, 10^-74)
+            low = math.floor(math.log10(float(dist[shown].min())))
+            high = math.ceil(math.log10(2.0 * top))
+            step = next(k for k in (1, 2, 5, 10, 20, 25, 50, 100, 200) if
+                        (high - low) / k <= 6)
+            ax.set_yticks(10.0 ** np.arange(math.ceil(low / step) * step, high + 1, step))
+            ax.minorticks_off()
         ax.set_xlabel("time t")
         ax.set_ylabel("maxᵢ (1 − maxⱼ Pᵢⱼ)")
         ax.set_title("distance to Boolean")
@@ -360,8 +368,14 @@ def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
         ax = _ax(fig, ax)
         t = s.times
         ok = t > 0
-        ax.loglog(t[ok], r[ok], color="C2", label="max |xᵢ|" if not s.rescaled else
-                  "max |zᵢ|")
+        label = "max |zᵢ|" if s.rescaled else "max |xᵢ|"
+        if guide:
+            ax.loglog(t[ok], r[ok], color="C2", label=label)
+        else:  # a bounded size (no collapse expected): linear, without an offset
+            from matplotlib.ticker import ScalarFormatter
+            ax.semilogx(t[ok], r[ok], color="C2", label=label)
+            ax.yaxis.set_major_formatter(ScalarFormatter(useOffset=False))
+            ax.set_ylim(0.0, 1.1 * float(np.max(r[ok])) if np.any(ok) else 1.0)
         if guide and np.count_nonzero(ok) > 1:
             ax.loglog(t[ok], r[ok][-1] * np.sqrt(t[ok][-1] / t[ok]), "k--", lw=0.7,
                       label="∝ t^(−1/2)")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from meanfield.config.weights import head_specs, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.diagnostics import summarize
@@ -200,6 +201,12 @@ def _model_title(cfg: dict, plan: dict) -> tuple[str, str]:
                        f"{beta:g}{more}")
     if plan.get("weighted"):
         model = "SA with weights"
+        specs = head_specs(cfg)
+        if len(specs) == 1 and all(scalar_of(specs[0][k], dim, f"weights.{k}") == 1.0
+                                   for k in ("query", "key")):
+            c = scalar_of(specs[0]["value"], dim, "weights.value")
+            if c is not None and c != 1.0:  # say V = c I (c < 0: repulsive) in the title
+                model = f"SA with V = {c:g} I" + (" (repulsive)" if c < 0 else "")
     else:
         model = {"post-ln": "SA" if m["normalized"] else "USA",
                  "pre-ln": f"Pre-LN {'SA' if m['normalized'] else 'USA'}",

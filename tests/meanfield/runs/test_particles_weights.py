@@ -274,3 +274,13 @@ def test_euclidean_cluster_count_is_single_linkage(d):
     far = np.vstack([x[:5], 1e200 * np.ones((1, d))])
     assert cl.euclidean_cluster_count(far, 0.2) == fcluster(
         linkage(far[:5], "single"), 0.2, criterion="distance").max() + 1
+
+
+def test_the_title_names_v_equal_c_identity():
+    """V = c I on the sphere is named in the model attribute and the title (c < 0:
+    repulsive), so a figure of a repulsive run does not read as plain SA."""
+    ds = meanfield.particles({"domain": {"geometry": "sphere", "dim": 3},
+                              "weights": {"value": -1.0}, "particles": {"n": 4},
+                              "time": {"t_final": 0.5, "save_every": 0.5}})
+    assert ds.attrs["model"] == "SA with V = -1 I (repulsive)"
+    assert "repulsive" in ds.attrs["title"]
