@@ -105,6 +105,8 @@ class WeightedParticles:
         field off the sphere (same order 4), whose trajectories differ from SA's by
         ~1e-10 per step of 0.05; this one gives SA's to round-off.
         """
+        _finite_stage(x, "lower time.dt (or time.tolerance)" if self.on_sphere
+                      else PURE_ADVICE)
         v = pure_velocity(x, self.heads, beta=self.beta, mask=self.mask,
                           feedforward=self.feedforward)
         return tangent_projection(x, v) if self.on_sphere else v
@@ -130,6 +132,15 @@ class WeightedParticles:
                 f"pure self-attention: max |x_i| = {r:.3g} at t = {t:.6g}, where the "
                 f"attention logits beta <Q x_i, K x_j> or the values V x_j approach the "
                 f"double range (x grows like e^(t |V|)); {PURE_ADVICE}")
+
+
+def _finite_stage(x: np.ndarray, advice: str, t: float | None = None) -> None:
+    """``SolverError`` (not the ValueError of a bad argument) when an integrator stage
+    hands the field non-finite tokens: the step overflowed, which is the run's failure."""
+    if not np.all(np.isfinite(x)):
+        at = "" if t is None else f" at t = {t:.6g}"
+        raise SolverError(f"the tokens of an integrator stage became non-finite{at}; "
+                          f"{advice}")
 
 
 class RescaledParticles:
@@ -160,6 +171,8 @@ class RescaledParticles:
 
     def velocity(self, z: np.ndarray, t: float) -> np.ndarray:
         """``dz_i/dt`` at time ``t``."""
+        _finite_stage(z, "the rescaled flow moves at speeds ~ |V| |z|: lower time.dt "
+                      "(or time.tolerance), or scale V down", t)
         return rescaled_velocity(z, t, self.head, beta=self.beta, mask=self.mask)
 
     def attention(self, z: np.ndarray, t: float) -> np.ndarray:

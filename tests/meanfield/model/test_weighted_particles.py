@@ -178,3 +178,14 @@ def test_rescaled_refusals():
         RescaledParticles([random_head(rng, 2), random_head(rng, 2)])
     with pytest.raises(ValueError, match="noise"):
         TokenStepper(RescaledParticles(Head.identity(2)), kappa=1.0, dt=0.1)
+
+
+def test_a_stage_that_overflows_is_a_solver_error_with_advice():
+    """V = 1e300 I: the rescaled flow's speed |V| |z| overflows within the first step;
+    the run stops with a SolverError saying what to change (it raised the ValueError of
+    a bad argument from inside the field)."""
+    z0 = np.random.default_rng(0).standard_normal((6, 2))
+    head = Head(np.eye(2), np.eye(2), 1e300 * np.eye(2))
+    with pytest.raises(SolverError, match="lower time.dt"), \
+            np.errstate(over="ignore", invalid="ignore"):
+        simulate(RescaledParticles(head), z0, [1.0], dt=None, tolerance=1e-8)
