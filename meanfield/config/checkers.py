@@ -163,7 +163,49 @@ def choice(valid: tuple[str, ...]) -> Checker:
         if not isinstance(value, str) or value not in valid:
             raise unknown_name(key, value, valid)
         return value
+    return accepting(f"one of {', '.join(repr(v) for v in valid)}", check)
+
+
+# What a checker accepts, in words, for the config reference (meanfield.config.reference):
+# the factories below set it from their own bounds, so the page cannot drift from them; a
+# checker without it is described by the first line of its docstring.
+def accepting(text: str, check: Checker) -> Checker:
+    """``check`` with the attribute ``accepts = text`` (what it accepts, in words)."""
+    check.accepts = text
     return check
+
+
+def shown_number(x: float) -> str:
+    """A bound as the reference shows it: integers exactly (a seed's bound is 2^63 - 1),
+    floats as ``%g`` without the exponent's plus sign and zeros (1e8, 1e-14)."""
+    if isinstance(x, int):
+        return str(x)
+    text = f"{x:g}"
+    mantissa, _, exponent = text.partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else text
+
+
+def _bounds(minimum: float | None, strict: bool, maximum: float | None) -> str:
+    shown = shown_number
+    parts = ([f"{'>' if strict else '>='} {shown(minimum)}"] if minimum is not None
+             else []) + ([f"<= {shown(maximum)}"] if maximum is not None else [])
+    return " and ".join(parts)
+
+
+def number_in(minimum: float | None = None, strict: bool = False,
+            maximum: float | None = None) -> Checker:
+    """The checker of a finite number within the bounds of ``finite_number``."""
+    bounds = _bounds(minimum, strict, maximum)
+    return accepting(f"a finite number{' ' + bounds if bounds else ''}",
+                     lambda k, v: finite_number(k, v, minimum=minimum, strict=strict,
+                                                maximum=maximum))
+
+
+def integer_in(minimum: int | None = None, maximum: int | None = None) -> Checker:
+    """The checker of an integer within the bounds of ``integer``."""
+    bounds = _bounds(minimum, False, maximum)
+    return accepting(f"an integer{' ' + bounds if bounds else ''}",
+                     lambda k, v: integer(k, v, minimum=minimum, maximum=maximum))
 
 
 def unit_vector(key: str, value: Any, dim: int, tolerance: float) -> list[float]:
@@ -296,3 +338,17 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+# What the checkers above accept, in words (the config reference): from the same constants.
+for _check, _text in (
+        (number, "a number (int or float)"),
+        (finite_number, "a finite number"),
+        (beta, f"a finite number >= 0 and <= {shown_number(MAX_BETA)}"),
+        (kappa, 'a number > 0, or "inf" (no noise)'),
+        (auto_or_positive, '"auto" or a finite number > 0'),
+        (auto_or_count, '"auto" or an integer >= 2'),
+        (boolean, "true or false"),
+        (threads, '"auto" or an integer >= 1'),
+        (path, "a file path (a non-empty string)")):
+    accepting(_text, _check)

@@ -105,12 +105,11 @@ class Section:
 
 def _at_least(minimum: float, strict: bool = False, maximum: float | None = None
               ) -> ck.Checker:
-    return lambda k, v: ck.finite_number(k, v, minimum=minimum, strict=strict,
-                                         maximum=maximum)
+    return ck.number_in(minimum, strict, maximum)
 
 
 def _count(minimum: int) -> ck.Checker:
-    return lambda k, v: ck.integer(k, v, minimum=minimum)
+    return ck.integer_in(minimum)
 
 
 def _finish_model(cfg: dict) -> None:
@@ -155,6 +154,7 @@ def _registered_methods(geometry: str | None = None) -> tuple[str, ...]:
 
 
 def _method(key: str, value: Any) -> str:
+    """One of the registered discretization methods ('spectral', 'finite-volume')."""
     return ck.choice(_registered_methods())(key, value)
 
 
@@ -273,6 +273,7 @@ def _finish_particles(cfg: dict) -> None:
 
 
 def _scheduler(key: str, value: Any) -> str | None:
+    """The address of a running dask scheduler, e.g. "tcp://127.0.0.1:8786"."""
     if value is None:
         return None
     if not isinstance(value, str) or not value:
@@ -313,7 +314,7 @@ CORE_SECTIONS: tuple[Section, ...] = (
     Section("particles", {
         "n": (_count(2), None),
         # (the seed is stored in the result's attributes: netCDF holds 64-bit integers)
-        "seed": (lambda k, v: ck.integer(k, v, minimum=0, maximum=MAX_SEED), 0),
+        "seed": (ck.integer_in(0, MAX_SEED), 0),
         # (absent: "pure" for tokens in R^d, else "post-ln"; filled in by the finish)
         "architecture": (ck.choice(ARCHITECTURES), None),
         "sum_method": (ck.choice(SUM_METHODS), "auto"),

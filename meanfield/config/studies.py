@@ -62,6 +62,12 @@ from meanfield.config.weights import head_specs, is_identity
 from meanfield.errors import ConfigError
 
 POINTS = ("iid", "quantile")
+# Phrases of what the scan checkers accept (``checkers.accepting``: the config reference).
+_LIST = "a non-empty list of numbers"
+_INCREASING = "a strictly increasing list of numbers"
+_RANGE = "a range {start, stop, num} (numpy.linspace)"
+_SCALED = ('a range {start, stop, num, scale = "linear" | "log"} (numpy.linspace or '
+           "numpy.geomspace)")
 SOURCES = ("pde", "particles")
 PDES = ("grid", "characteristics")  # contraction.pde
 
@@ -74,13 +80,16 @@ def _betas(values: list[float], key: str) -> list[float]:
 
 
 def _token_counts(key: str, value) -> list[int]:
+    """Token counts: a list of integers >= 2 or a range {start, stop, num} (sorted, repeats
+    dropped)."""
     counts = ck.list_or_range(key, value, minimum=2, integers=True)
     return sorted({int(n) for n in counts})
 
 
 def _p(key: str, value) -> float:
-    """The order of the study's distance: 1 or 2 (its documented choices; any other
-    value, 1e308 included, is refused before the study starts)."""
+    """1 or 2 (the order of the study's distance).
+
+    Any other value, 1e308 included, is refused before the study starts."""
     p = ck.finite_number(key, value)
     if p not in (1, 2):
         raise ConfigError(f"{key} = {ck.describe(value)}: the convergence study measures "
@@ -107,10 +116,12 @@ def _subset(choices: tuple[str, ...], noun: str):
         if len(set(names)) != len(names):
             raise ConfigError(f"{key} = {ck.describe(value)} names a {noun} twice", key)
         return [s for s in choices if s in names]
-    return check
+    return ck.accepting("a non-empty list of distinct names from "
+                        + ", ".join(repr(c) for c in choices), check)
 
 
 def _table(key: str, value) -> dict:
+    """A table in the form of [initial] (kind and its parameters)."""
     if not isinstance(value, dict):
         raise ConfigError(f"{key} = {ck.describe(value)} must be a table in the form of "
                           "[initial] (kind and its parameters)", key)
@@ -137,6 +148,7 @@ SCAN_STARTS = ("uniform", "clustered")
 
 
 def _positive(k, v):
+    """A finite number > 0."""
     return ck.finite_number(k, v, minimum=0.0, strict=True)
 
 
@@ -202,6 +214,7 @@ def _increasing_grid(key: str, value, minimum: float) -> list[float]:
 
 
 def _dims(key: str, value) -> list[int]:
+    """Distinct integers d >= 2 (a list or a range {start, stop, num}), sorted."""
     dims = ck.list_or_range(key, value, integers=True)
     for i, d in enumerate(dims):
         if d < 2:
@@ -212,6 +225,7 @@ def _dims(key: str, value) -> list[int]:
 
 
 def _threshold(key: str, value) -> float:
+    """A finite number in (-1, 1) (a cosine)."""
     x = ck.finite_number(key, value)
     if not -1.0 < x < 1.0:
         raise ConfigError(f"{key} = {ck.describe(value)} must lie in (-1, 1) (a cosine "
@@ -230,17 +244,18 @@ def _finish_phase_diagram(cfg: dict) -> None:
 STUDY_SECTIONS: tuple[Section, ...] = (
     Section("convergence", {
         "n": (_token_counts, [100, 1000, 10000]),
-        "replicas": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10_000), 8),
+        "replicas": (ck.integer_in(1, 10_000), 8),
         "p": (_p, 1.0),
         "points": (ck.choice(POINTS), "iid"),
-        "reference": (lambda k, v: ck.integer(k, v, minimum=0, maximum=16), 2),
+        "reference": (ck.integer_in(0, 16), 2),
     }, finish=_finish_convergence),
     Section("contraction", {
-        "beta": (lambda k, v: _betas(ck.list_or_range(k, v, minimum=0.0), k),
+        "beta": (ck.accepting(f"{_LIST} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {_RANGE}",
+                              lambda k, v: _betas(ck.list_or_range(k, v, minimum=0.0), k)),
                  [0.5, 1.0, 2.0]),
         "sources": (_subset(SOURCES, "source"), ["pde", "particles"]),
-        "fit_below": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 0.1),
-        "fit_above": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True), 1e-8),
+        "fit_below": (ck.number_in(0.0, True), 0.1),
+        "fit_above": (ck.number_in(0.0, True), 1e-8),
         "other": (_table, None),
         "pde": (ck.choice(PDES), "grid"),
     }, finish=_finish_contraction),
@@ -248,33 +263,34 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "parameter": (ck.choice(PARAMETERS), "kappa"),
         "start": (ck.finite_number, 1.0),
         "stop": (ck.finite_number, 4.0),
-        "modes": (lambda k, v: ck.integer(k, v, minimum=1), 1),
+        "modes": (ck.integer_in(1), 1),
         "mode": (ck.choice(BIFURCATION_MODES), "continuation"),
         "ds": (_positive, 0.05),
         "ds_max": (_positive, 0.5),
-        "points": (lambda k, v: ck.integer(k, v, minimum=2, maximum=1_000_000), 200),
-        "stride": (lambda k, v: ck.integer(k, v, minimum=1), 10),
+        "points": (ck.integer_in(2, 1_000_000), 200),
+        "stride": (ck.integer_in(1), 10),
         "tolerance": (_positive, 1e-10),
-        "scan_num": (lambda k, v: ck.integer(k, v, minimum=2, maximum=ck.MAX_RANGE_NUM), 41),
+        "scan_num": (ck.integer_in(2, ck.MAX_RANGE_NUM), 41),
         "scan_starts": (_subset(SCAN_STARTS, "start"), ["uniform", "clustered"]),
         "scan_t_max": (_positive, 2000.0),
         "scan_tolerance": (_positive, 1e-9),
         "map_start": (ck.finite_number, 0.0),
         "map_stop": (ck.finite_number, 4.0),
-        "map_num": (lambda k, v: ck.integer(k, v, minimum=2, maximum=ck.MAX_RANGE_NUM), 9),
+        "map_num": (ck.integer_in(2, ck.MAX_RANGE_NUM), 9),
     }, finish=_finish_bifurcation),
     Section("phase_diagram", {
         "dims": (_dims, [2, 8, 32, 128, 1024]),
-        "beta": (lambda k, v: _betas(_increasing_grid(k, v, 0.0), k),
+        "beta": (ck.accepting(f"{_INCREASING} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {_RANGE}",
+                              lambda k, v: _betas(_increasing_grid(k, v, 0.0), k)),
                  {"start": 0.1, "stop": 9.0, "num": 50}),
-        "times": (lambda k, v: _increasing_grid(k, v, 0.0),
+        "times": (ck.accepting(f"{_INCREASING} >= 0, or {_RANGE}",
+                               lambda k, v: _increasing_grid(k, v, 0.0)),
                   {"start": 0.0, "stop": 30.0, "num": 121}),
-        "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**7), 2048),
+        "systems": (ck.integer_in(1, 10**7), 2048),
         "threshold": (_threshold, 0.999),
-        "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
-                                                   maximum=1e-2), 1e-5),
+        "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-5),
         "engine": (ck.choice(ENGINES), "numba"),
-        "batch": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 4096),
+        "batch": (ck.integer_in(1, 10**6), 4096),
         "freeze": (ck.boolean, True),
     }, finish=_finish_phase_diagram),
 )
@@ -350,6 +366,7 @@ def _grid(key: str, value, *, minimum: float, strict: bool = False,
 
 
 def _open_unit(key: str, value) -> float:
+    """A finite number in (0, 1)."""
     x = ck.finite_number(key, value)
     if not 0.0 < x < 1.0:
         raise ConfigError(f"{key} = {ck.describe(value)} must lie in (0, 1)", key)
@@ -376,26 +393,28 @@ def _finish_long_context(cfg: dict) -> None:
 
 STUDY_SECTIONS += (
     Section("normalization", {
-        "dim": (lambda k, v: ck.integer(k, v, minimum=2, maximum=10**7), 512),
-        "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**7), 256),
-        "chunk": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 64),
-        "times": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
+        "dim": (ck.integer_in(2, 10**7), 512),
+        "systems": (ck.integer_in(1, 10**7), 256),
+        "chunk": (ck.integer_in(1, 10**6), 64),
+        "times": (ck.accepting(f"{_INCREASING} > 0, or {_SCALED}",
+                               lambda k, v: _grid(k, v, minimum=0.0, strict=True)),
                   {"start": 0.05, "stop": 1e4, "num": 281, "scale": "log"}),
-        "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
-                                                    maximum=1e-2), 1e-9),
+        "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
         "fit_floor": (_positive, 1e-14),
         "fit_ceiling": (_positive, 1e-3),
-        "offset_ratio": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
-                                                       maximum=1.0), 0.01),
+        "offset_ratio": (ck.number_in(0.0, True, 1.0), 0.01),
         "band": (_open_unit, 0.9),
     }, finish=_finish_normalization),
     Section("long_context", {
         "rho": (_open_unit, 0.5),
-        "gamma": (lambda k, v: _grid(k, v, minimum=0.0, strict=True), None),
-        "n": (lambda k, v: _grid(k, v, minimum=2, integers=True, maximum=1e18),
+        "gamma": (ck.accepting(f"{_INCREASING} > 0, or {_SCALED}",
+                               lambda k, v: _grid(k, v, minimum=0.0, strict=True)), None),
+        "n": (ck.accepting(f"a strictly increasing list of integers >= 2 and <= 1e18, or "
+                           f"{_SCALED}",
+                           lambda k, v: _grid(k, v, minimum=2, integers=True, maximum=1e18)),
               {"start": 2, "stop": 1e15, "num": 57, "scale": "log"}),
-        "direct_max": (lambda k, v: ck.integer(k, v, minimum=0, maximum=4096), 1024),
-        "seed": (lambda k, v: ck.integer(k, v, minimum=0, maximum=2**63 - 1), 0),
+        "direct_max": (ck.integer_in(0, 4096), 1024),
+        "seed": (ck.integer_in(0, 2**63 - 1), 0),
         "tolerance": (_positive, 1e-2),
     }, finish=_finish_long_context),
 )
@@ -426,16 +445,16 @@ def _finish_metastability(cfg: dict) -> None:
 
 STUDY_SECTIONS += (
     Section("metastability", {
-        "beta": (lambda k, v: _betas(_grid(k, v, minimum=0.0, strict=True), k),
+        "beta": (ck.accepting(f"{_INCREASING} > 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {_SCALED}",
+                              lambda k, v: _betas(_grid(k, v, minimum=0.0, strict=True), k)),
                  [16.0, 32.0, 64.0, 128.0, 256.0]),
-        "systems": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 8),
-        "chunk": (lambda k, v: ck.integer(k, v, minimum=1, maximum=10**6), 4),
-        "times": (lambda k, v: _grid(k, v, minimum=0.0, strict=True),
+        "systems": (ck.integer_in(1, 10**6), 8),
+        "chunk": (ck.integer_in(1, 10**6), 4),
+        "times": (ck.accepting(f"{_INCREASING} > 0, or {_SCALED}",
+                               lambda k, v: _grid(k, v, minimum=0.0, strict=True)),
                   {"start": 0.1, "stop": 1000.0, "num": 101, "scale": "log"}),
-        "tolerance": (lambda k, v: ck.finite_number(k, v, minimum=0.0, strict=True,
-                                                    maximum=1e-2), 1e-9),
-        "plateau_ratio": (lambda k, v: ck.finite_number(k, v, minimum=1.0, strict=True,
-                                                        maximum=1e6), 2.0),
+        "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
+        "plateau_ratio": (ck.number_in(1.0, True, 1e6), 2.0),
         "collapse_tolerance": (_open_unit, 0.05),
     }, finish=_finish_metastability),
 )

@@ -46,6 +46,7 @@ WEIGHT_KINDS = ("gaussian", "symmetric")
 KIND_PARAMS = {"gaussian": ("kind", "scale", "seed"),
                "symmetric": ("kind", "eigenvalues", "seed")}
 ACTIVATIONS = ("relu", "tanh")  # meanfield.model.weighted_attention.ACTIVATIONS
+FEEDFORWARD_KEYS = ("activation", "weight")  # the keys of [feedforward]
 # The architectures of the weighted models (meanfield.model.weighted_attention): general
 # weights, heads, feed-forward layers and masks; "pre-ln" and "hardmax" take none of them.
 WEIGHTED_ARCHITECTURES = ("post-ln", "pure")
@@ -303,7 +304,7 @@ def validate_feedforward_section(given: dict, cfg: dict, name: str = "feedforwar
     if not given:
         return {}
     d = _dim(cfg)
-    keys = ("activation", "weight")
+    keys = FEEDFORWARD_KEYS
     for k in given:
         if k not in keys:
             raise ConfigError(f"unknown key {name}.{k}; {ck.suggest(k, keys)}", f"{name}.{k}")
