@@ -10,6 +10,7 @@
                      [same options]
     meanfield normalization | long-context CONFIG.toml [same options]
     meanfield metastability CONFIG.toml [same options]
+    meanfield config --defaults TASK
     meanfield plot RESULT.nc [--out DIR] [--animate]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
@@ -36,6 +37,7 @@ AVAILABLE += ("normalization", "long-context")  # issue 12, items 5-6
 RUNS += ("normalization", "long-context")
 AVAILABLE += ("metastability",)  # issue 12, item 4
 RUNS += ("metastability",)
+AVAILABLE += ("config",)  # issue 21: the defaults of a task as a TOML file
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         e.add_argument("--overwrite", action="store_true", help="replace an existing result")
         e.add_argument("--resume", action="store_true", help="continue from the checkpoint")
         e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    c = sub.add_parser("config", help="print the defaults of a task as a TOML file")
+    c.add_argument("--defaults", required=True, metavar="TASK",
+                   help="the task (evolve, particles, compare, convergence, ...)")
     pl = sub.add_parser("plot", help="figures from a result file")
     pl.add_argument("result", help="netCDF result")
     pl.add_argument("--out", help="folder for the figures (default: beside the result)")
@@ -247,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command in RUNS:
             return _run(args)
+        if args.command == "config":
+            from meanfield.config.reference import defaults_toml
+            sys.stdout.write(defaults_toml(args.defaults))
+            return 0
         return _plot(args)
     except ConfigError as exc:
         print(f"meanfield: error: {exc}", file=sys.stderr)

@@ -196,7 +196,8 @@ def defaults_toml(task: str) -> str:
     """
     task = task_name(task)
     clean = registry.validate({}, task)
-    out = [f"# The defaults of '{_command(task)}' (meanfield config --defaults {task}).",
+    out = [f"# The defaults of '{_command(task)}' ({_command('config')} --defaults "
+           f"{task.replace('_', '-')}).",
            "# Every key is optional: delete the ones you keep at their default. The full",
            "# reference, with every [initial] kind: docs/config_reference.md", ""]
     for name, section in registry.SECTIONS.items():  # (the validation order)
