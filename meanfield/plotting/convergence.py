@@ -1,6 +1,8 @@
-"""Figures of a convergence study (``kind = "convergence"``): the error against n at each
-saved time with its fitted slope and the n^{-1/2} guide, and the errors against time
-with Dobrushin's bound. Against the Gaussian mean field (``reference = "gaussian"``):
+"""Figures of a convergence study (``kind = "convergence"``): the error against n at the
+last saved time with its fitted slope and the n^{-1/2} guide, the errors against time
+with Dobrushin's bound (the axis set by the data; the bound clipped and marked where it
+leaves the frame), and, on the ``rates`` page, one panel of the fitted slopes against
+time. Against the Gaussian mean field (``reference = "gaussian"``):
 the errors of the mean and covariance and the coupling, each with its fitted slope."""
 from __future__ import annotations
 
@@ -97,22 +99,84 @@ def gaussian_error_vs_time(ds: xr.Dataset, ax) -> None:
 
 
 def error_vs_time(ds: xr.Dataset, ax) -> None:
-    """Mean errors over the replicas against time for each n, with the bound."""
-    t = ds.time.values
-    for i, n in enumerate(ds["n"].values):
+    """Mean errors over the replicas against time for each n, with Dobrushin's bound.
+
+    The vertical axis is set by the data alone: the bound (``e^{Ct}``-type, often orders
+    of magnitude above the measured errors) is clipped at the frame, and where it leaves
+    the frame an arrow at the top edge says so and gives its value there (gids
+    ``dobrushin_bound:{i}`` for the lines, ``dobrushin_off_frame`` for the arrow)."""
+    t = ds.time.values.astype(float)
+    data: list[np.ndarray] = []
+    for i in range(ds.sizes["n"]):
         shade = 0.35 + 0.65 * (i + 1) / ds.sizes["n"]
         for name, color in COLORS.items():
             mean = ds[name].isel(n=i).mean("replica").values
             mean = np.where(mean > 0, mean, np.nan)  # (the coupling starts at 0)
+            data.append(mean)
             ax.semilogy(t, mean, color=color, alpha=shade,
                         label=LABELS[name] if i == ds.sizes["n"] - 1 else None)
-        bound = ds["dobrushin_bound"].isel(n=i).mean("replica")
-        if bool(np.isfinite(bound).any()):
-            ax.semilogy(t, bound, "k--", alpha=shade, lw=1,
-                        label="Dobrushin bound" if i == ds.sizes["n"] - 1 else None)
+    values = np.concatenate(data) if data else np.zeros(0)
+    values = values[np.isfinite(values) & (values > 0)]
+    low, high = ((values.min() / 2, values.max() * 2) if values.size else (None, None))
+    above: list[tuple[float, float]] = []
+    for i in range(ds.sizes["n"]):
+        shade = 0.35 + 0.65 * (i + 1) / ds.sizes["n"]
+        bound = ds["dobrushin_bound"].isel(n=i).mean("replica").values.astype(float)
+        if not np.isfinite(bound).any():
+            continue
+        ax.semilogy(t, bound, "k--", alpha=shade, lw=1, gid=f"dobrushin_bound:{i}",
+                    label="Dobrushin bound" if i == ds.sizes["n"] - 1 else None)
+        if high is not None:
+            out = np.flatnonzero(np.isfinite(bound) & (bound > high))
+            if out.size:
+                above.append((t[out[0]], float(np.nanmax(bound))))
+    if above:
+        high *= 6.0  # (headroom for the note on the bound)
+    if high is not None:
+        ax.set_ylim(low, high)
+    if above:
+        t0, top = min(above)
+        # (an upward arrow from inside the frame to where the bound leaves it)
+        ax.annotate(f"Dobrushin bound above\n(up to {top:.1e})", xy=(t0, high),
+                    xytext=(12, -6), textcoords="offset points", ha="left", va="top",
+                    fontsize=6.5, gid="dobrushin_off_frame",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                          "alpha": 0.8},
+                    arrowprops={"arrowstyle": "->", "lw": 0.8, "color": "k"})
     ax.set_xlabel("time")
     ax.set_ylabel("rad")
     ax.set_title("errors against time (darker: larger n)", fontsize=8)
+
+
+def slope_vs_time(ds: xr.Dataset, ax) -> None:
+    """The fitted slope of each error against n (log-log) at every saved time, its 95 %
+    interval as a band, and the mean-field rate -1/2 (gids ``slope:{name}``). For the
+    main reference: ``W_p`` (``slope``), the coupling and the sampling floor when the
+    dataset has their slopes; for the Gaussian one: the mean, covariance and coupling."""
+    t = ds.time.values.astype(float)
+    if _gaussian(ds):
+        series = [(name, f"{name}_slope", color, label)
+                  for name, (color, label) in GAUSSIAN.items()]
+    else:
+        series = [(name, "slope" if name == "distance" else f"{name}_slope", color,
+                   LABELS[name]) for name, color in COLORS.items()]
+    for name, key, color, label in series:
+        if key not in ds.data_vars:
+            continue
+        slope = ds[key].values.astype(float)
+        if not np.isfinite(slope).any():
+            continue
+        ax.plot(t, slope, "-o", color=color, ms=3, lw=1.2, label=label,
+                gid=f"slope:{name}")
+        if f"{key}_low" in ds.data_vars and f"{key}_high" in ds.data_vars:
+            ax.fill_between(t, ds[f"{key}_low"].values.astype(float),
+                            ds[f"{key}_high"].values.astype(float), color=color,
+                            alpha=0.15, lw=0)
+    ax.axhline(-0.5, color="k", ls=":", lw=1, label=r"$n^{-1/2}$: $-1/2$")
+    ax.set_xlabel("time")
+    ax.set_ylabel(r"slope of $\log$ error against $\log n$")
+    ax.legend(fontsize=6.5, title="fitted slope (band: 95 % interval)",
+              title_fontsize=6.5, loc="best")
 
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
@@ -127,20 +191,16 @@ def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     error_vs_n(ds, a, ds.sizes["time"] - 1)
     a.legend(fontsize=7)
     error_vs_time(ds, b)
-    b.legend(fontsize=7)
+    b.legend(fontsize=7, loc="best")
     fig.suptitle(_title(ds), fontsize=9)
     return fig
 
 
 def _rates_page(ds: xr.Dataset, log: Any = "auto") -> Any:
+    """One panel: the slopes against time (``slope_vs_time``), not one panel per time."""
     del log
-    k = ds.sizes["time"]
-    cols = min(k, 3)
-    rows = -(-k // cols)
-    fig = _new_figure((3.0 * cols, 2.6 * rows))
-    for i in range(k):
-        (gaussian_error_vs_n if _gaussian(ds) else error_vs_n)(
-            ds, fig.add_subplot(rows, cols, i + 1), i)
+    fig = _new_figure((4.6, 3.2))
+    slope_vs_time(ds, fig.add_subplot(1, 1, 1))
     fig.suptitle(_title(ds), fontsize=9)
     return fig
 
