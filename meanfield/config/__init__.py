@@ -11,7 +11,8 @@ Modules: ``checkers`` (value checkers, including ``list_or_range`` for scans),
 ``sections`` (the core sections and tasks), ``initial`` (``[initial]``), ``weights``
 (``[weights]``, ``[feedforward]`` and the matrices they stand for), ``registry``
 (sections, tasks and their checks, ``validate``), ``renamed`` (renamed keys), ``io`` (TOML, ``--set``,
-JSON).
+JSON), ``meanings`` (one line per key) and ``reference`` (docs/config_reference.md and
+``meanfield config --defaults TASK``, generated from the sections).
 """
 from __future__ import annotations
 

@@ -253,6 +253,12 @@ def path(key: str, value: Any) -> str | None:
 
 
 RANGE_KEYS = ("start", "stop", "num")
+# Phrases of what the scan checkers accept (``accepting``: the config reference).
+LIST_TEXT = "a non-empty list of numbers"
+INCREASING_TEXT = "a strictly increasing list of numbers"
+RANGE_TEXT = "a range {start, stop, num} (numpy.linspace)"
+SCALED_RANGE_TEXT = ('a range {start, stop, num, scale = "linear" | "log"} (numpy.linspace '
+                     "or numpy.geomspace)")
 # A scan of more points than this is a typing slip (each point is a run), not a plan.
 MAX_RANGE_NUM = 100_000
 

@@ -62,12 +62,6 @@ from meanfield.config.weights import head_specs, is_identity
 from meanfield.errors import ConfigError
 
 POINTS = ("iid", "quantile")
-# Phrases of what the scan checkers accept (``checkers.accepting``: the config reference).
-_LIST = "a non-empty list of numbers"
-_INCREASING = "a strictly increasing list of numbers"
-_RANGE = "a range {start, stop, num} (numpy.linspace)"
-_SCALED = ('a range {start, stop, num, scale = "linear" | "log"} (numpy.linspace or '
-           "numpy.geomspace)")
 SOURCES = ("pde", "particles")
 PDES = ("grid", "characteristics")  # contraction.pde
 
@@ -250,7 +244,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "reference": (ck.integer_in(0, 16), 2),
     }, finish=_finish_convergence),
     Section("contraction", {
-        "beta": (ck.accepting(f"{_LIST} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {_RANGE}",
+        "beta": (ck.accepting(f"{ck.LIST_TEXT} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {ck.RANGE_TEXT}",
                               lambda k, v: _betas(ck.list_or_range(k, v, minimum=0.0), k)),
                  [0.5, 1.0, 2.0]),
         "sources": (_subset(SOURCES, "source"), ["pde", "particles"]),
@@ -280,10 +274,10 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_bifurcation),
     Section("phase_diagram", {
         "dims": (_dims, [2, 8, 32, 128, 1024]),
-        "beta": (ck.accepting(f"{_INCREASING} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {_RANGE}",
+        "beta": (ck.accepting(f"{ck.INCREASING_TEXT} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {ck.RANGE_TEXT}",
                               lambda k, v: _betas(_increasing_grid(k, v, 0.0), k)),
                  {"start": 0.1, "stop": 9.0, "num": 50}),
-        "times": (ck.accepting(f"{_INCREASING} >= 0, or {_RANGE}",
+        "times": (ck.accepting(f"{ck.INCREASING_TEXT} >= 0, or {ck.RANGE_TEXT}",
                                lambda k, v: _increasing_grid(k, v, 0.0)),
                   {"start": 0.0, "stop": 30.0, "num": 121}),
         "systems": (ck.integer_in(1, 10**7), 2048),
@@ -396,7 +390,7 @@ STUDY_SECTIONS += (
         "dim": (ck.integer_in(2, 10**7), 512),
         "systems": (ck.integer_in(1, 10**7), 256),
         "chunk": (ck.integer_in(1, 10**6), 64),
-        "times": (ck.accepting(f"{_INCREASING} > 0, or {_SCALED}",
+        "times": (ck.accepting(f"{ck.INCREASING_TEXT} > 0, or {ck.SCALED_RANGE_TEXT}",
                                lambda k, v: _grid(k, v, minimum=0.0, strict=True)),
                   {"start": 0.05, "stop": 1e4, "num": 281, "scale": "log"}),
         "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
@@ -407,10 +401,10 @@ STUDY_SECTIONS += (
     }, finish=_finish_normalization),
     Section("long_context", {
         "rho": (_open_unit, 0.5),
-        "gamma": (ck.accepting(f"{_INCREASING} > 0, or {_SCALED}",
+        "gamma": (ck.accepting(f"{ck.INCREASING_TEXT} > 0, or {ck.SCALED_RANGE_TEXT}",
                                lambda k, v: _grid(k, v, minimum=0.0, strict=True)), None),
         "n": (ck.accepting(f"a strictly increasing list of integers >= 2 and <= 1e18, or "
-                           f"{_SCALED}",
+                           f"{ck.SCALED_RANGE_TEXT}",
                            lambda k, v: _grid(k, v, minimum=2, integers=True, maximum=1e18)),
               {"start": 2, "stop": 1e15, "num": 57, "scale": "log"}),
         "direct_max": (ck.integer_in(0, 4096), 1024),
@@ -445,12 +439,12 @@ def _finish_metastability(cfg: dict) -> None:
 
 STUDY_SECTIONS += (
     Section("metastability", {
-        "beta": (ck.accepting(f"{_INCREASING} > 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {_SCALED}",
+        "beta": (ck.accepting(f"{ck.INCREASING_TEXT} > 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {ck.SCALED_RANGE_TEXT}",
                               lambda k, v: _betas(_grid(k, v, minimum=0.0, strict=True), k)),
                  [16.0, 32.0, 64.0, 128.0, 256.0]),
         "systems": (ck.integer_in(1, 10**6), 8),
         "chunk": (ck.integer_in(1, 10**6), 4),
-        "times": (ck.accepting(f"{_INCREASING} > 0, or {_SCALED}",
+        "times": (ck.accepting(f"{ck.INCREASING_TEXT} > 0, or {ck.SCALED_RANGE_TEXT}",
                                lambda k, v: _grid(k, v, minimum=0.0, strict=True)),
                   {"start": 0.1, "stop": 1000.0, "num": 101, "scale": "log"}),
         "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
