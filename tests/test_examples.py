@@ -278,8 +278,8 @@ def test_convergence_example_runs(tmp_path):
 
 
 def test_contraction_example_runs(tmp_path):
-    """The contraction example (the PDE source only, for speed): the fitted W_2 rate of
-    the collapsing cluster is the predicted e^{-t} rate of SA within 2 %."""
+    """The contraction example (the PDE source only, for speed): the fitted W_2 rates of
+    the collapsing cluster are the predicted e^{-t} rate of SA within 2 % at each beta."""
     out = tmp_path / "contr.nc"
     assert cli(["contraction", str(EXAMPLES / "contraction.toml"), "--out", str(out),
                 "--set", 'contraction.sources=["pde"]', "--no-progress"]) == 0
@@ -298,3 +298,17 @@ def test_bifurcation_example_runs(tmp_path):
     assert [str(t) for t in ds.special_type.values] == ["pitchfork"]
     assert abs(float(ds.special_kappa[0]) - 2.0) < 1e-6
     assert "supercritical" in [str(t) for t in ds.transition.values]
+
+
+def test_token_states_file():
+    """data/token_states.npz as data/make_token_states.py documents it: the embedding
+    output and the 6 layers of all-MiniLM-L6-v2 (width 384), one row per WordPiece token
+    from [CLS] to [SEP], finite, float16, under 1 MB."""
+    path = EXAMPLES.parent / "data" / "token_states.npz"
+    assert path.stat().st_size < 1_000_000
+    with np.load(path) as f:
+        states, tokens = f["states"], f["tokens"]
+        assert "all-MiniLM-L6-v2" in str(f["model"]) and "Declaration" in str(f["source"])
+    assert states.dtype == np.float16 and states.shape == (7, tokens.size, 384)
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert np.all(np.isfinite(states))
