@@ -1,7 +1,11 @@
-"""Circle figures: density over (θ, t), density curves, the animated curve."""
+"""Circle figures: density over (θ, t), density curves, the animated curve.
+
+Angles are drawn relative to the mean direction θ̄ of the last saved density, on
+[−π, π): a cluster is never cut by the frame's edge wherever it forms, and the axis label
+gives θ̄. The image is closed across the periodic seam (its cells cover all of [−π, π]).
+"""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +19,9 @@ from meanfield.plotting.helpers import (
     TWO_PI,
     _check_coords_numeric,
     _check_density,
+    _caption,
+    _centred_grid,
+    _centred_theta_axis,
     _diagnostic_panels,
     _diagnostics_row,
     _fmt_time,
@@ -22,9 +29,9 @@ from meanfield.plotting.helpers import (
     _freeze_layout,
     _letter_panels,
     _log_limits,
+    _mean_angle,
     _new_figure,
     _norm,
-    _periodic_edges,
     _save_animation,
     _shown,
     _snapshot_indices,
@@ -45,12 +52,27 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 UNIFORM = 1.0 / TWO_PI
 
 
-def _theta_axis(ax: Axes) -> None:
-    """Theta on the x axis from 0 to 2π, ticks labelled in multiples of π."""
-    ax.set_xlim(0.0, TWO_PI)
-    ax.set_xticks([0.0, math.pi / 2, math.pi, 3 * math.pi / 2, TWO_PI])
-    ax.set_xticklabels(["0", "π/2", "π", "3π/2", "2π"])
-    ax.set_xlabel("θ (rad)")
+def _centre(ds: xr.Dataset) -> tuple[float, str]:
+    """(θ̄, its description): the mean direction of the last saved density."""
+    theta = np.asarray(ds["theta"].values, dtype=float)
+    t = np.asarray(ds["time"].values, dtype=float)
+    centre = _mean_angle(theta, _density_array(ds)[-1])
+    return centre, f"mean direction at t = {_fmt_time(t[-1])}"
+
+
+def _theta_axis(ax: Axes, ds: xr.Dataset) -> None:
+    """θ − θ̄ on the x axis from −π to π, θ̄ given in the label."""
+    _centred_theta_axis(ax, *_centre(ds))
+
+
+def _closed_curve(ds: xr.Dataset, rho: np.ndarray, centre: float | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of density curves relative to ``centre`` (default θ̄ of ``ds``), closed one
+    point past ±π on each side."""
+    theta = np.asarray(ds["theta"].values, dtype=float)
+    centre = _centre(ds)[0] if centre is None else centre
+    c, _, values = _centred_grid(theta, rho, centre)
+    return np.concatenate([[c[-1] - TWO_PI], c, [c[0] + TWO_PI]]), values
 
 
 def _density_label(ds: xr.Dataset) -> str:
@@ -92,9 +114,10 @@ def _circle_spacetime(ds: xr.Dataset, ax: Axes, *, log: bool | str = False,
     theta = np.asarray(ds["theta"].values, dtype=float)
     t = np.asarray(ds["time"].values, dtype=float)
     norm = _norm(rho, log, UNIFORM)
-    mesh = ax.pcolormesh(_periodic_edges(theta), _time_edges(t), _shown(rho, norm),
+    _, edges, values = _centred_grid(theta, rho, _centre(ds)[0])
+    mesh = ax.pcolormesh(edges, _time_edges(t), _shown(values, norm),
                          cmap=cmap, norm=norm, shading="flat", rasterized=True)
-    _theta_axis(ax)
+    _theta_axis(ax, ds)
     if t.size > 1:
         ax.set_ylim(t[0], t[-1])
     ax.set_ylabel(_time_label(ds))
@@ -113,20 +136,20 @@ def _circle_snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = 
 
     cmap = "viridis" if cmap is None else cmap
     rho = _density_array(ds)
-    theta = np.asarray(ds["theta"].values, dtype=float)
     t = np.asarray(ds["time"].values, dtype=float)
     idx = _snapshot_indices(t, times, n)
-    closed_theta = np.append(theta, theta[0] + TWO_PI)
+    x, closed = _closed_curve(ds, rho)
     colours = colormaps[cmap](np.linspace(0.0, 0.85, idx.size))  # skip the palest end
     lines = []
     if reference:
         ax.axhline(UNIFORM, color="0.6", lw=0.9, ls="--", zorder=1, label="uniform")
-    for colour, i in zip(colours, idx):
-        curve = np.append(rho[i], rho[i, 0])
-        (line,) = ax.plot(closed_theta, curve, color=colour, label=f"t = {_fmt_time(t[i])}",
-                          zorder=2)
+    # later curves on top and thinner, translucent, so that none hides an earlier one
+    widths = np.linspace(2.2, 1.1, idx.size)
+    for k, (colour, i) in enumerate(zip(colours, idx)):
+        (line,) = ax.plot(x, closed[i], color=colour, label=f"t = {_fmt_time(t[i])}",
+                          lw=widths[k], alpha=0.85, zorder=2 + k)
         lines.append(line)
-    _theta_axis(ax)
+    _theta_axis(ax, ds)
     ax.set_ylabel(_density_label(ds))
     if _use_log(log, rho[idx], UNIFORM):
         ax.set_yscale("log")
@@ -151,13 +174,12 @@ def _circle_snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = 
 def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
                     max_frames: int, log: bool | str = False, points: Any = None) -> None:
     rho = _density_array(ds)
-    theta = np.asarray(ds["theta"].values, dtype=float)
     t = np.asarray(ds["time"].values, dtype=float)
     frames = _frame_indices(t.size, max_frames)
-    closed_theta = np.append(theta, theta[0] + TWO_PI)
+    closed_theta, values = _closed_curve(ds, rho)
 
     def closed(i: int) -> np.ndarray:
-        return np.append(rho[i], rho[i, 0])
+        return values[i]
 
     with _style():
         fig = _new_figure((5.0, 3.2))
@@ -165,7 +187,7 @@ def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
         ax.axhline(UNIFORM, color="0.6", lw=0.9, ls="--", label="uniform")
         ax.plot(closed_theta, closed(0), color="0.75", lw=1.0, label=f"t = {_fmt_time(t[0])}")
         (line,) = ax.plot(closed_theta, closed(frames[0]), color="C0", lw=1.8, label="ρ(θ, t)")
-        _theta_axis(ax)
+        _theta_axis(ax, ds)
         ax.set_ylabel(_density_label(ds))
         if _use_log(log, rho, UNIFORM):
             ax.set_yscale("log")
@@ -210,6 +232,7 @@ def _circle_summary(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> F
             axes += _diagnostics_row(ds, fig, grid[1])
         _letter_panels(axes)
         fig.suptitle(_title(ds))
+        _caption(fig, ds)
     return fig
 
 

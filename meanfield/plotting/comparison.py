@@ -30,6 +30,10 @@ from meanfield.plotting import sphere_grid as _grid
 from meanfield.plotting import sphere_maps as _maps
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
+    ENERGY_LABEL,
+    _centre_note,
+    _centred_grid,
+    _centred_theta_axis,
     _attr_summary,
     _fmt_time,
     _frame_indices,
@@ -137,8 +141,15 @@ def _bin_edges(ds: xr.Dataset) -> np.ndarray:
     return _periodic_edges(np.mod(np.asarray(ds["bin"].values, dtype=float), 2 * math.pi))
 
 
+def _bin_centres(ds: xr.Dataset) -> np.ndarray:
+    """The bin centres in [0, 2π), sorted as the histogram's bins must then be."""
+    edges = _bin_edges(ds)
+    return np.mod(0.5 * (edges[:-1] + edges[1:]), 2 * math.pi)
+
+
 def density_vs_histogram(ds: xr.Dataset, ax: Axes, time: float | None = None, *,
-                         log: bool | str = False, legend: bool = True) -> tuple:
+                         log: bool | str = False, legend: bool = True,
+                         centre: float | None = None) -> tuple:
     """Circle comparison at one saved time: the PDE density ρ(θ, t) (line) over the
     pooled token histogram (filled steps, fraction of tokens per bin / bin width).
 
@@ -148,6 +159,9 @@ def density_vs_histogram(ds: xr.Dataset, ax: Axes, time: float | None = None, *,
         time: the saved time nearest this; ``None``: the last one.
         log: log density axis; ``"auto"``: log once the peak exceeds 25 times 1/(2π).
         legend: add a legend (PDE, tokens, uniform).
+        centre: the angle drawn at 0, which the x label then only names θ̄ (a figure of
+            several panels states it once); ``None``: the mean direction θ̄ of the last
+            saved PDE density, given in the x label.
 
     Returns:
         (the PDE ``Line2D``, the histogram's ``StepPatch``).
@@ -164,14 +178,20 @@ def density_vs_histogram(ds: xr.Dataset, ax: Axes, time: float | None = None, *,
     i = _index(ds, time)
     rho = _circ._density_array(ds)
     hist = _histogram(ds)
-    theta = np.asarray(ds["theta"].values, dtype=float)
+    # both relative to the PDE's last mean direction, closed across the seam
+    given = centre is not None
+    centre = _circ._centre(ds)[0] if centre is None else float(centre)
+    _, bin_edges, bin_hist = _centred_grid(_bin_centres(ds), hist[i], centre)
     ax.axhline(_circ.UNIFORM, color="0.6", lw=0.9, ls="--", zorder=1, label="uniform")
-    steps = ax.stairs(hist[i], _bin_edges(ds), fill=True, lw=0.7, zorder=2,
+    steps = ax.stairs(bin_hist, bin_edges, fill=True, lw=0.7, zorder=2,
                       facecolor=to_rgba(_TOKEN_COLOUR, 0.35), edgecolor=_TOKEN_COLOUR,
                       label=_token_label(ds))
-    (line,) = ax.plot(np.append(theta, theta[0] + 2 * math.pi), np.append(rho[i], rho[i, 0]),
-                      color=_PDE_COLOUR, lw=1.3, zorder=3, label="PDE")
-    _circ._theta_axis(ax)
+    x, closed = _circ._closed_curve(ds, rho[i], centre)
+    (line,) = ax.plot(x, closed, color=_PDE_COLOUR, lw=1.3, zorder=3, label="PDE")
+    if given:
+        _centred_theta_axis(ax, None)
+    else:
+        _circ._theta_axis(ax, ds)
     ax.set_ylabel("ρ(θ, t)" + _units_suffix(ds["density"]))
     both = np.concatenate([rho[i], hist[i]])
     if _use_log(log, both, _circ.UNIFORM):
@@ -358,7 +378,7 @@ def _series_row(ds: xr.Dataset, fig: Figure, spec) -> list[Axes]:
     l1_distance(ds, axes[0])
     order_comparison(ds, axes[1])
     if count == 3:
-        _pde_vs_tokens(ds, axes[2], "energy", "particle_energy", "E(t) − E(uniform)",
+        _pde_vs_tokens(ds, axes[2], "energy", "particle_energy", ENERGY_LABEL,
                        "energy")
         axes[2].ticklabel_format(axis="y", style="sci", scilimits=(-3, 4))
     return axes
@@ -368,13 +388,15 @@ def _series_row(ds: xr.Dataset, fig: Figure, spec) -> list[Axes]:
 # figures, pages, animation
 # --------------------------------------------------------------------------------------
 def _circle_row(ds: xr.Dataset, fig: Figure, spec, count: int, log: bool | str,
-                legend: bool = True) -> list:
+                legend: bool = True, centre: float | None = None) -> list:
     idx = _snapshot_indices(_t(ds), None, count)
     row = spec.subgridspec(1, idx.size)
+    centre = _circ._centre(ds)[0] if centre is None else centre
     axes = []
     for k, i in enumerate(idx):
         ax = fig.add_subplot(row[k], sharey=axes[0] if axes else None)
-        density_vs_histogram(ds, ax, time=_t(ds)[i], log=log, legend=legend and k == 0)
+        density_vs_histogram(ds, ax, time=_t(ds)[i], log=log, legend=legend and k == 0,
+                             centre=centre)
         if k:
             ax.set_ylabel("")
             ax.tick_params(labelleft=False)
@@ -392,8 +414,13 @@ def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
                else _map_block(ds, fig, grid[0], 3, log))
         bottom = _series_row(ds, fig, grid[1])
         _letter_panels(top + bottom)
-        fig.suptitle(_title(ds))
+        fig.suptitle(_title(ds) + (f"\n{_circle_note(ds)}" if circle else ""))
     return fig
+
+
+def _circle_note(ds: xr.Dataset) -> str:
+    """The statement of θ̄ for figures whose panels are labelled θ − θ̄ only."""
+    return "angles relative to " + _centre_note(*_circ._centre(ds))
 
 
 def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
@@ -403,14 +430,16 @@ def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
             grid = fig.add_gridspec(2, 1)
             idx = _snapshot_indices(_t(ds), None, 6)
             half = (idx.size + 1) // 2
+            centre = _circ._centre(ds)[0]  # of the whole run, for both rows
             for r, part in enumerate((idx[:half], idx[half:])):
                 if part.size:
                     _circle_row(ds.isel(time=part), fig, grid[r], part.size, log,
-                                legend=r == 0)
+                                legend=r == 0, centre=centre)
         else:
             fig = _new_figure((7.5, 3.6))
             _map_block(ds, fig, fig.add_gridspec(1, 1)[0], 4, log)
-        fig.suptitle(_title(ds), fontsize=9)
+        circle = ds.attrs["geometry"] == "circle"
+        fig.suptitle(_title(ds) + (f"\n{_circle_note(ds)}" if circle else ""), fontsize=9)
     return fig
 
 
@@ -437,11 +466,13 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
             top = max(float(np.nanmax(rho[frames])), float(np.nanmax(hist[frames])))
             if ax.get_yscale() == "linear":
                 ax.set_ylim(0.0, 1.05 * max(top, _circ.UNIFORM))
-            ax.stairs(np.zeros(hist.shape[1]), _bin_edges(ds), lw=0)  # keep the x range
+            centre = _circ._centre(ds)[0]  # the frame of density_vs_histogram's default
+            _, closed = _circ._closed_curve(ds, rho, centre)
+            _, _, bins = _centred_grid(_bin_centres(ds), hist, centre)
 
             def update(i: int):
-                line.set_ydata(np.append(rho[i], rho[i, 0]))
-                steps.set_data(values=hist[i])
+                line.set_ydata(closed[i])
+                steps.set_data(values=bins[i])
                 ax.set_title(f"t = {_fmt_time(t[i])}")
                 return line, steps
         else:

@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
 
 TWO_PI = 2.0 * math.pi
-_MASS_ERROR_FLOOR = 1e-17
+# one name for the interaction energy of PDE and token figures: both datasets store
+# E_beta(rho) - E_beta(uniform) (dimensionless)
+ENERGY_LABEL = "E(t) − E(uniform)"
 _LOG_DYNAMIC_RANGE = 1e8  # log colour scale spans at most this factor below the maximum
 _AUTO_LOG_PEAK = 25.0  # log="auto": log scale once the peak exceeds 25x the uniform density
 _MAX_LEGEND_ENTRIES = 8  # more snapshot curves than this get a time colorbar instead
@@ -95,7 +97,7 @@ def _attr_summary(ds: xr.Dataset) -> str:
     attrs = ds.attrs
     parts = []
     if "model" in attrs:
-        parts.append(f"{attrs['model']} model")
+        parts.append(_model_name(attrs))
     if "beta" in attrs:
         parts.append(f"β = {_fmt_number(attrs['beta'])}")
     if "kappa" in attrs:
@@ -103,6 +105,20 @@ def _attr_summary(ds: xr.Dataset) -> str:
     if "method" in attrs:
         parts.append(f"{attrs['method']}")
     return ", ".join(parts)
+
+
+def _model_name(attrs: Any) -> str:
+    """'SA model', 'USA model'; at β = 0 both are the noisy Kuramoto model (the
+    interaction e^{β⟨x, y⟩} is constant, so the normalisation is the only difference and
+    it cancels), named 'Kuramoto model' rather than after the attention."""
+    model = str(attrs["model"])
+    try:
+        beta = float(attrs.get("beta", math.nan))
+    except (TypeError, ValueError):
+        beta = math.nan
+    if beta == 0.0 and model in ("SA", "USA"):
+        return "Kuramoto model"
+    return f"{model} model"
 
 
 def _title(ds: xr.Dataset) -> str:
@@ -174,6 +190,65 @@ def _periodic_edges(theta: np.ndarray) -> np.ndarray:
     mid = 0.5 * (theta[:-1] + theta[1:])
     first = 0.5 * (theta[-1] - TWO_PI + theta[0])
     return np.concatenate([[first], mid, [first + TWO_PI]])
+
+
+def _mean_angle(theta: np.ndarray, weights: np.ndarray) -> float:
+    """The mean direction arg Σ w e^{iθ} in [0, 2π) (0 when the mean vector vanishes or
+    the weights are not finite: a uniform state has no direction to centre on)."""
+    w = np.where(np.isfinite(weights), weights, 0.0)
+    z = np.sum(w * np.exp(1j * np.asarray(theta, dtype=float)))
+    if not np.isfinite(z) or abs(z) <= 1e-12 * max(float(np.sum(np.abs(w))), 1e-300):
+        return 0.0
+    return float(np.mod(np.angle(z), TWO_PI))
+
+
+def _centred(theta: np.ndarray, centre: float) -> np.ndarray:
+    """Angles relative to ``centre``, wrapped into [−π, π)."""
+    return np.mod(np.asarray(theta, dtype=float) - centre + math.pi, TWO_PI) - math.pi
+
+
+def _centred_grid(theta: np.ndarray, rho: np.ndarray, centre: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A periodic grid relative to ``centre``, closed across the seam.
+
+    Args:
+        theta: sorted cell centres in [0, 2π).
+        rho: values with the angle as last axis.
+        centre: the angle drawn at 0.
+
+    Returns:
+        (centres, edges, values): the centres relative to ``centre`` sorted in [−π, π),
+        the cell edges around them, and the values in that order, with the last cell
+        repeated one period to the left and the first one period to the right, so that
+        an image of them covers the whole of [−π, π] whatever the shift (no white strip
+        at the frame's edge).
+    """
+    c = _centred(theta, centre)
+    order = np.argsort(c, kind="stable")
+    c, values = c[order], np.asarray(rho)[..., order]
+    edges = _periodic_edges(c + math.pi) - math.pi  # one period, from c[0]'s left edge
+    left = edges[-2] - TWO_PI  # the last cell, one period to the left
+    right = edges[1] + TWO_PI  # the first cell, one period to the right
+    edges = np.concatenate([[left], edges, [right]])
+    values = np.concatenate([values[..., -1:], values, values[..., :1]], axis=-1)
+    return c, edges, values
+
+
+def _centred_theta_axis(ax: Axes, centre: float | None, what: str = "mean direction"
+                        ) -> None:
+    """x from −π to π in multiples of π/2, labelled as relative to ``centre`` (None: the
+    label names θ̄ only, for panels whose figure states it once, see ``_centre_note``)."""
+    ax.set_xlim(-math.pi, math.pi)
+    ax.set_xticks([-math.pi, -math.pi / 2, 0.0, math.pi / 2, math.pi])
+    ax.set_xticklabels(["−π", "−π/2", "0", "π/2", "π"])
+    ax.set_xlabel("θ − θ̄ (rad)" if centre is None else
+                  f"θ − θ̄ (rad), {_centre_note(centre, what)}")
+
+
+def _centre_note(centre: float, what: str) -> str:
+    """'θ̄ = 3.06 = mean direction at t = 6', θ̄ written in (−π, π]."""
+    shown = round(math.pi - float(np.mod(math.pi - centre, TWO_PI)), 2) + 0.0  # no −0.00
+    return f"θ̄ = {shown:.2f}".replace("-", "−") + f" = {what}"
 
 
 def _time_edges(t: np.ndarray) -> np.ndarray:
@@ -271,13 +346,33 @@ def _diagnostic_panels(ds: xr.Dataset) -> list[_Panel]:
     if "order_parameter" in ds.data_vars:
         panels.append(_Panel("order_parameter", "order parameter", "r(t)"))
     if "energy" in ds.data_vars:
-        panels.append(_Panel("energy", "energy", "E(t)" + _units_suffix(ds["energy"])))
+        panels.append(_Panel("energy", "energy", ENERGY_LABEL + _units_suffix(ds["energy"])))
     if "free_energy" in ds.data_vars:
         panels.append(_Panel("free_energy", "free energy", "F(t)"
                              + _units_suffix(ds["free_energy"])))
-    if "mass" in ds.data_vars:
-        panels.append(_Panel("mass", "mass error", "|M(t) − M(0)| / M(0)"))
-    return panels
+    return panels  # the mass is conserved to round-off: a caption, not a panel
+
+
+def _mass_caption(ds: xr.Dataset) -> str | None:
+    """'mass: max over t of |M(t) − 1| = 2.2e-16', or None without ``mass``.
+
+    The densities are probability densities (M = 1); a panel of the round-off error only
+    shows noise at 1e-16, so the figures state its worst value in one line instead.
+    """
+    if "mass" not in ds.data_vars:
+        return None
+    m = _series(ds, "mass")
+    finite = m[np.isfinite(m)]
+    if finite.size == 0:
+        return "mass: not finite"
+    return f"mass: max over t of |M(t) − 1| = {float(np.max(np.abs(finite - 1.0))):.1e}"
+
+
+def _caption(fig: Figure, ds: xr.Dataset) -> None:
+    """The mass caption (if any) under the figure, laid out by constrained layout."""
+    text = _mass_caption(ds)
+    if text is not None:
+        fig.supxlabel(text, fontsize=7.5, color="0.3", x=0.99, ha="right")
 
 
 def _series(ds: xr.Dataset, key: str) -> np.ndarray:
@@ -290,18 +385,7 @@ def _series(ds: xr.Dataset, key: str) -> np.ndarray:
 def _draw_panel(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
     t = np.asarray(ds["time"].values, dtype=float)
     y = _series(ds, panel.key)
-    if panel.key == "mass":
-        m0 = y[0]
-        scale = abs(m0) if np.isfinite(m0) and m0 != 0 else 1.0
-        with np.errstate(invalid="ignore"):
-            err = np.abs(y - m0) / scale
-        y = np.where(np.isfinite(err), np.maximum(err, _MASS_ERROR_FLOOR), np.nan)
-        ax.set_yscale("log")
-        # the error at t[0] is zero by definition; drawing it would only add a spike
-        # down to the floor
-        start = 1 if t.size > 1 else 0
-        ax.plot(t[start:], y[start:], color="C3", marker="." if t.size <= 30 else None)
-    elif panel.key == "order_parameter":
+    if panel.key == "order_parameter":
         ax.plot(t, y, color="C0", marker="." if t.size <= 30 else None)
         ax.set_ylim(-0.02, 1.02)
     else:

@@ -37,6 +37,7 @@ from meanfield.plotting.helpers import (
     _diagnostics_row as _shared_diagnostics_row,
 )
 from meanfield.plotting.helpers import (
+    ENERGY_LABEL,
     _draw_panel,
     _fmt_time,
     _frame_indices,
@@ -86,7 +87,7 @@ def _panels(ds: xr.Dataset) -> list[_Panel]:
     if "order_parameter" in ds.data_vars:
         panels.append(_Panel("order_parameter", "order parameter", "r(t) = |⟨x⟩|"))
     if "energy" in ds.data_vars and np.any(np.isfinite(_series(ds, "energy"))):
-        panels.append(_Panel("energy", "energy", "E(t) − E(uniform)"))
+        panels.append(_Panel("energy", "energy", ENERGY_LABEL))
     if "clusters" in ds.data_vars:
         thr = ds["clusters"].attrs.get("threshold")
         panels.append(_Panel("clusters", "clusters", "number of clusters" + (

@@ -15,6 +15,7 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _GeometryPlots, _register
 from meanfield.plotting.helpers import (
+    _caption,
     _diagnostic_panels,
     _diagnostics_row,
     _fmt_time,
@@ -146,6 +147,7 @@ def _sphere_summary(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> F
         axes = maps + (_diagnostics_row(ds, fig, grid[1]) if panels else [])
         _letter_panels(axes)
         fig.suptitle(_title(ds))
+        _caption(fig, ds)
     return fig
 
 

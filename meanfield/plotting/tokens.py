@@ -13,11 +13,13 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.plotting import sphere_grid as _grid
 from meanfield.plotting import sphere_maps as _maps
-from meanfield.plotting.circle import _theta_axis
 from meanfield.plotting.helpers import (
     TWO_PI,
     _attr_summary,
+    _centred,
+    _centred_theta_axis,
     _fmt_time,
+    _mean_angle,
     _new_figure,
     _norm,
     _series,
@@ -169,8 +171,11 @@ def trajectories(ds: xr.Dataset, ax: Axes, *, log: bool | str = "auto",
 
     ds = _check_particles(ds)
     _check_dim(ds, 2, "trajectories")
-    theta = _angles(ds)
     t = np.asarray(ds["time"].values, dtype=float)
+    # relative to the tokens' last mean direction, so no cluster sits on the frame's edge
+    last = _angles(ds)[-1]
+    centre = _mean_angle(last, np.isfinite(last).astype(float))
+    theta = _centred(_angles(ds), centre)
     n = theta.shape[1]
     if n <= max_lines:
         colours = _token_colours(ds)
@@ -188,8 +193,9 @@ def trajectories(ds: xr.Dataset, ax: Axes, *, log: bool | str = "auto",
             ax.scatter(theta[0], t.repeat(n), c=colours, s=_marker_size(n))
     else:
         bins = int(np.clip(round(math.sqrt(n)), 16, 180))
-        edges = np.linspace(0.0, TWO_PI, bins + 1)
-        idx = np.clip((np.nan_to_num(theta) / (TWO_PI / bins)).astype(int), 0, bins - 1)
+        edges = np.linspace(-math.pi, math.pi, bins + 1)
+        idx = np.clip(((np.nan_to_num(theta) + math.pi) / (TWO_PI / bins)).astype(int), 0,
+                      bins - 1)
         counts = np.stack([np.bincount(row[row >= 0], minlength=bins)
                            for row in np.where(np.isfinite(theta), idx, -1)])
         rho = counts / (n * (TWO_PI / bins))
@@ -199,7 +205,7 @@ def trajectories(ds: xr.Dataset, ax: Axes, *, log: bool | str = "auto",
         if colorbar:
             cbar = ax.figure.colorbar(artist, ax=ax, pad=0.02)
             cbar.set_label(f"token density, {bins} bins (1/rad)")
-    _theta_axis(ax)
+    _centred_theta_axis(ax, centre, f"token mean direction at t = {_fmt_time(t[-1])}")
     ax.set_ylim(*(_time_edges(t)[[0, -1]] if t.size == 1 else (t[0], t[-1])))
     ax.set_ylabel(_time_label(ds))
     return artist

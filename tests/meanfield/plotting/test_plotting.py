@@ -126,26 +126,29 @@ def test_plot_result_animation(tmp_path, monkeypatch):
 
 def test_summary_figure_axes_and_labels(ds, ds_noise):
     fig = figure(ds)
-    # spacetime + colorbar + snapshots + 3 diagnostics (no free energy)
-    assert len(fig.axes) == 6
+    # spacetime + colorbar + snapshots + 2 diagnostics (no free energy; the mass is a
+    # caption, not a panel)
+    assert len(fig.axes) == 5
     fig_noise = figure(ds_noise)
-    assert len(fig_noise.axes) == 7
+    assert len(fig_noise.axes) == 6
     title = fig_noise.get_suptitle()
     assert "β = 1" in title and "κ = 4" in title and "spectral" in title and "SA" in title
     assert "κ = ∞" in fig.get_suptitle()
     titles = [ax.get_title(loc="left") for ax in fig_noise.axes]
     assert any("free energy" in t for t in titles)
-    assert any("mass error" in t for t in titles)
+    assert not any("mass" in t for t in titles)
 
 
 def test_spacetime_labels_and_ticks(ds):
     fig, (ax,) = new_axes()
     mesh = spacetime(ds, ax)
-    assert mesh.get_array().size == ds.sizes["time"] * ds.sizes["theta"]
-    assert ax.get_xlabel() == "θ (rad)"
+    # one cell repeated on each side of the seam
+    assert mesh.get_array().size == ds.sizes["time"] * (ds.sizes["theta"] + 2)
+    # relative to the last mean direction (1.0 rad), stated in the label
+    assert ax.get_xlabel() == "θ − θ̄ (rad), θ̄ = 1.00 = mean direction at t = 5"
     assert ax.get_ylabel().startswith("time")
-    assert np.allclose(ax.get_xticks(), [0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi])
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "π/2", "π", "3π/2", "2π"]
+    assert np.allclose(ax.get_xticks(), [-np.pi, -np.pi / 2, 0, np.pi / 2, np.pi])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["−π", "−π/2", "0", "π/2", "π"]
     assert len(fig.axes) == 2  # colorbar
     assert fig.axes[1].get_ylabel().startswith("ρ(θ, t)")
 
@@ -167,7 +170,8 @@ def test_log_auto_for_clusters(ds):
     sharp = von_mises_dataset(t_final=50.0)  # peak ~ 31 times the uniform density
     fig = figure(sharp)
     assert isinstance(fig.axes[0].collections[0].norm, LogNorm)
-    assert any(ax.get_yscale() == "log" and ax.get_xlabel() == "θ (rad)" for ax in fig.axes)
+    assert any(ax.get_yscale() == "log" and ax.get_xlabel().startswith("θ − θ̄ (rad)")
+               for ax in fig.axes)
     fig = figure(ds)  # smooth: linear scale
     assert not isinstance(fig.axes[0].collections[0].norm, LogNorm)
     fig = figure(sharp, log=False)
@@ -186,9 +190,9 @@ def test_snapshots_legend_and_times(ds):
     lines = snapshots(ds, ax, times=[0.1, 2.0, 2.1, 100.0], reference=False)
     # nearest saved times: 0, 2 (twice, deduplicated), 5
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["t = 0", "t = 2", "t = 5"]
-    # curves are closed over [0, 2π]
+    # curves are closed across the seam: they reach past both ends of [−π, π]
     x = lines[0].get_xdata()
-    assert x[0] == 0 and x[-1] == pytest.approx(2 * np.pi)
+    assert x[0] < -np.pi and x[-1] > np.pi and np.all(np.diff(x) > 0)
 
 
 def test_snapshots_many_curves_use_colorbar(ds):
@@ -201,18 +205,14 @@ def test_snapshots_many_curves_use_colorbar(ds):
 
 def test_diagnostics_panels(ds, ds_noise):
     axes = diagnostics(ds)
-    assert [ax.get_title() for ax in axes] == ["order parameter", "energy",
-                                               "mass error"]
-    assert axes[-1].get_yscale() == "log"
-    # exact conservation is floored, not log(0)
-    assert np.all(axes[-1].get_lines()[0].get_ydata() >= 1e-17)
+    assert [ax.get_title() for ax in axes] == ["order parameter", "energy"]
     assert all(ax.get_xlabel().startswith("time") for ax in axes)
     axes = diagnostics(ds_noise)
-    assert len(axes) == 4 and axes[2].get_title() == "free energy"
-    fig, given = new_axes(4)
+    assert len(axes) == 3 and axes[2].get_title() == "free energy"
+    fig, given = new_axes(3)
     assert diagnostics(ds_noise, given) == given
-    with pytest.raises(ValueError, match="needs 4 axes"):
-        diagnostics(ds_noise, given[:3])
+    with pytest.raises(ValueError, match="needs 3 axes"):
+        diagnostics(ds_noise, given[:2])
 
 
 def test_unsorted_and_wrapped_theta_is_accepted(ds):
@@ -363,13 +363,14 @@ def test_sphere_plot_result_files(tmp_path, monkeypatch):
 def test_sphere_summary_axes_and_projections(sph):
     fig = figure(sph)
     names = [ax.name for ax in fig.axes]
-    # two Mollweide maps, the orthographic view, the shared colorbar, 3 diagnostics
-    assert len(fig.axes) == 7
+    # two Mollweide maps, the orthographic view, the shared colorbar, 2 diagnostics
+    assert len(fig.axes) == 6
     assert names[:3] == ["mollweide", "mollweide", "rectilinear"]
     titles = [ax.get_title(loc="left") for ax in fig.axes]
     assert titles[0] == "(a) t = 0" and titles[1] == "(b) t = 5"
     assert titles[2].startswith("(c) t = 5, facing")
-    assert any("mass error" in t for t in titles)
+    assert not any("mass" in t for t in titles)
+    assert fig._supxlabel.get_text().startswith("mass: max over t of |M(t) − 1| = ")
     assert fig.axes[2].get_aspect() == 1.0 and not fig.axes[2].axison
     assert "USA model" in fig.get_suptitle() and "β = 2" in fig.get_suptitle()
 

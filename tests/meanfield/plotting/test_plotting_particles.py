@@ -210,7 +210,7 @@ def test_circle_particles_summary():
     traj = fig.axes[0]
     lines = [c for c in traj.collections if isinstance(c, LineCollection)]
     assert len(lines) == 1 and len(lines[0].get_segments()) >= 40
-    assert traj.get_xlabel() == "θ (rad)" and "time" in traj.get_ylabel()
+    assert traj.get_xlabel().startswith("θ − θ̄ (rad)") and "time" in traj.get_ylabel()
     titles = " ".join(ax.get_title(loc="left") for ax in fig.axes)
     for word in ("(a) trajectories", "order parameter", "energy", "(e) clusters",
                  "attention rank"):
@@ -377,7 +377,12 @@ def test_compare_circle_panels():
     _, ax = _axes()
     line, steps = density_vs_histogram(ds, ax, time=3.0, log=True)
     assert ax.get_yscale() == "log" and ax.get_title() == "t = 3"
-    assert np.allclose(steps.get_data().values, ds["particle_density"].values[-1])
+    # the bins in the frame of the mean direction, one repeated on each side of the seam
+    values, edges = steps.get_data().values, steps.get_data().edges
+    assert edges[0] < -np.pi and edges[-1] > np.pi and np.all(np.diff(edges) > 0)
+    hist = ds["particle_density"].values[-1]
+    assert np.allclose(np.sort(values[1:-1]), np.sort(hist))
+    assert values[0] == values[-2] and values[-1] == values[1]
     _, (a1, a2) = _axes(2)
     assert len(l1_distance(ds, a1)) == 2  # pooled and floor; one run: no band
     assert len(order_comparison(ds, a2)) == 2
