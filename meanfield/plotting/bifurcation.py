@@ -25,6 +25,10 @@ Map datasets (attrs ``mode = "map"``, ``meanfield.studies.bifurcation_map``): di
 the Maxwell points and ``map_bistable`` hatched (gids ``order_parameter``, ``kappa_c``,
 ``kappa_c_analytic``, ``fold``, ``maxwell``, ``bistable``).
 
+The curves (what is drawn, exactly as computed: the uniform branch at 0, the splits at the
+computed pitchforks and folds, the amplitude for modes k >= 2) are made by
+``meanfield.plotting.bifurcation_curves``.
+
 Every artist carries a ``gid``: ``"branch:{b}:{stable|unstable|unknown}:{run}"`` for
 the line runs of panel (a), ``"free_energy:{b}:..."`` for panel (b), ``"special:{type}"``,
 ``"kappa_c:{mode}"`` (``"beta_c:{mode}"`` from the attrs ``critical_beta`` when the
@@ -33,7 +37,6 @@ parameter is beta), ``"scan:{sweep}"``, ``"scan_free_energy:{sweep}"`` and
 """
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -41,6 +44,18 @@ import numpy as np
 import xarray as xr
 
 from meanfield.errors import ConfigError
+from meanfield.plotting.bifurcation_curves import (  # noqa: F401 (stability_runs)
+    STYLES,
+    _at_special,
+    _closed_baseline,
+    _geometry,
+    _modes,
+    _parameter,
+    _uses_amplitude,
+    _with_junctions,
+    branch_curve,
+    stability_runs,
+)
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
 
@@ -49,12 +64,13 @@ SCAN_NEEDED = ("order_parameter", "stable")
 SPECIAL_MARKERS = {"pitchfork": "o", "fold": "s", "bifurcation": "D", "hopf": "^"}
 GENERIC_MARKER = "X"
 SCAN_MARKERS = ("o", "s", "^", "v", "D", "P")
-STYLES = {1: ("-", "stable"), 0: ("--", "unstable"), -1: (":", "unknown")}
 PARAMETER_LABELS = {"kappa": r"$\kappa$ (inverse noise strength, dimensionless)",
                     "beta": r"$\beta$ (inverse temperature, dimensionless)"}
 ORDER_LABEL = r"order parameter $r = |\int x\,\mathrm{d}\mu|$"
+# (a branch of mode k >= 2 on S^1 has r = 0: drawn by its own amplitude |rho_k|)
+AMPLITUDE_LABEL = (r"amplitude $|\hat\rho_k| = |\int e^{ik\theta}\,\mathrm{d}\mu|$"
+                   "\n" r"of the branch's mode $k$ ($k = 1$: $r$)")
 FREE_LABEL = r"$\mathcal{F} - \mathcal{F}_{\mathrm{uniform}}$ (dimensionless)"
-AREAS = {"circle": 2 * math.pi, "sphere": 4 * math.pi}
 
 
 # --- validation -----------------------------------------------------------------------
@@ -95,56 +111,7 @@ def _check(ds: Any) -> xr.Dataset:
     return ds
 
 
-def _parameter(ds: xr.Dataset) -> str:
-    return str(ds.attrs.get("parameter", "kappa"))
-
-
-def _geometry(ds: xr.Dataset) -> str | None:
-    """``attrs["geometry"]``, else the config's ``domain.geometry``, else None."""
-    geometry = ds.attrs.get("geometry")
-    if geometry is None and "config" in ds.attrs:
-        try:
-            geometry = json.loads(str(ds.attrs["config"]))["domain"]["geometry"]
-        except (ValueError, KeyError, TypeError):
-            geometry = None
-    return str(geometry) if geometry in AREAS else None
-
-
 # --- pieces ---------------------------------------------------------------------------
-def stability_runs(stable: np.ndarray, finite: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """Split a branch into runs of equal stability.
-
-    Args:
-        stable: the stability flags along the branch (1, 0, -1).
-        finite: where the point can be drawn (finite parameter and value).
-
-    Returns:
-        ``(flag, indices)`` per run, in order; a run's last point is also the next run's
-        first when they are adjacent, so the drawn curve has no gap at a change of
-        stability. Non-finite points end a run.
-    """
-    runs: list[tuple[int, list[int]]] = []
-    previous = None
-    for i, (flag, ok) in enumerate(zip(np.asarray(stable).astype(int), finite)):
-        if not ok:
-            previous = None
-            continue
-        flag = int(flag) if int(flag) in STYLES else -1
-        if previous is not None and runs and runs[-1][0] == flag:
-            runs[-1][1].append(i)
-        else:
-            start = [previous] if previous is not None else []
-            runs.append((flag, start + [i]))
-        previous = i
-    return [(flag, np.array(idx)) for flag, idx in runs]
-
-
-def _modes(ds: xr.Dataset) -> np.ndarray:
-    if "branch_mode" in ds.data_vars or "branch_mode" in ds.coords:
-        return np.asarray(ds["branch_mode"].values).astype(int)
-    return np.arange(ds.sizes["branch"])
-
-
 def _color(mode: int) -> Any:
     """Black for the uniform state (mode 0), tab10's C{mode - 1} for mode k >= 1."""
     return "k" if mode == 0 else f"C{(mode - 1) % 10}"
@@ -167,53 +134,18 @@ def _critical_kappas(ds: xr.Dataset) -> list[tuple[int, float]]:
     return [(i + 1, float(v)) for i, v in enumerate(values) if np.isfinite(v)]
 
 
-def _uniform_baseline(ds: xr.Dataset, x: np.ndarray, kappa: np.ndarray) -> np.ndarray:
-    """The uniform state's free energy at the parameter values ``x``: interpolated along
-    the uniform branch (mode 0) when the dataset has one, else ``-log|S| / kappa`` (the
-    run diagnostics' convention: ``E`` counted from the uniform state's) when the
-    geometry is known, else NaN."""
-    modes = _modes(ds)
-    if "free_energy" in ds.data_vars and np.any(modes == 0):
-        b = int(np.flatnonzero(modes == 0)[0])
-        ux = ds[_parameter(ds)].isel(branch=b).values.astype(float)
-        uf = ds["free_energy"].isel(branch=b).values.astype(float)
-        ok = np.isfinite(ux) & np.isfinite(uf)
-        if ok.sum() >= 2:
-            order = np.argsort(ux[ok])
-            out = np.interp(x, ux[ok][order], uf[ok][order], left=np.nan, right=np.nan)
-            # (outside the uniform branch's range: the closed form, if it is known)
-            missing = ~np.isfinite(out)
-            if missing.any():
-                out[missing] = _closed_baseline(ds, kappa[missing])
-            return out
-    return _closed_baseline(ds, kappa)
-
-
-def _closed_baseline(ds: xr.Dataset, kappa: np.ndarray) -> np.ndarray:
-    geometry = _geometry(ds)
-    if geometry is None:
-        return np.full(np.shape(kappa), np.nan)
-    return -math.log(AREAS[geometry]) / np.asarray(kappa, dtype=float)
-
-
 # --- panels ---------------------------------------------------------------------------
 def _draw_branches(ds: xr.Dataset, ax, values: str) -> set[int]:
     """The runs of every branch (``values``: "order_parameter" or "free_energy", the
-    latter relative to the uniform state); returns the stability flags drawn."""
-    parameter = _parameter(ds)
+    latter relative to the uniform state), split at the computed stability changes;
+    returns the stability flags drawn."""
     modes = _modes(ds)
     drawn: set[int] = set()
+    prefix = "branch" if values == "order_parameter" else "free_energy"
     for b in range(ds.sizes["branch"]):
-        x = ds[parameter].isel(branch=b).values.astype(float)
-        if values == "order_parameter":
-            y = ds["order_parameter"].isel(branch=b).values.astype(float)
-            prefix = "branch"
-        else:
-            kappa = ds["kappa"].isel(branch=b).values.astype(float)
-            y = (ds["free_energy"].isel(branch=b).values.astype(float)
-                 - _uniform_baseline(ds, x, kappa))
-            prefix = "free_energy"
-        stable = ds["stable"].isel(branch=b).values
+        x, y = branch_curve(ds, b, values)
+        x, y, stable = _with_junctions(ds, b, x, y, ds["stable"].isel(branch=b).values,
+                                       values)
         finite = np.isfinite(x) & np.isfinite(y)
         for run, (flag, idx) in enumerate(stability_runs(stable, finite)):
             style = STYLES[flag][0]
@@ -226,20 +158,23 @@ def _draw_branches(ds: xr.Dataset, ax, values: str) -> set[int]:
 
 
 def _draw_specials(ds: xr.Dataset, ax, values: str) -> list[str]:
-    """Markers at the special points; returns the types drawn (in order)."""
+    """Markers at the special points, on the drawn curve of their branch; returns the
+    types drawn (in order)."""
     if "special_type" not in ds.data_vars or "special" not in ds.dims \
             or ds.sizes["special"] == 0:
         return []
-    parameter = _parameter(ds)
     types = [str(t) for t in ds["special_type"].values]
-    x = ds[f"special_{parameter}"].values.astype(float)
-    if values == "order_parameter":
-        if "special_order_parameter" in ds.data_vars:
-            y = ds["special_order_parameter"].values.astype(float)
-        else:
-            y = np.full(x.shape, np.nan)
-    else:
-        y = _special_free_energy(ds, x)
+    x = ds[f"special_{_parameter(ds)}"].values.astype(float)
+    y = np.full(x.shape, np.nan)
+    branches = (ds["special_branch"].values if "special_branch" in ds.data_vars
+                else np.full(x.shape, -1))
+    for j, b in enumerate(branches):
+        if 0 <= int(b) < ds.sizes["branch"] and np.isfinite(x[j]):
+            bx, by = branch_curve(ds, int(b), values)
+            y[j] = _at_special(ds, j, bx, by, ds["stable"].isel(branch=int(b)).values,
+                               values)[1]
+        elif values == "order_parameter" and "special_order_parameter" in ds.data_vars:
+            y[j] = float(ds["special_order_parameter"].values[j])
     drawn = []
     for kind in dict.fromkeys(types):
         sel = np.array([t == kind for t in types]) & np.isfinite(x) & np.isfinite(y)
@@ -251,31 +186,6 @@ def _draw_specials(ds: xr.Dataset, ax, values: str) -> list[str]:
                 "order_parameter" else f"special_free_energy:{kind}")
         drawn.append(kind)
     return drawn
-
-
-def _special_free_energy(ds: xr.Dataset, x: np.ndarray) -> np.ndarray:
-    """The relative free energy at each special point, interpolated along its branch at
-    the point nearest in (parameter, order parameter)."""
-    out = np.full(x.shape, np.nan)
-    if "free_energy" not in ds.data_vars or "special_branch" not in ds.data_vars:
-        return out
-    parameter = _parameter(ds)
-    r = (ds["special_order_parameter"].values.astype(float)
-         if "special_order_parameter" in ds.data_vars else np.full(x.shape, np.nan))
-    for i, b in enumerate(ds["special_branch"].values):
-        if not (0 <= int(b) < ds.sizes["branch"]) or not np.isfinite(x[i]):
-            continue
-        bx = ds[parameter].isel(branch=int(b)).values.astype(float)
-        br = ds["order_parameter"].isel(branch=int(b)).values.astype(float)
-        kappa = ds["kappa"].isel(branch=int(b)).values.astype(float)
-        f = (ds["free_energy"].isel(branch=int(b)).values.astype(float)
-             - _uniform_baseline(ds, bx, kappa))
-        ok = np.isfinite(bx) & np.isfinite(f)
-        if not ok.any():
-            continue
-        dist = np.abs(bx - x[i]) + (np.abs(br - r[i]) if np.isfinite(r[i]) else 0.0)
-        out[i] = f[ok][np.argmin(dist[ok])]
-    return out
 
 
 def _critical_betas(ds: xr.Dataset) -> list[tuple[int, float]]:
@@ -363,7 +273,8 @@ def bifurcation_diagram(ds: xr.Dataset, ax, scan: xr.Dataset | None = None) -> l
     if ds is not None:
         flags = _draw_branches(ds, ax, "order_parameter")
         specials = _draw_specials(ds, ax, "order_parameter")
-        modes = sorted({int(m) for m in _modes(ds)})
+        modes = sorted({int(m) for b, m in enumerate(_modes(ds))
+                        if np.isfinite(ds[parameter].isel(branch=b).values).any()})
         handles += [Line2D([], [], color=_color(m), lw=1.5, label=_mode_label(m, geometry))
                     for m in modes]
     sweeps = _draw_scan(scan, ax, "order_parameter") if scan is not None else []
@@ -380,8 +291,11 @@ def bifurcation_diagram(ds: xr.Dataset, ax, scan: xr.Dataset | None = None) -> l
         handles.append(Line2D([], [], color="0.3", lw=0.6, ls=(0, (1, 2)),
                               label=f"{symbol} (linear theory)"))
     ax.set_xlabel(PARAMETER_LABELS[parameter])
-    ax.set_ylabel(ORDER_LABEL)
-    ax.set_ylim(bottom=min(-0.02, ax.get_ylim()[0]))
+    amplitude = ds is not None and any(_uses_amplitude(ds, b)
+                                       for b in range(ds.sizes["branch"]))
+    ax.set_ylabel(AMPLITUDE_LABEL if amplitude else ORDER_LABEL)
+    top = ax.get_ylim()[1]
+    ax.set_ylim(-0.03 * max(top, 1e-3), max(top, 1e-3))
     ax.set_title("bifurcation diagram")
     return handles
 

@@ -23,8 +23,10 @@ steady state; its checkpoint keeps the members done, ``resume`` runs the others)
 Maxwell point, the stable order parameter, bistability).
 
 The dataset (docs/datasets.md): dims ``(branch, point)``: ``kappa``, ``beta``,
-``order_parameter``, ``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1 unknown
-or padding), ``leading_eigenvalue`` (real part of the leading eigenvalue, zero modes
+``order_parameter``, ``amplitude`` (of the branch's own mode k: ``|int e^{ik theta} dmu|``
+on S^1, the rotation-invariant degree-l amplitude on S^2; equal to ``order_parameter`` for
+k = 1, and what measures a branch with k >= 2 on S^1, whose ``order_parameter`` is 0),
+``free_energy``, ``stable`` (int8: 1 stable, 0 unstable, -1 unknown or padding), ``leading_eigenvalue`` (real part of the leading eigenvalue, zero modes
 dropped); per branch ``branch_mode`` (0 for the uniform branch), ``branch_kind``
 ("uniform" | "mode"), ``branch_sign``, ``branch_points``, ``branch_status``,
 ``branch_message``, ``transition``, ``fold_kappa``, ``fold_beta``; special points on dim
@@ -169,7 +171,8 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
     nsave = max([len(br["saved"]) for br in branches] + [1])
     shape = tuple(grid.shape)
     arrays = {name: np.full((nb, npts), np.nan) for name in
-              ("kappa", "beta", "order_parameter", "free_energy", "leading_eigenvalue")}
+              ("kappa", "beta", "order_parameter", "amplitude", "free_energy",
+               "leading_eigenvalue")}
     stable = np.full((nb, npts), -1, dtype=np.int8)
     density = np.full((nb, nsave, *shape), np.nan)
     state_point = np.full((nb, nsave), -1, dtype=np.int64)
@@ -177,7 +180,7 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
     for i, br in enumerate(branches):
         n = len(br["lam"])
         for name, key in (("kappa", "kappa"), ("beta", "beta"),
-                          ("order_parameter", "order_parameter"),
+                          ("order_parameter", "order_parameter"), ("amplitude", "amplitude"),
                           ("free_energy", "free_energy"), ("leading_eigenvalue", "leading")):
             arrays[name][i, :n] = br[key]
         stable[i, :n] = br["stable"]
@@ -187,10 +190,13 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
         specials += [{**s, "branch": i} for s in br["special"]]
     fold_pairs = [_pair(plan, parameter, br["fold_lam"]) if math.isfinite(br["fold_lam"])
                   else (math.nan, math.nan) for br in branches]
-    units = {"kappa": "1", "beta": "1", "order_parameter": "1", "free_energy": "1",
+    units = {"kappa": "1", "beta": "1", "order_parameter": "1", "amplitude": "1",
+             "free_energy": "1",
              "leading_eigenvalue": "1/time"}
     long = {"kappa": "inverse noise strength kappa", "beta": "inverse temperature beta",
             "order_parameter": "|int x dmu|",
+            "amplitude": "amplitude of the branch's mode k: |int e^{ik theta} dmu| (S^1), "
+                         "sqrt(4 pi/(2l+1)) |a_l| / mass (S^2); 0 on the uniform branch",
             "free_energy": "kappa^-1 int rho log rho - value * (E_beta(rho) - "
                            "E_beta(uniform))",
             "leading_eigenvalue": "real part of the leading eigenvalue of F' (rotation "
@@ -279,6 +285,8 @@ def branches_from_dataset(ds: xr.Dataset) -> list[dict]:
             "lam": ds[parameter].values[i, :n].copy(),
             "kappa": ds.kappa.values[i, :n].copy(), "beta": ds.beta.values[i, :n].copy(),
             "order_parameter": ds.order_parameter.values[i, :n].copy(),
+            "amplitude": (ds.amplitude.values[i, :n].copy() if "amplitude" in ds
+                          else np.full(n, np.nan)),
             "free_energy": ds.free_energy.values[i, :n].copy(),
             "stable": ds.stable.values[i, :n].astype(np.int8),
             "leading": ds.leading_eigenvalue.values[i, :n].copy(), "special": specials,

@@ -196,7 +196,8 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
     saved = sorted({*range(0, num, b["stride"]), num - 1})
     return {"kind": "uniform", "mode": 0, "sign": 0, "lam": values,
             "kappa": np.array(kappa), "beta": np.array(beta),
-            "order_parameter": np.zeros(num), "free_energy": np.array(energies),
+            "order_parameter": np.zeros(num), "amplitude": np.zeros(num),
+            "free_energy": np.array(energies),
             "stable": np.array(stable, dtype=np.int8), "leading": np.array(leading),
             "special": special, "saved": saved,
             "states": np.stack([states[i] for i in saved]),
@@ -255,7 +256,8 @@ def pitchfork_check(plan: dict, cfg: dict, pitchforks: list[dict]) -> tuple[bool
 def _skipped(mode: int, sign: int, message: str) -> dict:
     empty = np.zeros(0)
     return {"kind": "mode", "mode": mode, "sign": sign, "lam": empty, "kappa": empty,
-            "beta": empty, "order_parameter": empty, "free_energy": empty,
+            "beta": empty, "order_parameter": empty, "amplitude": empty,
+            "free_energy": empty,
             "stable": np.zeros(0, np.int8), "leading": empty, "special": [], "saved": [],
             "states": None, "status": "skipped", "message": message,
             "transition": "", "fold_lam": math.nan}
@@ -339,7 +341,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         last["stability"] = stab
         return stab.eigenvalues
 
-    points: dict[str, list] = {name: [] for name in ("lam", "order_parameter",
+    points: dict[str, list] = {name: [] for name in ("lam", "order_parameter", "amplitude",
                                                        "free_energy", "stable", "leading")}
     saved_states: list[tuple[int, np.ndarray]] = []
 
@@ -349,6 +351,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         stab = last.get("stability")
         points["lam"].append(lam)
         points["order_parameter"].append(st.order_parameter(disc, u))
+        points["amplitude"].append(st.mode_amplitude(disc, u, mode))
         points["free_energy"].append(st.free_energy(disc, u))
         points["stable"].append(-1 if stab is None else int(stab.stable))
         points["leading"].append(math.nan if stab is None else stab.leading)
@@ -399,6 +402,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     return {"kind": "mode", "mode": mode, "sign": sign, "lam": lam,
             "kappa": np.array([p[0] for p in pairs]), "beta": np.array([p[1] for p in pairs]),
             "order_parameter": np.array(points["order_parameter"]),
+            "amplitude": np.array(points["amplitude"]),
             "free_energy": np.array(points["free_energy"]),
             "stable": np.array(points["stable"], dtype=np.int8),
             "leading": np.array(points["leading"], dtype=float), "special": special,

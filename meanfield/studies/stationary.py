@@ -275,6 +275,29 @@ def order_parameter(disc, u: np.ndarray) -> float:
     return float(math.sqrt(4 * math.pi / 3) * math.sqrt(a10**2 + 2 * abs(a11) ** 2) / mass)
 
 
+def mode_amplitude(disc, u: np.ndarray, mode: int) -> float:
+    """The amplitude of Fourier mode / degree ``mode`` of the probability measure of the
+    state (mass normalised), invariant under rotations: S^1 ``|int e^{i k theta} dmu|
+    = |c_k| / c_0``; S^2 ``sqrt(4 pi / (2 l + 1)) |a_l| / mass`` with ``|a_l|^2 = a_l0^2
+    + 2 sum_{m >= 1} |a_lm|^2`` (orthonormal harmonics; for an axisymmetric state
+    ``|int P_l(cos theta) dmu|``). Mode 1 is the order parameter ``r``; it is the quantity
+    that measures the branch of a mode whose ``r`` is identically 0 (k >= 2 on S^1).
+
+    Args:
+        disc: the spectral discretization.
+        u: the state's coefficients.
+        mode: k (S^1) or l (S^2), >= 0 (0 gives 1).
+    """
+    u = np.asarray(u)
+    if disc.geometry == "circle":
+        return float(abs(u[mode]) / u[0].real)
+    grid = disc.grid
+    power = u[grid.index(mode, 0)].real ** 2 + 2 * sum(
+        abs(u[grid.index(mode, m)]) ** 2 for m in range(1, mode + 1))
+    mass = math.sqrt(4 * math.pi) * u[0].real
+    return float(math.sqrt(4 * math.pi / (2 * mode + 1) * power) / mass)
+
+
 def zero_flux_defect(disc, u: np.ndarray) -> float:
     """``max |rho v - kappa^-1 grad rho| / max(|kappa^-1 grad rho|, rho / kappa)`` on the
     grid: how far the probability flux is from zero (NaN without noise).

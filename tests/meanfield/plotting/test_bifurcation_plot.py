@@ -302,3 +302,101 @@ def test_map_figure_and_plot(tmp_path):
     assert list((tmp_path / "figs").glob("*.png"))
     with pytest.raises(ConfigError, match="map_fold_kappa"):
         map_figure(ds.drop_vars("map_fold_kappa"))
+
+
+# --- what was computed, drawn exactly (issue 21, figures) ----------------------------
+KAPPA_C = 2.0
+
+
+def sparse_kuramoto() -> xr.Dataset:
+    """The beta = 0 pitchfork on S^1 with the uniform branch at 6 points that miss
+    kappa_c = 2 (as a continuation with a coarse uniform grid gives) and the exact
+    clustered branch, F = r^2/2 - log(2 pi I_0(kappa r))/kappa."""
+    area = 2 * math.pi
+    k0 = np.array([1.0, 1.6, 2.2, 2.8, 3.4, 4.0])
+    k1 = np.array([2.0, 2.05, 2.1, 2.3, 3.2, 4.0])
+    r1 = np.array([kuramoto_r(k) for k in k1])
+    f1 = r1**2 / 2 - (np.log(area * special.i0e(k1 * r1)) + k1 * r1) / k1
+    dims = ("branch", "point")
+    return xr.Dataset(
+        {"kappa": (dims, np.stack([k0, k1])), "beta": (dims, np.zeros((2, 6))),
+         "order_parameter": (dims, np.stack([np.zeros(6), r1])),
+         "free_energy": (dims, np.stack([-math.log(area) / k0, f1])),
+         "stable": (dims, np.stack([np.where(k0 < KAPPA_C, 1, 0),
+                                    np.ones(6)]).astype(np.int8)),
+         "branch_mode": (("branch",), np.array([0, 1])),
+         "special_type": (("special",), np.array(["pitchfork"])),
+         "special_kappa": (("special",), np.array([KAPPA_C])),
+         "special_beta": (("special",), np.zeros(1)),
+         "special_branch": (("special",), np.array([0])),
+         "special_order_parameter": (("special",), np.zeros(1))},
+        attrs={"kind": "bifurcation", "parameter": "kappa", "critical_kappa": [KAPPA_C],
+               "geometry": "circle", "model": "SA", "beta": 0.0})
+
+
+@pytest.mark.parametrize("panel, prefix", [(bifurcation_diagram, "branch:0:"),
+                                           (free_energy_diagram, "free_energy:0:")])
+def test_uniform_branch_is_exactly_zero(panel, prefix):
+    ax = new_axes()
+    panel(sparse_kuramoto(), ax)
+    runs = lines_by(ax, prefix)
+    assert len(runs) == 2
+    for line in runs:
+        assert np.all(line.get_ydata() == 0.0)
+
+
+def test_split_exactly_at_the_computed_pitchfork():
+    ax = new_axes()
+    bifurcation_diagram(sparse_kuramoto(), ax)
+    stable = next(line for line in lines_by(ax, "branch:0:stable"))
+    unstable = next(line for line in lines_by(ax, "branch:0:unstable"))
+    # not at the grid points 1.6 / 2.2 beside it
+    assert stable.get_xdata()[-1] == KAPPA_C and unstable.get_xdata()[0] == KAPPA_C
+    assert stable.get_xdata()[0] == 1.0 and unstable.get_xdata()[-1] == 4.0
+
+
+def test_clustered_branch_never_above_the_uniform_free_energy():
+    """The stable clustered branch minimises F: F - F_uniform <= 0 exactly (it is
+    r^2/2 - log I_0(kappa r)/kappa <= 0 on the branch). Interpolating the uniform
+    branch's 6 points linearly gave +1.7e-2 at kappa = 2.05 and +1.1e-2 at 2.1."""
+    ax = new_axes()
+    free_energy_diagram(sparse_kuramoto(), ax)
+    line = next(line for line in lines_by(ax, "free_energy:1:"))
+    x, y = line.get_data()
+    r = np.array([kuramoto_r(k) for k in x])
+    exact = r**2 / 2 - (np.log(special.i0e(x * r)) + x * r) / x
+    np.testing.assert_allclose(y, exact, atol=1e-13)
+    assert np.all(y <= 1e-13)
+
+
+def test_subcritical_split_exactly_at_the_fold():
+    ax = new_axes()
+    bifurcation_diagram(bifurcation_dataset(), ax)
+    lower = next(line for line in lines_by(ax, "branch:2:unstable"))
+    upper = next(line for line in lines_by(ax, "branch:2:stable"))
+    # the fold (kappa = 2.875, r = 1/2) is the last unstable and first stable point
+    assert (lower.get_xdata()[-1], lower.get_ydata()[-1]) == (FOLD_KAPPA, 0.5)
+    assert (upper.get_xdata()[0], upper.get_ydata()[0]) == (FOLD_KAPPA, 0.5)
+
+
+def test_mode_two_on_the_circle_drawn_by_its_amplitude():
+    """A k = 2 branch on S^1 has r = 0 at every point; the diagram draws |rho_2| (here
+    the closed form of a von Mises-like family a = sqrt(kappa - 3)), labelled so."""
+    ds = sparse_kuramoto()
+    kappa = ds.kappa.values.copy()
+    kappa[1] = np.linspace(3.0, 4.0, 6)
+    amplitude = np.stack([np.zeros(6), np.sqrt(kappa[1] - 3.0)])
+    ds = ds.assign(kappa=(("branch", "point"), kappa),
+                   order_parameter=(("branch", "point"), np.zeros((2, 6))),
+                   amplitude=(("branch", "point"), amplitude),
+                   branch_mode=(("branch",), np.array([0, 2])))
+    ds.attrs["critical_kappa"] = [KAPPA_C, 3.0]
+    ax = new_axes()
+    bifurcation_diagram(ds, ax)
+    line = next(line for line in lines_by(ax, "branch:1:"))
+    np.testing.assert_array_equal(line.get_ydata(), amplitude[1])
+    assert "amplitude" in ax.get_ylabel()
+    # without mode >= 2 the axis stays the order parameter
+    ax = new_axes()
+    bifurcation_diagram(sparse_kuramoto(), ax)
+    assert "order parameter" in ax.get_ylabel()
