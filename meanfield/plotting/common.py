@@ -22,6 +22,7 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.io import write_atomic
 from meanfield.plotting.helpers import (
+    _caption,
     _check_log,
     _diagnostic_panels,
     _draw_panel,
@@ -241,15 +242,15 @@ def snapshots(ds: xr.Dataset, ax: Axes | Sequence[Axes], times: Sequence[float] 
 
 
 def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes]:
-    """Draw the time series: order parameter, energy, free energy, relative mass error.
+    """Draw the time series: order parameter, energy, free energy.
 
     One panel per variable present, in that order: ``free_energy`` only exists for runs
-    with noise (finite kappa). The mass error |M(t) − M(0)|/M(0) is on a log axis,
-    floored at 1e-17 so exact conservation still shows.
+    with noise (finite kappa). The mass, conserved to round-off, has no panel: a new
+    figure states its worst |M(t) − 1| in a caption.
 
     Args:
         ds: a result dataset.
-        axes: as many axes as there are panels (3 without free energy, 4 with), or
+        axes: as many axes as there are panels (2 without free energy, 3 with), or
             ``None`` to make a new figure with the panels in a row.
 
     Returns:
@@ -268,7 +269,7 @@ def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes
         found = ", ".join(sorted(map(str, ds.data_vars))) or "none"
         raise ConfigError(
             f"dataset has no diagnostic time series (data variables found: {found}); "
-            "expected some of 'order_parameter', 'energy', 'free_energy', 'mass'",
+            "expected some of 'order_parameter', 'energy', 'free_energy'",
             "order_parameter")
     if axes is None:
         with _style():
@@ -276,6 +277,7 @@ def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes
             axes = list(fig.subplots(1, len(panels), squeeze=False)[0])
             for panel, ax in zip(panels, axes):
                 _draw_panel(ds, panel, ax)
+            _caption(fig, ds)
         return axes
     axes = list(np.ravel(np.asarray(axes, dtype=object)))
     if len(axes) != len(panels):

@@ -124,7 +124,9 @@ def test_no_mass_panel_and_the_worst_mass_error_in_a_caption():
     titles = " ".join(ax.get_title(loc="left") for ax in fig.axes)
     assert "mass" not in titles
     assert fig._supxlabel.get_text() == "mass: max over t of |M(t) − 1| = 5.0e-12"
-    assert [ax.get_title() for ax in diagnostics(ds)] == ["order parameter", "energy"]
+    axes = diagnostics(ds)
+    assert [ax.get_title() for ax in axes] == ["order parameter", "energy"]
+    assert axes[0].figure._supxlabel.get_text() == fig._supxlabel.get_text()
 
 
 def test_one_energy_label_for_pde_and_tokens():
