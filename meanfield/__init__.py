@@ -10,8 +10,14 @@ The entry points take one config (a dict, or a TOML file) and return an
     bif = meanfield.bifurcation({"model": {"beta": 0.0},                # branches in kappa
                                  "bifurcation": {"start": 1.5, "stop": 8.5}})
     cfg = meanfield.load_config("run.toml", ["model.beta=4"])           # a TOML file
+    figs = meanfield.plot(ds)              # its figures, {"summary": Figure, ...}, for Jupyter
+    meanfield.plot(ds, "figs", stem="run", format="pdf")  # ... also written as files
 
-See ``meanfield.config`` for the keys and their defaults.
+See ``meanfield.config`` for the keys and their defaults. ``dir(meanfield)`` lists the
+public names (``__all__``): the entry points, ``load_config``, ``plot``, the two errors and
+``__version__``; the submodules (``meanfield.config``, ``meanfield.plotting``, ...) are
+imported as usual. ``progress=True`` shows ``tqdm.auto`` bars: a widget in Jupyter (with
+ipywidgets installed), a text bar in a terminal.
 
 Compiled numba functions are cached in the user cache directory (``$MEANFIELD_CACHE``,
 else ``~/.cache/meanfield``; ``$NUMBA_CACHE_DIR`` if the user set it), never inside the
@@ -32,7 +38,13 @@ __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
            "contraction", "convergence", "evolve", "load_config", "long_context",
-           "metastability", "normalization", "particles", "phase_diagram"]
+           "metastability", "normalization", "particles", "phase_diagram", "plot"]
+
+
+def __dir__() -> list[str]:
+    # PEP 562: tab completion and dir() show the public names only, not the submodules
+    # and imports (``solvers``, ``Path``, ...) that the module's namespace also holds.
+    return sorted(__all__)
 
 
 def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
@@ -90,4 +102,7 @@ def __getattr__(name: str):
     if name == "metastability":
         from meanfield.studies.metastability import metastability
         return metastability
+    if name == "plot":  # matplotlib: loaded on first use too
+        from meanfield.plotting.output import plot
+        return plot
     raise AttributeError(f"module 'meanfield' has no attribute {name!r}")

@@ -11,7 +11,8 @@
     meanfield normalization | long-context CONFIG.toml [same options]
     meanfield metastability CONFIG.toml [same options]
     meanfield config --defaults TASK
-    meanfield plot RESULT.nc [--out DIR] [--animate]
+    meanfield plot RESULT.nc [--out DIR] [--animate] [--format pdf|svg|png] [--dpi N]
+                   [--overwrite]
 
 Bad input prints one line ``meanfield: error: ...`` and exits with status 2; a run that
 becomes unstable prints one line and exits with status 1; Ctrl-C keeps the checkpoint and
@@ -80,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("result", help="netCDF result")
     pl.add_argument("--out", help="folder for the figures (default: beside the result)")
     pl.add_argument("--animate", action="store_true", help="also write an animation (GIF)")
+    pl.add_argument("--format", default="png", choices=("png", "pdf", "svg"),
+                    help="file format of the figures (default: png)")
+    pl.add_argument("--dpi", type=float, default=150.0, metavar="N",
+                    help="resolution in dots per inch (default: 150)")
+    pl.add_argument("--overwrite", action="store_true", help="replace existing figures")
     return p
 
 
@@ -223,8 +229,12 @@ def _plot(args) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {str(out_dir)!r} is a file; plot writes its figures into "
                           "a folder: give a folder (made if missing)", "--out")
-    check_writable(out_dir / f"{path.stem}_summary.png", overwrite=True, key="--out")
-    for written in plot_result(ds, out_dir, stem=path.stem, animate=args.animate):
+    check_writable(out_dir / f"{path.stem}_summary.{args.format}", overwrite=True,
+                   key="--out")
+    # every figure is checked before the first is written: an existing one refuses
+    # (exit 2, naming it and --overwrite) unless --overwrite
+    for written in plot_result(ds, out_dir, stem=path.stem, animate=args.animate,
+                               dpi=args.dpi, format=args.format, overwrite=args.overwrite):
         print(f"wrote {written}")
     return 0
 

@@ -10,9 +10,11 @@ accepted. Nothing here touches pyplot's global state: figures are plain
 
 Typical use::
 
-    from meanfield.plotting import figure, plot_result
+    from meanfield.plotting import figure, plot, plot_result
     fig = figure(ds)                       # one summary figure
-    paths = plot_result(ds, "out", stem="run1", animate=True)
+    figs = plot(ds)                        # every standard figure: {"summary": Figure, ...}
+    figs = plot(ds, "out", stem="run1", format="pdf")   # ... also written to out/run1_*.pdf
+    paths = plot_result(ds, "out", stem="run1", animate=True)   # the files written
 
 Sphere maps (matplotlib only)::
 
@@ -36,15 +38,17 @@ the same ``figure`` and ``plot_result``; their panels are also public::
     l1_distance(cmp, ax); order_comparison(cmp, ax)
 
 Layout: ``common`` (validation and dispatch: the geometry and kind registries, and the
-functions above that work for every geometry), ``helpers`` (style, formatting, colour
-scales, dataset checks, animation writing, the diagnostics panels), ``circle`` and
-``sphere`` (the geometry-specific figures, registered on import; the sphere grid in
-``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``), ``particles``
-and ``comparison`` (the dataset kinds; the token panels in ``tokens``), ``contraction``,
-``convergence`` and ``bifurcation`` (the studies; ``bifurcation_figure(ds, scan=...)``
-overlays a brute-force scan on a continuation). Tokens in R^d (``geometry =
-"euclidean"``, general weights): ``euclidean`` (the dispatch) draws the panels of
-``weights`` (paths, attention matrices, distance to Boolean, polytope, hyperplanes).
+functions above that work for every geometry), ``output`` (the standard set of figures,
+``figures``, ``plot`` and ``plot_result``, and their files), ``helpers`` (style,
+formatting, colour scales, dataset checks, animation writing, the diagnostics panels),
+``circle`` and ``sphere`` (the geometry-specific figures, registered on import; the
+sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``),
+``particles`` and ``comparison`` (the dataset kinds; the token panels in ``tokens``),
+``contraction``, ``convergence`` and ``bifurcation`` (the studies;
+``bifurcation_figure(ds, scan=...)`` overlays a brute-force scan on a continuation).
+Tokens in R^d (``geometry = "euclidean"``, general weights): ``euclidean`` (the
+dispatch) draws the panels of ``weights`` (paths, attention matrices, distance to
+Boolean, polytope, hyperplanes).
 """
 from __future__ import annotations
 
@@ -65,7 +69,6 @@ from meanfield.plotting.common import (
     _PLOTTERS,
     diagnostics,
     figure,
-    plot_result,
     snapshots,
     spacetime,
 )
@@ -76,6 +79,7 @@ from meanfield.plotting.comparison import (  # registers "compare"
     order_comparison,
 )
 from meanfield.plotting.convergence import error_vs_n, error_vs_time  # "convergence"
+from meanfield.plotting.output import FORMATS, figures, plot, plot_result
 from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
 from meanfield.plotting.phase_diagram import phase_figure  # registers "phase_diagram"
 from meanfield.plotting.sphere_maps import map_mollweide, map_orthographic
@@ -89,10 +93,12 @@ __all__ = [
     "bifurcation_diagram",
     "bifurcation_figure",
     "density_vs_histogram",
+    "FORMATS",
     "diagnostics",
     "error_vs_n",
     "error_vs_time",
     "figure",
+    "figures",
     "free_energy_diagram",
     "gram",
     "histogram_map",
@@ -101,6 +107,7 @@ __all__ = [
     "map_orthographic",
     "order_comparison",
     "phase_figure",
+    "plot",
     "plot_result",
     "snapshots",
     "spacetime",

@@ -1,17 +1,17 @@
 """Validation and dispatch of ``meanfield.plotting``, and the geometry-independent public
-functions (``spacetime``, ``snapshots``, ``diagnostics``, ``figure``, ``plot_result``).
+functions (``spacetime``, ``snapshots``, ``diagnostics``, ``figure``; the standard set of
+figures and their files, ``figures``, ``plot_result`` and ``plot``, are in ``output``).
 
 Each geometry module (``circle``, ``sphere``) registers a ``_GeometryPlots`` in
 ``_PLOTTERS`` when imported; the package ``__init__`` imports them all, so the registry is
 complete whenever this module is used through the package. Datasets of another kind
 (``attrs["kind"]``: ``"particles"``, ``"compare"``) are drawn by the ``_KindPlots`` that
-``particles`` and ``comparison`` register in ``_KINDS``; ``figure``, ``plot_result`` and
-``diagnostics`` dispatch on the kind first. The style, helpers and diagnostics panels
-they all draw with are in ``helpers``.
+``particles`` and ``comparison`` register in ``_KINDS``; ``figure``, ``diagnostics`` and
+``output`` dispatch on the kind first. The style, helpers and diagnostics panels they all
+draw with are in ``helpers``.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from meanfield.errors import ConfigError
-from meanfield.io import write_atomic
 from meanfield.plotting.helpers import (
     _caption,
     _check_log,
@@ -29,16 +28,12 @@ from meanfield.plotting.helpers import (
     _new_figure,
     _periodic_edges,  # noqa: F401  (re-exported: tests import it from here)
     _style,
-    _title,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-_MAX_FRAMES = 100
-_FPS = 12
 
 
 # --------------------------------------------------------------------------------------
@@ -322,107 +317,3 @@ def figure(ds: xr.Dataset, *, log: bool | str = "auto", points: Any = None) -> F
     plots, ds = _prepare(ds)
     _check_points_allowed(plots, points)
     return plots.summary(ds, log=log, points=points)
-
-
-def plot_result(ds: xr.Dataset, out_dir: str | os.PathLike, stem: str | None = None,
-                animate: bool = False, dpi: float = 150, *,
-                log: bool | str = "auto", points: Any = None) -> list[Path]:
-    """Write the standard figures (and optionally an animation) of a result.
-
-    Files written into ``out_dir`` (created if missing), each atomically (temp file in
-    the same directory, then ``os.replace``), replacing existing files of that name:
-
-    ``{stem}_summary.png``, then per kind: circle ``_spacetime``, ``_snapshots``; sphere
-    ``_maps`` (Mollweide and orthographic at the last time), ``_spacetime`` (latitude-time
-    image of the maximum over longitude), ``_snapshots``; tokens (``kind = "particles"``)
-    ``_tokens``; PDE vs tokens (``"compare"``) ``_snapshots``, ``_distance``; and
-    ``_diagnostics``.
-    ``_diagnostics.png`` only if the dataset has diagnostic series; with
-    ``animate=True`` then ``{stem}_animation.gif`` (the density curve over θ, or the
-    Mollweide map on a fixed colour scale, evolving in time; at most 100 frames
-    subsampled evenly from the saved times, 12 frames per second, at ``min(dpi, 100)``).
-
-    Args:
-        ds: a result dataset.
-        out_dir: output directory.
-        stem: file name prefix; defaults to ``"result"``.
-        animate: also write the GIF (slow: each frame is a full redraw, so 100 frames
-            take ten to thirty seconds).
-        dpi: resolution of the PNG files.
-        log: log density scale of the density figures and the animation: True, False
-            or ``"auto"`` (see ``spacetime``).
-        points: sphere only: (n, 3) unit vectors marked on the maps (see
-            ``map_mollweide``).
-
-    Returns:
-        The paths written, in the order above.
-
-    Raises:
-        ConfigError: the dataset cannot be plotted, or ``stem``/``dpi``/``log``/
-            ``points`` are invalid. Nothing is written then.
-    """
-    _check_log(log)
-    _check_some_finite(ds)
-    kind = _kind_plots(ds)
-    if kind is not None:
-        _check_no_points(points, ds)
-        ds = kind.check(ds)
-    else:
-        plots, ds = _prepare(ds)
-        _check_points_allowed(plots, points)
-    stem = _check_stem_and_dpi(stem, dpi)
-    if kind is None and plots.takes_points:
-        from meanfield.plotting.sphere_grid import _points_array
-
-        points = _points_array(points)  # validated before anything is written
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-
-    def save(fig: Figure, name: str) -> None:
-        path = out / f"{stem}_{name}.png"
-        with _style():
-            written.append(write_atomic(path, lambda tmp: fig.savefig(tmp, format="png",
-                                                                      dpi=dpi)))
-
-    # kind plots (particles, compare) take no points; geometry plots (PDE results) do
-    extra = {} if kind is not None else {"points": points}
-    pages = kind if kind is not None else plots
-    save(pages.summary(ds, log=log, **extra), "summary")
-    for name, build in pages.pages:
-        fig = build(ds, log=log, **extra)
-        if fig is not None:
-            save(fig, name)
-    if kind is None and _diagnostic_panels(ds):
-        axes = diagnostics(ds)
-        axes[0].figure.suptitle(_title(ds), fontsize=10)
-        save(axes[0].figure, "diagnostics")
-    if animate:
-        path = out / f"{stem}_animation.gif"
-        pages.animate(ds, path, dpi=min(float(dpi), 100.0), fps=_FPS,
-                      max_frames=_MAX_FRAMES, log=log, **extra)
-        written.append(path)
-    return written
-
-
-def _check_some_finite(ds: xr.Dataset) -> None:
-    """Refuse a result whose numbers are all NaN/inf (a run that produced none, or a
-    file edited by hand): every figure would be empty, and log axes fail to draw."""
-    numeric = sorted((v for v in ds.data_vars.values() if v.dtype.kind in "fc" and v.size),
-                     key=lambda v: v.size)  # the small ones first: usually one decides
-    if numeric and not any(bool(np.isfinite(v.values).any()) for v in numeric):
-        raise ConfigError("the result has no finite values (every variable is NaN or inf: "
-                          + ", ".join(str(v.name) for v in numeric[:6])
-                          + (", ..." if len(numeric) > 6 else "")
-                          + "): nothing to plot; run the study again", "result")
-
-
-def _check_stem_and_dpi(stem: str | None, dpi: Any) -> str:
-    """The file-name prefix (default ``"result"``) and resolution, checked."""
-    stem = "result" if stem is None else str(stem)
-    if not stem or os.sep in stem or (os.altsep and os.altsep in stem) or stem in (".", ".."):
-        raise ConfigError(f"stem = {stem!r} must be a non-empty file name prefix without "
-                          "path separators", "stem")
-    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0:
-        raise ConfigError(f"dpi = {dpi!r} must be a positive number", "dpi")
-    return stem

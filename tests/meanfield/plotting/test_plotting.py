@@ -108,10 +108,10 @@ def test_plot_result_default_stem_and_overwrite(tmp_path, ds):
 
 
 def test_plot_result_animation(tmp_path, monkeypatch):
-    import meanfield.plotting.common
+    import meanfield.plotting.output
 
     # the frame cap (100 by default) lowered to keep the test fast
-    monkeypatch.setattr(meanfield.plotting.common, "_MAX_FRAMES", 12)
+    monkeypatch.setattr(meanfield.plotting.output, "_MAX_FRAMES", 12)
     data = von_mises_dataset(n_time=31, n_theta=48)
     paths = plot_result(data, tmp_path, stem="anim", animate=True, dpi=40)
     gif = paths[-1]
@@ -342,9 +342,9 @@ def test_synthetic_sphere_density_is_normalised(sph):
 
 
 def test_sphere_plot_result_files(tmp_path, monkeypatch):
-    import meanfield.plotting.common
+    import meanfield.plotting.output
 
-    monkeypatch.setattr(meanfield.plotting.common, "_MAX_FRAMES", 4)
+    monkeypatch.setattr(meanfield.plotting.output, "_MAX_FRAMES", 4)
     data = vmf_dataset(n_lat=8, n_time=7, kappa=5.0)
     paths = plot_result(data, tmp_path, stem="s", animate=True, dpi=40,
                         points=[[0, 0, 1], [1, 1, 0]])

@@ -203,7 +203,7 @@ def test_config_study_is_the_python_study(tmp_path):
     assert read_netcdf(tmp_path / "g.nc").sizes == {"n": 2, "replica": 2, "time": 3}
     # its figures: the three errors against n with their slopes, and against time
     from meanfield.errors import ConfigError
-    from meanfield.plotting.common import plot_result
+    from meanfield.plotting.output import plot_result
 
     paths = plot_result(ds, tmp_path / "fig", stem="g", dpi=40)
     assert sorted(p.name for p in paths) == ["g_rates.png", "g_summary.png"]
