@@ -152,13 +152,15 @@ def _check_dim(ds: xr.Dataset, dim: int, function: str) -> None:
 # --------------------------------------------------------------------------------------
 def trajectories(ds: xr.Dataset, ax: Axes, *, log: bool | str = "auto",
                  max_lines: int = MAX_LINES, colorbar: bool = True):
-    """Circle tokens over time: angle θ (x, rad) against time (y), like the PDE's
+    """Circle tokens over time: angle θ − θ̄ (x, rad, on [−π, π); θ̄ the tokens' mean
+    direction at the last time, stated in the label) against time (y), like the PDE's
     space-time image.
 
     Up to ``max_lines`` tokens: one line per token, coloured by its initial angle on a
     cyclic colormap (so merging tokens show where they came from), cut where it wraps
-    across 0 = 2π. More tokens: the empirical density of the angles at each saved time
-    (a histogram of about √n bins, 16 to 180, divided by n and the bin width: 1/rad) as
+    across ±π. More tokens: the empirical density of the angles at each saved time
+    (a histogram of an odd number of bins near √n, 17 to 181, the middle one centred on
+    θ̄, divided by n and the bin width: 1/rad) as
     an image, with the colour scale of ``spacetime`` (``log`` as there).
 
     Returns:
@@ -192,7 +194,8 @@ def trajectories(ds: xr.Dataset, ax: Axes, *, log: bool | str = "auto",
         if t.size == 1:
             ax.scatter(theta[0], t.repeat(n), c=colours, s=_marker_size(n))
     else:
-        bins = int(np.clip(round(math.sqrt(n)), 16, 180))
+        # odd: the middle bin is centred on θ̄, so the cluster there is not split in two
+        bins = int(np.clip(round(math.sqrt(n)), 16, 180)) // 2 * 2 + 1
         edges = np.linspace(-math.pi, math.pi, bins + 1)
         idx = np.clip(((np.nan_to_num(theta) + math.pi) / (TWO_PI / bins)).astype(int), 0,
                       bins - 1)

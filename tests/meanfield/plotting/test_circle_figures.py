@@ -102,6 +102,17 @@ def test_token_trajectories_are_centred_on_their_mean_direction(centre):
     assert ax.get_xlabel().startswith("θ − θ̄ (rad), θ̄ = ")
 
 
+def test_the_token_density_image_has_a_bin_centred_on_the_mean_direction():
+    ds = tokens_dataset(math.pi, n=300)  # over max_lines: the density image
+    _, ax = new_axes()
+    edges, mids, values = mesh_cells(trajectories(ds, ax, colorbar=False))
+    bins = mids.size
+    assert bins % 2 == 1 and edges[0] == -np.pi and edges[-1] == np.pi
+    # all tokens end within e^-3 < half a bin of θ̄: in the one middle bin, not two
+    assert mids[bins // 2] == pytest.approx(0.0, abs=1e-12)
+    assert values[-1, bins // 2] * (2 * np.pi / bins) == pytest.approx(1.0)
+
+
 def test_the_seam_is_closed_and_the_image_is_the_density_shifted():
     centre = 1.0  # not a grid angle: the cells do not line up with ±π
     ds = circle_dataset(centre, n_theta=48)
