@@ -1,5 +1,5 @@
 """What every run that steps in time shares: the save times, the checkpoint's path, the
-progress bar."""
+progress bar (``new_bar``: the one place a tqdm bar is made)."""
 from __future__ import annotations
 
 import math
@@ -24,11 +24,22 @@ def checkpoint_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".checkpoint.nc")
 
 
+def new_bar(**kwargs):
+    """A ``tqdm.auto`` progress bar: a widget in a Jupyter notebook (when ipywidgets is
+    installed; else tqdm warns once and falls back to text), a text bar on stderr in a
+    terminal (the command line). Every bar of meanfield is made here.
+
+    Args:
+        **kwargs: ``tqdm``'s arguments (``total``, ``initial``, ``unit``, ...).
+    """
+    from tqdm import auto  # looked up at each call: the class tqdm.auto chose
+
+    return auto.tqdm(**kwargs)
+
+
 def progress_bar(total: float, start: float, enabled: bool):
-    """A tqdm bar over simulated time (None when not ``enabled``)."""
+    """A bar over simulated time (``new_bar``; None when not ``enabled``)."""
     if not enabled:
         return None
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, initial=start, unit="t", bar_format="{l_bar}{bar}| t = {n:.4g}/"
-               "{total:.4g} [{elapsed}<{remaining}]")
-    return bar
+    return new_bar(total=total, initial=start, unit="t", bar_format="{l_bar}{bar}| t = "
+                   "{n:.4g}/{total:.4g} [{elapsed}<{remaining}]")

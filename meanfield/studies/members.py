@@ -12,6 +12,7 @@ import xarray as xr
 
 from meanfield.runs.engine import Engine, RunTask, TaskFailed
 from meanfield.runs.executor import Executor, TaskResult
+from meanfield.runs.schedule import new_bar
 
 
 class MemberStudy(RunTask):
@@ -39,11 +40,9 @@ class MemberStudy(RunTask):
         """A bar over the members (``members_bar``), starting at those already done."""
         if not (enabled and self.members_bar):
             return None
-        from tqdm.auto import tqdm
-
         total = len(self.points()) - self.first_member
-        self._bar = tqdm(total=total, initial=max(0, done - self.first_member),
-                         unit="member", desc=self.kind)
+        self._bar = new_bar(total=total, initial=max(0, done - self.first_member),
+                            unit="member", desc=self.kind)
         return self._bar
 
     def kept(self, frames: list) -> list:
