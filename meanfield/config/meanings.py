@@ -67,7 +67,9 @@ MEANINGS: dict[str, str] = {
     "particles.attention_rank": "store the numerical rank of the attention matrix",
     "particles.rank_tolerance": "relative singular value below which the rank stops",
     "particles.bins": "compare: bins of the L1 gap (circle: arcs, \"auto\" 2 N^(1/3) in "
-                      "[8, 256]; sphere: cells of an icosahedral mesh)",
+                      "[8, 256], or 6 arcs across the width 1/max rho of the PDE's most "
+                      "concentrated state if more, <= 256; sphere: cells of an "
+                      "icosahedral mesh)",
     "particles.rescaled": "pure, one head: integrate z = e^{-tV} x (refused where e^{tV} "
                           "cannot be formed at t_final)",
     "particles.mask": "attention mask: none, or causal (token i attends to j <= i)",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import textwrap
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -327,6 +328,37 @@ def l1_distance(ds: xr.Dataset, ax: Axes) -> list:
     return lines
 
 
+def l1_meaning(ds: xr.Dataset) -> str:
+    """What the binned L1 gap of ``ds`` measures, as a two-line caption under the figure:
+    B bins, N pooled tokens, how many bins hold 99 % of the final PDE mass; the sampling
+    floor ``Σ_b √(2 q_b (1 − q_b) / (π N))`` is ≈ √(2 B_occ / (π N)) over the B_occ bins the
+    PDE fills (all B for a spread state, a few for a clustered one), so a clustered state's
+    floor is low and a gap above it says the clusters' place or shape differ by about a
+    bin (docs/figures.md)."""
+    bins = ds.sizes.get("bin", 0)
+    n = int(ds.attrs.get("n", 0)) * int(ds.attrs.get("ensemble", 1))
+    occupied = ""
+    if "pde_bin_density" in ds.data_vars and "bin_size" in ds.data_vars:
+        q = np.asarray(ds["pde_bin_density"].isel(time=-1).values, dtype=float) \
+            * np.asarray(ds["bin_size"].values, dtype=float)
+        full = int(np.count_nonzero(np.cumsum(np.sort(q)[::-1]) < 0.99) + 1)
+        occupied = f" (99 % of the last PDE mass in {min(full, bins)} of them)"
+    return textwrap.fill(
+        f"L1 gap: B = {bins} bins{occupied}, N = {n} tokens. Its sampling floor is "
+        "≈ √(2 B_occ / πN) over the B_occ bins the PDE fills: low for a clustered state "
+        "(few bins), where a gap above the floor means the clusters' place or shape "
+        "differ by about a bin width or more.", width=135)
+
+
+def _l1_caption(ds: xr.Dataset, fig: Figure) -> None:
+    """``l1_meaning`` under the figure (after a caption already there, if any)."""
+    previous = getattr(fig, "_supxlabel", None)
+    text = l1_meaning(ds)
+    if previous is not None and previous.get_text():
+        text = f"{previous.get_text()}\n{text}"
+    fig.supxlabel(text, fontsize=7, color="0.3", x=0.01, ha="left", gid="l1_note")
+
+
 def _pde_vs_tokens(ds: xr.Dataset, ax: Axes, pde_key: str, token_key: str, ylabel: str,
                    title: str) -> list:
     t = _t(ds)
@@ -376,6 +408,7 @@ def _series_row(ds: xr.Dataset, fig: Figure, spec) -> list[Axes]:
     row = spec.subgridspec(1, count)
     axes = [fig.add_subplot(row[k]) for k in range(count)]
     l1_distance(ds, axes[0])
+    _l1_caption(ds, fig)
     order_comparison(ds, axes[1])
     if count == 3:
         _pde_vs_tokens(ds, axes[2], "energy", "particle_energy", ENERGY_LABEL,

@@ -10,7 +10,8 @@ scheduler, with the same numbers). At each time the pooled tokens are binned and
 the PDE's mass in the same bins:
 
 - circle: ``bins`` equal arcs of [0, 2 pi) (``"auto"``: ``2 N^(1/3)`` for N pooled
-  tokens, between 8 and 256). The PDE mass of an arc is exact: from the Fourier series
+  tokens, between 8 and 256, raised to resolve the PDE's most concentrated state:
+  ``BINS_PER_WIDTH`` = 6 arcs across its width ``1/max rho``, ``resolving_bins``). The PDE mass of an arc is exact: from the Fourier series
   (spectral) or the cell averages (finite volumes, piecewise constant).
 - sphere: the Voronoi cells of an icosahedral mesh (``bins`` = its number of cells, one of
   42, 162, 642, ...; ``"auto"``: the finest with at least 20 tokens per cell on average).
@@ -247,10 +248,28 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
 # ---------------------------------------------------------------------------------------
 # The comparison dataset.
 
+# bins across the width 1/max rho of the most concentrated PDE state ("auto", circle)
+BINS_PER_WIDTH = 6
+
+
+def resolving_bins(pde: xr.Dataset, count: int) -> int:
+    """``"auto"`` arcs on the circle that resolve the PDE's most concentrated state:
+    ``count`` (``2 N^(1/3)``) or, if more, ``BINS_PER_WIDTH`` arcs across the width
+    ``1 / max rho`` (a cluster of standard deviation s has width sqrt(2 pi) s), i.e.
+    ``ceil(BINS_PER_WIDTH 2 pi max rho)``, at most 256. Arcs of the N^(1/3) rule put a
+    clustered state into two or three bins, where the L1 gap says nothing of its shape."""
+    peak = float(np.nanmax(np.asarray(pde["density"].values, dtype=float)))
+    need = math.ceil(BINS_PER_WIDTH * 2 * math.pi * peak) if math.isfinite(peak) else 0
+    return int(min(max(count, need), 256))
+
+
 def _bins(cfg: dict, plan: dict, pde: xr.Dataset, positions: np.ndarray) -> dict:
     """PDE bin masses ``q`` (time, bin), each token's bin ``index`` (run, time, i), bin
     sizes ``width``, the bins' coordinates and extra variables."""
-    bins = histogram_bins(cfg["domain"]["geometry"], plan["bins"])
+    count = plan["bins"]
+    if cfg["domain"]["geometry"] == "circle" and cfg["particles"]["bins"] == "auto":
+        count = resolving_bins(pde, count)
+    bins = histogram_bins(cfg["domain"]["geometry"], count)
     return {"q": bins.masses(pde), "index": bins.locate(positions), "width": bins.weights,
             "coords": bins.coords(), "extra": bins.variables()}
 
