@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if args.command == "demo":
             from meanfield.demo import run_demo
-            run_demo(args.out, overwrite=args.overwrite, progress=not args.no_progress)
+            run_demo(args.out, overwrite=args.overwrite, progress=not args.no_progress,
+                     report=print)  # a line per figure: what it shows
             return 0
         if args.command in RUNS:
             return _run(args)

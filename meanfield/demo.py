@@ -17,6 +17,8 @@ Five runs, each saved as netCDF with its figures:
    histogram over the density and the L1 distance beside its sampling floor.
 
 and ``order_parameter.png``: the order parameters over time with the predicted limits.
+``meanfield demo`` prints one line per figure saying what it shows
+(``WHAT_FIGURES_SHOW``).
 """
 from __future__ import annotations
 
@@ -105,13 +107,63 @@ def _check_out_dir(out_dir: Path, targets, overwrite: bool) -> None:
         check_writable(path, overwrite=True, key="--out")
 
 
+# What each figure of the demo shows, by (dataset kind, geometry) and page name; the
+# page names are those of meanfield.plotting.output. "{t}": the last time of the run.
+_DIAGNOSTICS = "the order parameter r(t){noise} over time"
+WHAT_FIGURES_SHOW = {
+    ("pde", "circle"): {
+        "summary": "the density over (angle, time), density curves at five times, and "
+                   + _DIAGNOSTICS,
+        "spacetime": "the density over angle and time, t = 0..{t}",
+        "snapshots": "the density at five times against the uniform density 1/(2 pi)",
+        "diagnostics": _DIAGNOSTICS,
+    },
+    ("pde", "sphere"): {
+        "summary": "Mollweide maps of the density at the first and last times, an "
+                   "orthographic view of the last, and " + _DIAGNOSTICS,
+        "maps": "the density at t = {t} on a Mollweide map and an orthographic view",
+        "spacetime": "the largest density over longitude, by latitude and time "
+                     "(where the clusters are and how sharp)",
+        "snapshots": "Mollweide maps of the density at five times on one colour scale",
+        "diagnostics": _DIAGNOSTICS,
+    },
+    ("compare", "circle"): {
+        "summary": "the histogram of the tokens over the PDE density at four times, the "
+                   "L1 distance between them beside its sampling floor, and the order "
+                   "parameter and energy of both",
+        "snapshots": "the histogram of the tokens over the PDE density at six times",
+        "distance": "the L1 distance between the token histogram and the PDE density "
+                    "over time beside its sampling floor, and the order parameter and "
+                    "energy of both",
+    },
+}
+ORDER_PARAMETER_SHOWS = ("the order parameters of the four PDE runs over time, with the "
+                         "noisy Kuramoto limits (dotted)")
+
+
+def what_figure_shows(ds, name: str) -> str:
+    """One phrase saying what the demo's figure ``name`` (a page of
+    ``meanfield.plotting.output``) of result ``ds`` shows."""
+    kind = "compare" if ds.attrs.get("kind") == "compare" else "pde"
+    noisy = np.isfinite(float(ds.attrs.get("kappa", np.inf)))
+    return WHAT_FIGURES_SHOW[kind, ds.attrs["geometry"]][name].format(
+        t=f"{float(ds.time[-1]):g}",
+        noise=", the energy and the free energy" if noisy else " and the energy")
+
+
 def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
-             progress: bool = True) -> list[Path]:
-    """Run the showcase; returns the files written."""
+             progress: bool = True, report=None) -> list[Path]:
+    """Run the showcase; returns the files written.
+
+    Args:
+        out_dir: the results folder (made if missing).
+        overwrite: replace the results of an earlier demo there.
+        progress: progress bars and a line per run.
+        report: called with one line per figure written, ``"wrote PATH: what it
+            shows"`` (``meanfield demo`` passes ``print``); None: silent.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from meanfield.plotting import plot_result
 
     out_dir = Path(out_dir)
     targets = {name: out_dir / f"{name}.nc" for name in [*RUNS, "particles_vs_pde"]}
@@ -124,14 +176,14 @@ def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
         ds = evolve(cfg, out=targets[name], overwrite=overwrite, progress=progress)
         results[name] = ds
         written.append(targets[name])
-        written += plot_result(ds, out_dir, stem=name)
+        written += _plot(ds, out_dir, name, report)
     from meanfield.studies.compare import compare
     if progress:
         print("meanfield demo: particles_vs_pde")
     cmp = compare(COMPARE, out=targets["particles_vs_pde"], overwrite=overwrite,
                   progress=progress)
     written.append(targets["particles_vs_pde"])
-    written += plot_result(cmp, out_dir, stem="particles_vs_pde")
+    written += _plot(cmp, out_dir, "particles_vs_pde", report)
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     FigureCanvasAgg(fig)
@@ -148,6 +200,19 @@ def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
     ax.set_title("Order parameters (dotted: noisy Kuramoto limits on S¹)")
     written.append(write_atomic(out_dir / "order_parameter.png",
                                 lambda tmp: fig.savefig(tmp, format="png", dpi=150)))
+    if report is not None:
+        report(f"wrote {written[-1]}: {ORDER_PARAMETER_SHOWS}")
     if progress:
         print(f"meanfield demo: wrote {len(written)} files to {out_dir}/")
+    return written
+
+
+def _plot(ds, out_dir: Path, stem: str, report) -> list[Path]:
+    """The standard figures of one result, each reported with what it shows."""
+    from meanfield.plotting import plot_result
+
+    written = plot_result(ds, out_dir, stem=stem)
+    if report is not None:
+        for path in written:  # {stem}_{page}.png
+            report(f"wrote {path}: {what_figure_shows(ds, path.stem[len(stem) + 1:])}")
     return written

@@ -25,6 +25,16 @@ def test_console_script_is_installed():
 def test_demo_writes_results_and_figures(tmp_path, kuramoto_r, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--no-progress"]) == 0
+    # one line per figure, saying what it shows (also with --no-progress: they are results)
+    lines = capsys.readouterr().out.splitlines()
+    figures = sorted(p.name for p in out.glob("*.png"))
+    assert sorted(line.split(": ")[0].removeprefix(f"wrote {out}/") for line in lines
+                  if line.startswith("wrote ")) == figures
+    shows = dict(line.removeprefix(f"wrote {out}/").split(": ", 1) for line in lines)
+    assert "L1 distance" in shows["particles_vs_pde_distance.png"]
+    assert "free energy" in shows["kuramoto_subcritical_diagnostics.png"]
+    assert "free energy" not in shows["clustering_diagnostics.png"]  # no noise: none
+    assert "Mollweide" in shows["sphere_clustering_snapshots.png"]
     for name in ["clustering", "kuramoto_subcritical", "kuramoto_supercritical",
                  "sphere_clustering"]:
         assert (out / f"{name}.nc").exists() and (out / f"{name}_summary.png").exists()
