@@ -103,8 +103,10 @@ MEANINGS: dict[str, str] = {
                        "carried along the characteristics",
     "bifurcation.parameter": "the continued parameter (the other is fixed by [model]; "
                              "\"beta\" needs a finite model.kappa)",
-    "bifurcation.start": "start of the parameter range (< stop; kappa > 0, beta >= 0)",
-    "bifurcation.stop": "end of the parameter range",
+    "bifurcation.start": "start of the parameter range (< stop; kappa > 0, beta >= 0; "
+                         "\"auto\": kappa_c/2 over the modes' thresholds, else 1)",
+    "bifurcation.stop": "end of the parameter range (\"auto\": 2 kappa_c over the modes' "
+                        "thresholds, else 4)",
     "bifurcation.modes": "branches from the uniform state for Fourier modes / degrees "
                          "1..modes (below the resolution)",
     "bifurcation.mode": "continuation (arclength), scan (time integration from starts), or "

@@ -18,8 +18,10 @@
                     labels along the characteristics, which resolves the far side)
 
     [bifurcation]   parameter ["kappa" | "beta"] (the other one fixed by [model]; "beta"
-                    needs a finite model.kappa), start [1.0], stop [4.0] (start < stop;
-                    kappa > 0, beta >= 0), modes [1] (branches from the uniform state for
+                    needs a finite model.kappa), start ["auto"], stop ["auto"] (numbers,
+                    start < stop, kappa > 0, beta >= 0; "auto": for kappa [kappa_c/2,
+                    2 kappa_c] over the finite thresholds of modes 1..modes, so that
+                    every pitchfork is inside, else [1, 4]), modes [1] (branches from the uniform state for
                     the Fourier modes / degrees 1..modes; below the resolution), mode
                     ["continuation" | "scan" | "map"], ds [0.05] > 0 and ds_max [0.5] >= ds
                     (arclength steps), points [200] >= 2 (per branch), stride [10] >= 1
@@ -146,8 +148,51 @@ def _positive(k, v):
     return ck.finite_number(k, v, minimum=0.0, strict=True)
 
 
+def _auto_or_number(key: str, value):
+    """"auto" or a finite number."""
+    if isinstance(value, str) and value == "auto":
+        return "auto"
+    return ck.finite_number(key, value)
+
+
+# "auto" range of a continuation in kappa: [AUTO_BELOW min kappa_c, AUTO_ABOVE max kappa_c]
+AUTO_BELOW, AUTO_ABOVE = 0.5, 2.0
+AUTO_FALLBACK = (1.0, 4.0)  # (beta, or no finite threshold)
+
+
+def _auto_range(cfg: dict) -> None:
+    """Replaces ``bifurcation.start/stop = "auto"`` by numbers: for the parameter kappa,
+    ``[kappa_c/2, 2 kappa_c]`` over the finite closed-form thresholds ``kappa_c = 1/(c
+    a_k)`` of modes 1..modes at model.beta (c of [weights]), so that every pitchfork lies
+    inside (noisy Kuramoto: kappa_c = 2, [1, 4]); else, and for beta, [1, 4]. A single
+    "auto" end is put beside the given one when the derived value would not be."""
+    b, model = cfg["bifurcation"], cfg["model"]
+    if b["start"] != "auto" and b["stop"] != "auto":
+        return
+    low, high = AUTO_FALLBACK
+    if b["parameter"] == "kappa":
+        from meanfield.discretizations.base import model_value
+        from meanfield.studies.stationary_linear import critical_kappa
+        try:
+            value = model_value(cfg)
+            kcs = [critical_kappa(cfg["domain"]["geometry"], model["beta"],
+                                  model["normalized"], k, value)
+                   for k in range(1, b["modes"] + 1)]
+        except (ValueError, ArithmeticError):  # (ConfigError, a geometry other than
+            kcs = []  # S^1/S^2: refused later, by the checks of the task)
+        kcs = [k for k in kcs if math.isfinite(k) and k > 0]
+        if kcs:
+            low, high = AUTO_BELOW * min(kcs), AUTO_ABOVE * max(kcs)
+    if b["start"] == "auto":
+        b["start"] = low if b["stop"] == "auto" or low < b["stop"] else b["stop"] / 2
+    if b["stop"] == "auto":
+        b["stop"] = high if high > b["start"] else 2 * b["start"] + 1.0
+
+
 def _finish_bifurcation(cfg: dict) -> None:
-    """Checks across keys and sections: the range, the method, the noise, the modes."""
+    """Checks across keys and sections: the range ("auto" ends derived from kappa_c),
+    the method, the noise, the modes."""
+    _auto_range(cfg)
     b, model = cfg["bifurcation"], cfg["model"]
     parameter = b["parameter"]
     if b["start"] >= b["stop"]:
@@ -255,8 +300,8 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_contraction),
     Section("bifurcation", {
         "parameter": (ck.choice(PARAMETERS), "kappa"),
-        "start": (ck.finite_number, 1.0),
-        "stop": (ck.finite_number, 4.0),
+        "start": (_auto_or_number, "auto"),
+        "stop": (_auto_or_number, "auto"),
         "modes": (ck.integer_in(1), 1),
         "mode": (ck.choice(BIFURCATION_MODES), "continuation"),
         "ds": (_positive, 0.05),
