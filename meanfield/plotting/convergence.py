@@ -135,7 +135,8 @@ def error_vs_time(ds: xr.Dataset, ax) -> None:
     if high is not None:
         ax.set_ylim(low, high)
     if above:
-        t0, top = min(above)
+        t0 = min(t for t, _ in above)
+        top = max(v for _, v in above)
         # (an upward arrow from inside the frame to where the bound leaves it)
         ax.annotate(f"Dobrushin bound above\n(up to {top:.1e})", xy=(t0, high),
                     xytext=(12, -6), textcoords="offset points", ha="left", va="top",
@@ -191,7 +192,8 @@ def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     error_vs_n(ds, a, ds.sizes["time"] - 1)
     a.legend(fontsize=7)
     error_vs_time(ds, b)
-    b.legend(fontsize=7, loc="best")
+    # (below the panel: the top holds the note on the bound, the data fill the rest)
+    b.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     fig.suptitle(_title(ds), fontsize=9)
     return fig
 
