@@ -312,3 +312,20 @@ def test_token_states_file():
     assert states.dtype == np.float16 and states.shape == (7, tokens.size, 384)
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     assert np.all(np.isfinite(states))
+
+
+def test_long_context_example(tmp_path):
+    """Theorem 7 (rho = 0.5, beta_n = gamma log n): the closed-form output cosine at
+    n = 1e15 is the limit 1, 4 rho/(1 + 3 rho) = 0.8, rho for gamma = 1, 2, 3 (below, at
+    and above 1/(1 - rho) = 2) within the predicted K n^-e (K <= 1: 1e-15 for e = 1,
+    3.2e-8 for e = 1/2), the fitted exponents are the predicted ones, and explicit tokens
+    agree with the closed form to round-off."""
+    run = _load("long_context").main(["--quick", "--out", str(tmp_path / "lc.png")])
+    rho = run["rho"]
+    np.testing.assert_allclose(run["limit"], [1.0, 4 * rho / (1 + 3 * rho), rho])
+    bound = run["n_max"] ** -run["predicted_exponent"]
+    # 1e-15: the round-off of a cosine near 1
+    assert np.all(np.abs(run["final_cosine"] - run["limit"]) <= 1.01 * bound + 1e-15)
+    np.testing.assert_allclose(run["fitted_exponent"], run["predicted_exponent"], atol=1e-3)
+    assert run["direct_error"] < 1e-12
+    assert (tmp_path / "lc.png").stat().st_size > 10_000
