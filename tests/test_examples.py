@@ -342,3 +342,23 @@ def test_normalization_example(tmp_path):
     assert abs(run["fitted_power"] + 2.0) < 0.01
     assert run["power_fit_stop"] / run["power_fit_start"] > 10  # over a decade at least
     assert (tmp_path / "n.png").stat().st_size > 10_000
+
+
+def test_metastability_example(tmp_path):
+    """SA from uniform tokens (n = 64, 2 systems, beta = 8, 16, 32, seed 1): on S^1 the
+    first metastable plateau has about k* clusters, k* the most unstable mode of the
+    uniform state (the linear theory; measured mean/k* = 1.00, 0.67, 0.75: merges start
+    before the plateau rule sees the clusters collapsed, so the margin is a factor 2, not
+    a tolerance on a count), and the count grows with beta; E_beta - E_beta(uniform)
+    never decreases (SA is a gradient ascent of E_beta; smallest step between saves
+    measured +1e-5 on S^1, +3e-4 on S^2, allowed round-off 1e-12 of the energies)."""
+    out = _load("metastability").main(["--quick", "--out", str(tmp_path / "m.png")])
+    circle = out["circle"]
+    # argmax k^2 a_k is the integer nearest sqrt(2 beta) (large-beta asymptotics)
+    assert np.all(np.abs(circle["mode"] - np.sqrt(2 * circle["beta"])) <= 0.5)
+    assert np.all((circle["ratio"] >= 0.5) & (circle["ratio"] <= 2.0))
+    assert np.all(np.diff(np.nanmean(circle["plateau"], axis=1)) >= 0)
+    for geometry in ("circle", "sphere"):
+        s = out[geometry]
+        assert s["min_energy_step"] >= -1e-12 * s["energy_scale"], geometry
+    assert (tmp_path / "m.png").stat().st_size > 10_000
