@@ -23,7 +23,7 @@
                     2 kappa_c] over the finite thresholds of modes 1..modes, so that
                     every pitchfork is inside, else [1, 4]), modes [1] (branches from the uniform state for
                     the Fourier modes / degrees 1..modes; below the resolution), mode
-                    ["continuation" | "scan" | "map"], ds [0.05] > 0 and ds_max [0.5] >= ds
+                    ["continuation" | "scan" | "map"], ds [0.05] > 0 and ds_max [0.1] >= ds
                     (arclength steps), points [200] >= 2 (per branch), stride [10] >= 1
                     (states saved every stride points), tolerance [1e-10] > 0 (Newton);
                     scan: scan_num [41] >= 2 parameter values, scan_starts [["uniform",
@@ -305,7 +305,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "modes": (ck.integer_in(1), 1),
         "mode": (ck.choice(BIFURCATION_MODES), "continuation"),
         "ds": (_positive, 0.05),
-        "ds_max": (_positive, 0.5),
+        "ds_max": (_positive, 0.1),  # (0.5 drew the branches as polygons of ~11 points)
         "points": (ck.integer_in(2, 1_000_000), 200),
         "stride": (ck.integer_in(1), 10),
         "tolerance": (_positive, 1e-10),

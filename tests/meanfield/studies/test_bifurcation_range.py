@@ -57,3 +57,25 @@ def test_usa_every_pitchfork_inside_the_default_range():
     modes = ds.branch_mode.values
     assert all(points[modes == m].min() >= 5 for m in (1, 2))
     assert math.isclose(float(ds.attrs["critical_kappa"][0]), kcs[0], rel_tol=1e-12)
+
+
+def kuramoto_root(kappa: float) -> float:
+    from scipy import optimize, special
+
+    return optimize.brentq(lambda r: special.i1e(kappa * r) / special.i0e(kappa * r) - r,
+                           1e-4, 1.0, xtol=1e-15)
+
+
+def test_default_branch_is_smooth_and_on_the_analytic_one():
+    """All defaults (range [1, 4] from kappa_c = 2, ds_max = 0.1): the noisy-Kuramoto
+    branch has steps of at most ds_max in (kappa, r) -- a smooth curve on the figure
+    (ds_max = 0.5 gave 11 points over [2, 4]) -- and every point on the exact branch
+    r = I_1(kappa r)/I_0(kappa r) to 1e-8 (away from kappa_c, where the root is
+    ill-conditioned)."""
+    ds = bf.bifurcation({"model": {"beta": 0.0}, "discretization": {"resolution": 64}})
+    n = int(ds.branch_points.values[1])
+    kappa, r = ds.kappa.values[1, :n], ds.order_parameter.values[1, :n]
+    assert n >= 20 and kappa.max() == pytest.approx(4.0, abs=1e-12)
+    assert np.max(np.hypot(np.diff(kappa), np.diff(r))) <= 0.1 + 1e-9
+    far = kappa > 2.05
+    assert max(abs(ri - kuramoto_root(k)) for k, ri in zip(kappa[far], r[far])) <= 1e-8
