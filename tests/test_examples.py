@@ -382,9 +382,10 @@ def test_sphere_density_and_tokens_example(tmp_path):
     """S^2, SA, beta = 2, kappa = 15, 2 x 2000 tokens (seeds 1, 2) from the PDE's own
     initial density: while t <= 1 the binned tokens are exact samples up to the small
     finite-n drift, so the L1 distance sits on its sampling floor (measured L1/floor 0.90
-    .. 1.10; the L1 of N exact samples over 162 cells fluctuates by ~6 % of its mean, so
-    1.3 is 5 standard deviations); the spectral PDE conserves mass to round-off (4e-16
-    measured); the GIF has one frame per saved time."""
+    .. 1.10; the L1 of N exact samples fluctuates by about 0.76/sqrt(B) of its mean over
+    B filled cells, 6 to 10 % for the 58 to 162 cells here, so 1.3 is at least 3 standard
+    deviations); the spectral PDE conserves mass to round-off (4e-16 measured); the GIF
+    has one frame per saved time."""
     png = tmp_path / "s.png"
     out = _load("sphere_density_and_tokens").main(["--quick", "--out", str(png)])
     assert out["early_ratio_max"] < 1.3
