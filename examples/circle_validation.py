@@ -1,4 +1,7 @@
-"""Validation report of the circle solvers against the exact results of docs/conventions.md.
+"""Validation of the circle solvers against exact results
+======================================================
+
+Validation report of the circle solvers against the exact results of docs/conventions.md.
 
 Prints, for the spectral (64 points) and finite-volume (512 cells) methods: the relative
 error of the growth rates of modes 1 and 2 about the uniform density (SA and USA, five

@@ -1,4 +1,7 @@
-"""Linear stability of the uniform density: growth rates measured from PDE runs against
+"""Growth rates of the uniform density
+===================================
+
+Linear stability of the uniform density: growth rates measured from PDE runs against
 sigma_k = k^2 (a_k - 1/kappa) (docs/conventions.md), over beta, for SA and USA.
 
 Run ``python examples/growth_rates.py`` (``--quick``: fewer betas); writes

@@ -1,4 +1,7 @@
-"""Noisy Kuramoto pitchfork: equilibrium order parameter r(kappa) from PDE runs against the
+"""The noisy Kuramoto pitchfork
+============================
+
+Noisy Kuramoto pitchfork: equilibrium order parameter r(kappa) from PDE runs against the
 self-consistency equation r = I_1(kappa r) / I_0(kappa r) (docs/conventions.md).
 
 Below kappa_c = 2 the uniform state is the only equilibrium (r = 0); above it, r grows

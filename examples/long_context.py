@@ -1,4 +1,7 @@
-"""Long-context limits of one attention layer (Theorem 7 of the mathematical-perspective
+"""Long-context limits of one attention layer
+==========================================
+
+Long-context limits of one attention layer (Theorem 7 of the mathematical-perspective
 review; ``meanfield.studies.long_context``).
 
 n equiangular input tokens with pairwise cosine rho pass through one self-attention layer

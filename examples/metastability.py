@@ -1,4 +1,7 @@
-"""Metastability: the energy staircase in rescaled time and the cluster count on S^1 and
+"""Metastability: the energy staircase and the cluster count
+=========================================================
+
+Metastability: the energy staircase in rescaled time and the cluster count on S^1 and
 S^2 (``meanfield.metastability``; examples/metastability.toml; docs/conventions.md).
 
 Tokens i.i.d. uniform on S^1 and on S^2 follow SA without noise. The uniform state is
@@ -101,7 +104,10 @@ def main(argv=None) -> dict:
                 ax.yaxis.set_major_locator(locator)
                 ax.yaxis.set_major_formatter(ScalarFormatter())
                 ax.yaxis.set_minor_formatter(NullFormatter())
-            axes[0].legend(fontsize=6, loc="center left")  # off the curves
+            # a band above the curves (they start at n and fall) holds the legend
+            axes[0].set_ylim(top=4 * int(ds.attrs["n"]))
+            axes[0].legend(fontsize=6, loc="upper right", ncol=3, columnspacing=0.8,
+                           handlelength=1.2)
             axes[1].legend(fontsize=6, loc="lower right")
             axes[2].legend(fontsize=6, loc="lower right")
             axes[1].set_ylabel("S = (1/n²) Σᵢⱼ exp β(⟨xᵢ, xⱼ⟩ − 1)")

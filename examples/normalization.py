@@ -1,4 +1,7 @@
-"""Post-LN against Pre-LN: how fast the directions of the tokens cluster (the
+"""Post-LN against Pre-LN
+======================
+
+Post-LN against Pre-LN: how fast the directions of the tokens cluster (the
 normalization study of the transformer papers; ``meanfield.studies.normalization``).
 
 n = 32 i.i.d. uniform tokens in d = 1024 run by self-attention (beta = 1) with the

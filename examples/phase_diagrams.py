@@ -1,4 +1,7 @@
-"""The (t, beta) clustering phase diagrams of the transformer papers for d = 8, 128 and
+"""The (t, beta) clustering phase diagrams
+=======================================
+
+The (t, beta) clustering phase diagrams of the transformer papers for d = 8, 128 and
 1024, with the equiangular curve (``meanfield.studies.phase_diagram``).
 
 ``systems`` independent systems of n = 32 tokens, i.i.d. uniform on S^{d-1}, follow SA at

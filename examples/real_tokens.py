@@ -1,4 +1,7 @@
-"""Real tokens: the pairwise cosines of a pretrained transformer's hidden states, layer by
+"""Real tokens: a pretrained transformer beside the SA dynamics
+============================================================
+
+Real tokens: the pairwise cosines of a pretrained transformer's hidden states, layer by
 layer, beside the SA dynamics started from its first-layer tokens.
 
 The tokens are those of ``data/token_states.npz`` (written once by
@@ -7,7 +10,7 @@ of the opening of the second paragraph of the Declaration of Independence, as th
 states (width d = 384) of all-MiniLM-L6-v2 (6 Post-LN layers) after its embedding layer
 and after each layer.
 
-(a) the histograms of the pairwise cosines <x_i, x_j> / (|x_i| |x_j|), i < j, at each
+(a) the histograms of the pairwise cosines ``<x_i, x_j> / (|x_i| |x_j|)``, i < j, at each
 layer; (b) the same histograms along the SA dynamics (Q = K = V = I, normalised
 attention, no noise) on S^{383}, started from the layer-0 tokens (each divided by its
 length), for beta = 1; (c) the mean pairwise cosine along the layers and along time for

@@ -1,4 +1,7 @@
-"""The attention matrix becomes Boolean (Figure 3 of the emergence-of-clusters paper,
+"""The attention matrix becomes Boolean
+====================================
+
+The attention matrix becomes Boolean (Figure 3 of the emergence-of-clusters paper,
 Theorem 2.1; docs/weights.md).
 
 n = 40 tokens on the line (d = 1) with Q = K = V = 1 under pure self-attention

@@ -1,4 +1,7 @@
-"""A causal mask on the sphere: every token converges to the first one (docs/weights.md).
+"""A causal mask on the sphere
+===========================
+
+A causal mask on the sphere: every token converges to the first one (docs/weights.md).
 
 Post-LN tokens with Q = K = V = I and a causal mask (P_ij = 0 for j > i: token i attends
 to tokens 1..i) follow dx_i/dt = P^perp_{x_i} sum_{j <= i} P_ij x_j. The first token
@@ -8,7 +11,7 @@ later token is pulled toward the ones before it, and all of them reach x_1.
 Near the cluster every logit is beta, so P_ij -> 1/i, and in tangent coordinates
 y_i = x_i - x_1 the linearised flow is dy_i/dt = (1/i) sum_{j <= i} y_j - y_i: lower
 triangular with rates 1 - 1/i. The slowest is token 2's, 1/2: token 2 sees only tokens 1
-and 2, so |x_2 - x_1| decays like e^{-t/2} exactly (up to terms of second order in the
+and 2, so ``|x_2 - x_1|`` decays like e^{-t/2} exactly (up to terms of second order in the
 distance), at any beta; every later token inherits that rate through the coupling.
 
 Run ``python examples/weights_causal.py`` (``--quick``: a shorter run); writes

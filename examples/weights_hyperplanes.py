@@ -1,4 +1,7 @@
-"""Rescaled tokens cluster on at most three parallel hyperplanes (Figure 6 of the
+"""Rescaled tokens on at most three parallel hyperplanes
+=====================================================
+
+Rescaled tokens cluster on at most three parallel hyperplanes (Figure 6 of the
 emergence-of-clusters paper, Theorem 4.1; docs/weights.md).
 
 n = 40 tokens in R^2, Q = K = I, V a random symmetric matrix with eigenvalues

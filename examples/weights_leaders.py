@@ -1,4 +1,7 @@
-"""Leaders: the tokens at the vertices of the limit polytope capture all the attention
+"""Leaders at the vertices of the limit polytope
+=============================================
+
+Leaders: the tokens at the vertices of the limit polytope capture all the attention
 (Figure 5 of the emergence-of-clusters paper, Theorem 3.1 and its corollary;
 docs/weights.md).
 

@@ -1,4 +1,7 @@
-"""Rescaled tokens cluster at the vertices of a convex polytope (Figure 1 of the
+"""Rescaled tokens cluster at the vertices of a polytope
+=====================================================
+
+Rescaled tokens cluster at the vertices of a convex polytope (Figure 1 of the
 emergence-of-clusters paper, Theorem 3.1; docs/weights.md).
 
 Pure self-attention with V = I and Q^T K positive definite (here Q = I and K a random

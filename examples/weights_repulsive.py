@@ -1,4 +1,7 @@
-"""Repulsive self-attention on the sphere (V = -I): tokens spread to the sharp
+"""Repulsive self-attention on the sphere
+======================================
+
+Repulsive self-attention on the sphere (V = -I): tokens spread to the sharp
 configurations that minimise the interaction energy (docs/weights.md).
 
 Post-LN tokens with Q = K = I and V = -I follow dx_i/dt = -P^perp_{x_i} sum_j P_ij x_j,
@@ -13,12 +16,12 @@ Without normalization (pure self-attention in R^d, Q = K = I, V = -I) the tokens
 themselves collapse to the origin (Theorem C.5 of the emergence-of-clusters paper). Once
 they are small, P_ij ≈ (1 + <x_i, x_j> - <x_i, mean>)/n and the mean decays like e^{-t},
 so dx_i/dt ≈ -S x_i with S = (1/n) sum_j x_j x_j^T; then dS/dt = -2 S^2, S(t) ~ I/(2t):
-max_i |x_i| falls like t^{-1/2} and 2t S(t) tends to I.
+``max_i |x_i|`` falls like t^{-1/2} and 2t S(t) tends to I.
 
 Run ``python examples/weights_repulsive.py`` (``--quick``: one seed per case, fewer saved
 times); writes ``weights_repulsive.png`` (``--out``) and prints each case's distance to its
 polytope and the largest energy increase between saves, and for the collapse the fitted
-exponent of max_i |x_i| and the eigenvalues of 2t S(t).
+exponent of ``max_i |x_i|`` and the eigenvalues of 2t S(t).
 """
 from __future__ import annotations
 
