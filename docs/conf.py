@@ -1,0 +1,111 @@
+"""Sphinx configuration of the meanfield documentation site.
+
+Build (warnings are errors, as in CI)::
+
+    python -m sphinx -W --keep-going -b html docs docs/_build/html
+
+Why Sphinx + sphinx-gallery: sphinx-gallery is the gallery of the scientific Python stack
+(matplotlib, scipy, xarray and POT use it): each example script becomes a page with its
+code, its printed output and its figure, and a broken example fails the build. myst-parser
+makes the Markdown pages of docs/ pages of the site without conversion; autodoc with
+napoleon reads the Google docstrings of the package.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import meanfield
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+project = "meanfield"
+author = "the meanfield authors"
+copyright = "the meanfield authors"
+release = meanfield.__version__
+version = release
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
+                    "auto_examples/*.zip", "auto_examples/*.md5",
+                    "auto_examples/*.json", "build.sh"]
+
+myst_enable_extensions = ["dollarmath", "colon_fence"]
+myst_heading_anchors = 3
+# The Markdown pages link to files of the repository (examples, tests, sources) that are
+# not pages of the site: those links stay plain text instead of failing the build.
+# config.cache: the gallery's configuration holds the two functions below, so Sphinx
+# cannot pickle it; it then rebuilds the pages when run again, which is what CI does.
+suppress_warnings = ["myst.xref_missing", "myst.header", "config.cache"]
+
+autodoc_default_options = {"members": False, "undoc-members": False}
+autodoc_typehints = "description"
+autodoc_member_order = "bysource"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+
+html_theme = "furo"
+html_title = f"meanfield {release}"
+
+# ---------------------------------------------------------------------------- gallery
+# The examples run with their --quick variant and write their figures into a temporary
+# folder; the scraper below moves each new PNG into the gallery (the scripts draw with
+# matplotlib's object API, not pyplot, so the default scraper sees no figure).
+_FIGURES = Path(tempfile.mkdtemp(prefix="meanfield-gallery-"))
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _reset_argv(gallery_conf, script_vars):
+    """Command-line arguments each example runs with in the docs build."""
+    name = Path(script_vars["src_file"]).stem
+    # sphinx-gallery runs an example without __file__ (its globals are a fresh __main__);
+    # the examples find their TOML configs and data next to themselves through it.
+    script_vars["example_globals"]["__file__"] = script_vars["src_file"]
+    return ["--quick", "--out", str(_FIGURES / f"{name}.png")]
+
+
+def _png_scraper(block, block_vars, gallery_conf):
+    """Move the PNGs an example wrote into the gallery and return their reST."""
+    from sphinx_gallery.scrapers import figure_rst
+
+    images = block_vars["image_path_iterator"]
+    written = []
+    for png in sorted(_FIGURES.glob("*.png")):
+        target = next(images)
+        shutil.move(str(png), target)
+        written.append(target)
+    return figure_rst(written, gallery_conf["src_dir"])
+
+
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    # Every example script runs, with --quick and --out (each example has both); only
+    # circle_validation.py (a printed report of about a minute, no --quick) is shown with
+    # its code but not run.
+    "filename_pattern": r"/(?!circle_validation\.py)\w+\.py$",
+    "ignore_pattern": r"__init__\.py",
+    "reset_argv": _reset_argv,
+    "image_scrapers": (_png_scraper,),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    "plot_gallery": "True",
+    "min_reported_time": 1,
+}
