@@ -109,7 +109,8 @@ def main(argv=None) -> dict:
             axes[0].legend(fontsize=6, loc="upper right", ncol=3, columnspacing=0.8,
                            handlelength=1.2)
             axes[1].legend(fontsize=6, loc="lower right")
-            axes[2].legend(fontsize=6, loc="lower right")
+            # S^1: the counts stay under k* (lower right busy); S^2: above it
+            axes[2].legend(fontsize=6, loc="upper left" if g == "circle" else "lower right")
             axes[1].set_ylabel("S = (1/n²) Σᵢⱼ exp β(⟨xᵢ, xⱼ⟩ − 1)")
         fig.suptitle("Metastability of SA from uniform tokens: the first plateau against "
                      "the most unstable mode k*, then pairwise merges (steps of the energy)",
