@@ -12,7 +12,7 @@ rho = 0.5 the threshold is gamma = 2 and the three limits are 1, 0.8 and 0.5. Th
 form in n is carried to n = 1e15 and checked on explicit tokens (n up to ``direct_max``);
 the distance to the limit decays like K n^(-e) with the predicted e.
 
-Run ``python examples/long_context.py`` (``--quick``: explicit tokens to n = 64 and a
+Run ``python examples/long_context.py`` (20 s; ``--quick``: explicit tokens to n = 64 and a
 coarser n grid); writes ``long_context.png`` (``--out``) and prints, per gamma, the
 output cosine at the largest n against the limit, the fitted exponent against the
 predicted one and the largest gap between explicit tokens and the closed form.
