@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter, ScalarFormatter
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 import meanfield
 from meanfield.plotting.helpers import _style
@@ -100,7 +100,7 @@ def main(argv=None) -> dict:
                 draw(ds, ax)
                 ax.set_title(f"{GEOMETRIES[g]}: {title}", fontsize=8)
             for ax, locator in ((axes[0], LogLocator(base=2)),  # counts: integer ticks
-                                (axes[2], MaxNLocator(integer=True))):
+                                (axes[2], LogLocator(base=2, subs=(1.0, 1.5)))):
                 ax.yaxis.set_major_locator(locator)
                 ax.yaxis.set_major_formatter(ScalarFormatter())
                 ax.yaxis.set_minor_formatter(NullFormatter())
