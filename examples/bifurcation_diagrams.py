@@ -10,7 +10,8 @@ transition is continuous (a supercritical pitchfork) or first order (subcritical
 branch bends back to a fold below kappa_c, bistability and hysteresis) is the sign of the
 Landau coefficient kappa_2 in ``kappa = kappa_c + kappa_2 r^2`` (``meanfield.model.landau``):
 SA stays continuous at every beta, USA turns first order above the tricritical beta*
-(about 2.45 on S^1, 1.82 on S^2).
+(about 2.45 on S^1, 1.82 on S^2). The second open circle on the uniform branch (where
+drawn) is its next pitchfork, of mode 2.
 
 The example checks that every pitchfork the continuation locates is at the closed-form
 kappa_c (to 1e-6) and that each branch's transition type is the sign of kappa_2. Run
@@ -98,7 +99,7 @@ def _landau_panel(ax, runs: list[dict], beta_star: dict) -> None:
         b = beta_star[geometry]
         ax.plot([b], [0.0], "o", mfc="white", mec=colors[geometry], ms=6, zorder=5)
         ax.annotate(f"β* = {b:.3f}", (b, 0.0), textcoords="offset points",
-                    xytext=(4, -14) if geometry == "circle" else (-50, -14),
+                    xytext=(6, 4) if geometry == "circle" else (-50, -14),
                     fontsize=7.5, color=colors[geometry])
     for run in runs:
         ax.plot([run["beta"]], [run["kappa_2"] / run["kappa_c"]], "x", color="k", ms=5,

@@ -108,7 +108,11 @@ def main(argv=None) -> dict:
                      fontsize=8.5)
         ax = fig.add_subplot(grid[1, 0])
         distance_vs_time(contr["ds"], ax)
-        ax.set_title("(c) a collapsing cluster: $W_2$ to its point mass", fontsize=8.5)
+        same = ("" if contr["beta"].size == 1 else
+                f"\n(the curves of β = {', '.join(f'{b:g}' for b in contr['beta'])} "
+                "coincide: the rate does not depend on β)")
+        ax.set_title(f"(c) a collapsing cluster: $W_2$ to its point mass{same}",
+                     fontsize=8.5)
         ax = fig.add_subplot(grid[1, 1])
         rates_vs_beta(contr["ds"], ax)
         ax.set_title(f"(d) fitted against predicted rates (fitted/predicted "
