@@ -1,11 +1,14 @@
-"""The S^2 density next to its particle ensemble, as an animation (``meanfield.compare``
+"""The S^2 density next to its particle ensemble
+=============================================
+
+The S^2 density next to its particle ensemble, as an animation (``meanfield.compare``
 on the sphere; examples/compare_sphere.toml; docs/conventions.md).
 
 SA at beta = 2 with noise kappa = 15 from two von Mises-Fisher bumps that merge: the PDE
 (spectral, degree 32) against an ensemble of 2000-token runs started from i.i.d. samples
 of the same density. At each saved time the pooled tokens are binned on the Voronoi cells
 of an icosahedral mesh and compared with the PDE's mass in the same cells. The L1 distance
-sum_b |p_b - q_b| of N exact samples of the PDE is about the sampling floor
+``sum_b |p_b - q_b|`` of N exact samples of the PDE is about the sampling floor
 ``l1_noise_floor`` = sum_b sqrt(2 q_b (1 - q_b) / (pi N)); the tokens start as such
 samples, so early on the distance sits on the floor, and it can rise above it only by
 the finite-n error of the particle system (O(n^(-1/2)) per run, growing with time). The
@@ -15,7 +18,7 @@ Run ``python examples/sphere_density_and_tokens.py`` (``--quick``: 2 runs to t =
 writes ``sphere_density_and_tokens.gif`` (the package's comparison animation, as
 ``meanfield plot RESULT.nc --animate`` writes it) and ``sphere_density_and_tokens.png``
 (``--out``: the last frame with the L1 distance and the order parameter over time), and
-prints the early L1 distance against its floor and the worst |M(t) - 1| of the PDE.
+prints the early L1 distance against its floor and the worst ``|M(t) - 1|`` of the PDE.
 """
 from __future__ import annotations
 
