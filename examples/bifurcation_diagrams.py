@@ -1,4 +1,7 @@
-"""Bifurcation diagrams of the noisy Kuramoto model (beta = 0) and of the noisy
+"""Bifurcation diagrams of the noisy models on S^1 and S^2
+=======================================================
+
+Bifurcation diagrams of the noisy Kuramoto model (beta = 0) and of the noisy
 transformer (SA and USA) on S^1 and S^2: the branch of the first mode continued in kappa
 from its pitchfork on the uniform state (``meanfield.bifurcation``, arclength
 continuation; docs/bifurcation.md), stable and unstable segments as computed.

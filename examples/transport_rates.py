@@ -1,4 +1,7 @@
-"""Mean-field limit and contraction on the circle, in Wasserstein distance: how far n
+"""Mean-field limit and contraction in Wasserstein distance
+========================================================
+
+Mean-field limit and contraction on the circle, in Wasserstein distance: how far n
 tokens are from the PDE, and how fast a cluster collapses, against the predicted rates.
 
 (a, b) ``meanfield.convergence`` on ``examples/convergence.toml`` (SA, beta = 1, from a
