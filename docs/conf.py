@@ -12,6 +12,7 @@ napoleon reads the Google docstrings of the package.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -67,6 +68,7 @@ html_title = f"meanfield {release}"
 # folder; the scraper below moves each new PNG or GIF into the gallery (the scripts draw with
 # matplotlib's object API, not pyplot, so the default scraper sees no figure).
 _FIGURES = Path(tempfile.mkdtemp(prefix="meanfield-gallery-"))
+atexit.register(shutil.rmtree, _FIGURES, ignore_errors=True)
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
