@@ -340,6 +340,11 @@ def available_memory() -> int:
         return 2**62  # unknown: refuse nothing
 
 
+def free_disk(folder: Path) -> int:
+    """Bytes free on the file system that holds ``folder`` (an existing folder)."""
+    return shutil.disk_usage(folder).free
+
+
 def check(cfg: dict, task: str, available: int | None = None, *,
           streamed: bool = False, out: str | Path | None = None) -> Budget:
     """Refuse a run that does not fit in memory (or whose result does not fit on the
@@ -403,7 +408,7 @@ def check_disk(cfg: dict, task: str, out: str | Path, free: int | None = None) -
         from meanfield.config.checkers import path as file_path
         out = file_path("out", out)  # (out = 123: the ConfigError naming out)
         folder = next((p for p in Path(out).absolute().parents if p.exists()), Path("/"))
-        free = shutil.disk_usage(folder).free
+        free = free_disk(folder)
     if need > free:
         key = _frames_key(frames, key)
         section, name = key.split(".")

@@ -21,12 +21,15 @@ from meanfield.studies.compare import compare
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 AVAILABLE = 16 * budget.GiB  # a fixed machine, whatever this one has free
+DISK = 1024 * budget.GiB  # and a fixed disk: the result's frames are checked against it
 
 
 @pytest.fixture
 def machine(monkeypatch):
-    """16 GiB available, and any run that gets past the checks fails loudly."""
+    """16 GiB available, 1 TiB of disk, and any run that gets past the checks fails
+    loudly."""
     monkeypatch.setattr(budget, "available_memory", lambda: AVAILABLE)
+    monkeypatch.setattr(budget, "free_disk", lambda folder: DISK)
 
     def reached(*args, **kwargs):
         raise AssertionError("the run started: it should have been refused before")
