@@ -124,7 +124,7 @@ def _initial_lines() -> list[str]:
         where = {"circle": "the circle S^1", "sphere": "the sphere S^2 (S^{d-1}, d > 3: "
                  "the kinds uniform, von_mises, mixture, equiangular, tokens)",
                  "euclidean": "tokens in R^d (`domain.geometry = \"euclidean\"`)"}[geometry]
-        out += [f"#### On {where}", "", "| kind | parameter | default | meaning |",
+        out += [f"### On {where}", "", "| kind | parameter | default | meaning |",
                 "|---|---|---|---|"]
         for kind, params in kinds.items():
             if not params:
