@@ -1,8 +1,8 @@
 """Long-context limits of one attention layer
 ==========================================
 
-Long-context limits of one attention layer (Theorem 7 of the mathematical-perspective
-review; ``meanfield.studies.long_context``).
+Long-context limits of one attention layer ([Rig25, Theorem 7], after [CLPR26];
+``meanfield.studies.long_context``).
 
 n equiangular input tokens with pairwise cosine rho pass through one self-attention layer
 with beta_n = gamma log n. As n grows the output cosine tends to a limit that depends

@@ -264,7 +264,7 @@ def _finish_particles(cfg: dict) -> None:
                           "noise: use kappa = \"inf\"", "model.kappa")
     if arch == "pure" and not model["normalized"]:
         raise ConfigError("model.normalized = false: pure self-attention is normalized "
-                          "(softmax rows, the paper's eq. (1)); use normalized = true",
+                          "(softmax rows, [GLPR23, eq. (2)]); use normalized = true",
                           "model.normalized")
     if p["mask"] != "none" and not model["normalized"]:
         raise ConfigError(f"particles.mask = {p['mask']!r} with model.normalized = false: "

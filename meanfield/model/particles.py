@@ -11,7 +11,7 @@ Tokens ``x_i`` are the rows of an ``(n, d)`` array, ``d >= 2``, ``n >= 2``.
   ``dx_i/dt = A_i(theta)``, with ``A_i`` the SA average above without the projection (the
   USA sum with ``normalized=False``). With ``x_i = r_i theta_i`` the directions follow
   ``d theta_i/dt = (1/r_i) P^perp_{theta_i} A_i``: the speed factor ``1/r_i`` of
-  Karagodin et al. (the literature's ``s_i = r_i``), and ``r_i' = <theta_i, A_i>``.
+  [KGPR25] (the speed factor ``s_i = r_i`` of [Rig25, eq. (7)]), and ``r_i' = <theta_i, A_i>``.
 - ``HardmaxParticles`` (beta = infinity, no self-attention): ``v_i = P^perp_{x_i}`` of the
   mean of the ``x_j``, ``j != i``, maximising ``<x_i, x_j>`` (ties within ``tolerance``
   averaged). The field is discontinuous where the maximiser changes: there the

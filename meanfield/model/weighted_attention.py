@@ -281,7 +281,7 @@ def pure_velocity(x: np.ndarray, heads: Head | Sequence[Head], *, beta: float = 
         x: ``(n, d)`` tokens, or a batch ``(B, n, d)`` of systems (the same weights for
             all; each system's result is its own evaluation, to round-off).
         heads: one ``Head`` or several (their attention terms add up).
-        beta: inverse temperature >= 0 (the paper's pure flow: 1).
+        beta: inverse temperature >= 0 (the pure flow of [GLPR23, eq. (1)]: 1).
         mask: ``"none"`` or ``"causal"``.
         feedforward: ``(W, activation)``, W ``(d, d)``, activation ``"relu"`` or
             ``"tanh"``, applied to the attention term summed over the heads; None: none.

@@ -1,4 +1,5 @@
-"""Figures of a phase diagram (``kind = "phase_diagram"``): as in the papers, one panel per
+"""Figures of a phase diagram (``kind = "phase_diagram"``): as in [GLPR25, Figure 3]
+(reproduced as [Rig25, Figure 3]), one panel per
 token dimension d, the pair probability as an image over (beta, t) (beta on x, time on
 y, one colour scale from 0 to 1 with its colorbar), the equiangular prediction
 ``t(beta)`` overlaid (white line; dashed where d < n, where no equiangular start with

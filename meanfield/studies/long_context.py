@@ -1,5 +1,5 @@
 """``long_context(config)``: one attention layer on equiangular inputs with ``beta_n = gamma
-log n`` (Theorem 7 of the review, after Chen et al.), as the context length n grows.
+log n`` ([Rig25, Theorem 7], after [CLPR26]), as the context length n grows.
 
 Inputs: ``n`` unit vectors with ``<x_i, x_j> = rho`` (``i != j``), ``rho`` in (0, 1). The
 layer: ``A_ij = e^{beta_n <x_i, x_j>} / sum_k e^{beta_n <x_i, x_k>}``, ``ATT(x_i) = sum_j

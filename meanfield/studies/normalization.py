@@ -18,7 +18,7 @@ Dimension: for ``d >= n`` the systems run in the span of their initial tokens
 (``meanfield.model.ensemble``: coefficients ``(n, n)``, Bartlett sampling, exact in law),
 so ``d`` costs nothing; for ``d < n`` the full tokens are stepped.
 
-**beta.** The figure this reproduces (Karagodin et al., Figure 4 of the review) is of a
+**beta.** The figure this reproduces ([KGPR25], shown as [Rig25, Figure 4]) is of a
 Transformer with random weights at ``beta = sqrt(d)``: there the query-key products of
 near-orthogonal tokens are O(1) whatever the pair, self included. In this model
 (``Q = K = V = I``) the self term carries ``e^beta`` against ``e^{beta <x_i, x_j>} ~ 1``

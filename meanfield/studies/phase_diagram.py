@@ -72,7 +72,7 @@ keeping its load at 4 to 6): the default d = 1024 diagram (50 beta x 2048 system
 t <= 30) takes 121 field evaluations per system on average (77783 of the 102400 systems
 frozen before t = 30) and 132-144 s of CPU, i.e. 66-72 s of wall on 2 idle cores
 (152-298 s of wall measured under that load); 10-14 us of CPU per field evaluation and
-system whatever d (d = 4096 / d = 32: 0.99-1.01); the papers' approach (explicit
+system whatever d (d = 4096 / d = 32: 0.99-1.01); a direct approach (explicit
 Euler, dt = 0.1, full tokens, plain numpy) 82-99 times slower.
 
 ``model.beta`` is not used (the betas are ``[phase_diagram] beta``). Noise (finite
