@@ -374,3 +374,33 @@ def test_the_sphere_at_beta_zero():
     np.testing.assert_allclose(ds.order_parameter.sel(value=2.5), 0.0, atol=1e-12)
     np.testing.assert_allclose(ds.order_parameter.sel(value=4.5), root, atol=1e-8)
     assert ds.attrs["kappa_c"] == pytest.approx(3.0)
+
+
+def test_the_sweeps_go_on_into_concentrated_states():
+    """Noisy Kuramoto at kappa = 5, 6.75, 8.5: the density's minimum (1.3e-4, 2e-6,
+    1.4e-7) lies below the kick's amplitude (1e-3 of the mean, 1.6e-4): the kick that the
+    sweeps give each next value keeps the state positive (it multiplies the state by
+    ``1 + f``; added, it made the density negative and the sweep failed), and every sweep
+    ends on ``r = I_1(kappa r)/I_0(kappa r)`` to 1e-8."""
+    cfg = {**KURAMOTO, "bifurcation": {"parameter": "kappa", "start": 5.0, "stop": 8.5,
+                                       "scan_num": 3, "scan_starts": ["clustered"]}}
+    ds = bs.scan(cfg)
+    assert bool(ds.converged.all()) and bool(ds.stable.all()), ds.attrs["message"]
+    for i, kappa in enumerate(ds.kappa.values):
+        r = kuramoto_root(kappa)
+        assert np.abs(ds.order_parameter.values[:, i] - r).max() <= 1e-8, kappa
+
+
+def test_the_kick_is_the_perturbation_at_the_uniform_state_and_keeps_mass_and_sign():
+    disc = bs._member_disc(bs._validated({**KURAMOTO}), 0.1)
+    kick = bs._kick(disc)
+    uniform = np.asarray(disc.to_state(np.full(disc.grid.shape, 1 / (2 * math.pi))))
+    np.testing.assert_allclose(bs._kicked(disc, uniform, kick), uniform + kick,
+                               atol=1e-15)
+    axis = disc.grid.points[..., 0]  # cos theta
+    rho = np.exp(8.0 * (axis - 1.0))  # max / min = e^16: the kick's 1e-3 exceeds the min
+    rho = rho / float(disc.grid.integrate(rho))
+    kicked = disc.to_density(bs._kicked(disc, disc.to_state(rho), kick))
+    assert float(np.min(kicked)) > 0
+    assert float(disc.grid.integrate(kicked)) == pytest.approx(1.0, abs=1e-14)
+    assert float(np.min(disc.to_density(disc.to_state(rho) + kick))) < 0
