@@ -15,8 +15,8 @@ layer; (b) the same histograms along the SA dynamics (Q = K = V = I, normalised
 attention, no noise) on S^{383}, started from the layer-0 tokens (each divided by its
 length), for beta = 1; (c) the mean pairwise cosine along the layers and along time for
 beta = 1 and 4. With d = 384 >= n = 132 the SA tokens converge to a single cluster from
-almost every start (the high-dimensional case d >= n, section 6 of Geshkovski, Letrouit,
-Polyanskiy, Rigollet, "A mathematical perspective on transformers", arXiv:2312.10794),
+almost every start (the high-dimensional case d >= n: [GLPR25, Theorem 6.3], [Rig25,
+Corollary 4]),
 so their cosines all go to 1. The trained model's layers move the mean cosine up from
 0.075 (layer 0) to 0.306 (layer 5) and back to 0.256 at its last layer (measured; its
 last layer was fine-tuned as a sentence embedder with a contrastive loss, which may

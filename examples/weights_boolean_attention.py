@@ -1,8 +1,8 @@
 """The attention matrix becomes Boolean
 ====================================
 
-The attention matrix becomes Boolean (Figure 3 of the emergence-of-clusters paper,
-Theorem 2.1; docs/weights.md).
+The attention matrix becomes Boolean ([GLPR23, Figure 3 and
+Theorem 2.1]; docs/weights.md).
 
 n = 40 tokens on the line (d = 1) with Q = K = V = 1 under pure self-attention
 dx_i/dt = sum_j P_ij x_j, P_ij ∝ e^{x_i x_j}. The tokens run off to +-infinity

@@ -1,8 +1,8 @@
 """Rescaled tokens on at most three parallel hyperplanes
 =====================================================
 
-Rescaled tokens cluster on at most three parallel hyperplanes (Figure 6 of the
-emergence-of-clusters paper, Theorem 4.1; docs/weights.md).
+Rescaled tokens cluster on at most three parallel hyperplanes ([GLPR23, Figure 6
+and Theorem 4.1]; docs/weights.md).
 
 n = 40 tokens in R^2, Q = K = I, V a random symmetric matrix with eigenvalues
 {1.35, -0.07} (a good triple: the top eigenvalue is real, positive and simple, and

@@ -2,7 +2,7 @@
 =============================================
 
 Leaders: the tokens at the vertices of the limit polytope capture all the attention
-(Figure 5 of the emergence-of-clusters paper, Theorem 3.1 and its corollary;
+([GLPR23, Figure 5, Theorem 3.1 and the paragraph after it on leaders];
 docs/weights.md).
 
 n = 40 tokens in R^3, Q = K = V = I, pure self-attention, integrated as the rescaled

@@ -1,8 +1,8 @@
 """Rescaled tokens cluster at the vertices of a polytope
 =====================================================
 
-Rescaled tokens cluster at the vertices of a convex polytope (Figure 1 of the
-emergence-of-clusters paper, Theorem 3.1; docs/weights.md).
+Rescaled tokens cluster at the vertices of a convex polytope ([GLPR23, Figure 1
+and Theorem 3.1]; docs/weights.md).
 
 Pure self-attention with V = I and Q^T K positive definite (here Q = I and K a random
 symmetric matrix with positive eigenvalues): the tokens x grow like e^t, so the example

@@ -7,8 +7,8 @@ configurations that minimise the interaction energy (docs/weights.md).
 Post-LN tokens with Q = K = I and V = -I follow dx_i/dt = -P^perp_{x_i} sum_j P_ij x_j,
 P_ij ∝ e^{beta <x_i, x_j>}: the descent, with positive weights, of the interaction
 energy E_beta = (1/2beta)(1/n^2) sum_ij e^{beta <x_i, x_j>}, so the energy never
-increases. Its minimisers among n-point sets are the sharp configurations (Cohn and
-Kumar; section 9.1 of the mathematical perspective on transformers): n = 4 on S^2 the
+increases. Its minimisers among n-point sets are the sharp configurations ([CK07];
+[GLPR25, §9.1, Theorem 9.2]): n = 4 on S^2 the
 regular tetrahedron (every pair cosine -1/3), n = 6 the octahedron (cosines 0 and -1),
 n points on S^1 the regular polygon (gaps 2 pi / n).
 

@@ -12,13 +12,13 @@ indices (``leader_count`` is its stacked count).
   the nearest Boolean matrix puts its 1 at each row's argmax, and the distance of P to
   the set of Boolean matrices, row by row in total variation, worst row, is
   ``max_i (1 - max_j P_ij)`` (also half the max-row-sum norm ``||P - P*||_inf``).
-- Theorem 2.1 of the emergence-of-clusters paper (d = 1, V > 0, QK > 0): P(t) tends to a
+- [GLPR23, Theorem 2.1] (d = 1, V > 0, QK > 0): P(t) tends to a
   matrix of the set it calls P, Boolean except possibly one row of arbitrary weights; for
   almost every initial sequence that row is Boolean too and P* has rank 1 or 2 (the
   columns of the smallest and the largest token), and P(t) reaches it doubly
   exponentially. In the non-generic case ``boolean_distance`` tends to the weight that
   exceptional row spreads, not to 0.
-- Leaders (the paper's word, after Vaswani et al.): the tokens that capture the attention
+- Leaders (the word of [GLPR23, §3], after [VSP17]): the tokens that capture the attention
   of the others, the non-zero columns of the limit P*. Numerically: token j leads when
   some token gives it more than ``threshold`` of its attention. With the default 1/2, at
   most one column per row qualifies, and once ``boolean_distance(P) < 1/2`` the leaders

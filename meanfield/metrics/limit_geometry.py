@@ -1,4 +1,4 @@
-"""The limit geometry of the rescaled tokens (Table 1 of the emergence-of-clusters paper).
+"""The limit geometry of the rescaled tokens ([GLPR23, Table 1]).
 
 Tokens are the rows of an ``(n, d)`` array z (the rescaled tokens ``z_i = e^{-tV} x_i``
 of ``meanfield.model.weighted_attention.rescaled_velocity``, or plain tokens x):
@@ -172,8 +172,8 @@ def leading_eigenvector(value_matrix: np.ndarray) -> tuple[float, np.ndarray, np
 
     Raises:
         ValueError: V not a finite square matrix, or its eigenvalue of largest modulus
-            not real, positive and simple (``lambda_1 > |lambda_2|``, Definition 1 of the
-            paper): then no single direction phi_1 exists and Theorem 4.1 says nothing.
+            not real, positive and simple (``lambda_1 > |lambda_2|``, [GLPR23, Definition
+            1]): then no single direction phi_1 exists and Theorem 4.1 says nothing.
     """
     v = np.asarray(value_matrix, dtype=float)
     if v.ndim != 2 or v.shape[0] != v.shape[1] or v.shape[0] < 1:

@@ -3,8 +3,8 @@ R^d (``attrs["kind"] = "particles"``, ``attrs["geometry"] = "euclidean"``: pure
 self-attention with general weights, rescaled or not). The panels are in
 ``meanfield.plotting.weights``, the data they read in ``meanfield.plotting.token_series``.
 
-The summary: the token paths, the limit geometry that the weights predict (Table 1 of the
-emergence-of-clusters paper: V = cI with c > 0, the polytope of the last tokens (d = 2, 3);
+The summary: the token paths, the limit geometry that the weights predict ([GLPR23,
+Table 1]: V = cI with c > 0, the polytope of the last tokens (d = 2, 3);
 a real, positive, simple top eigenvalue, the hyperplanes along phi_1; V = cI with c < 0,
 the distance to the origin) and, when the attention is saved or computable (one known
 head), the distance to the nearest Boolean matrix and the attention matrices at four

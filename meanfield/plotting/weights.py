@@ -1,5 +1,5 @@
-"""Figures of tokens in R^d with general weights (Q, K, V): the pictures of the
-emergence-of-clusters paper (issue 20).
+"""Figures of tokens in R^d with general weights (Q, K, V): the pictures of [GLPR23]
+(issue 20); the theorems below are those of [GLPR23].
 
 Every function takes either a token dataset (``attrs["kind"] = "particles"``,
 ``attrs["geometry"] = "euclidean"``: ``position (time, particle, component)``, holding the
@@ -112,8 +112,8 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
         tolerance: the grouping distance of the colours (tokens ending within it share
             one); None: 1e-3 of the last configuration's extent.
         value_matrix: a V with a simple leading eigenvalue: the tokens are coloured by
-            the hyperplane they end on and, in 2D, the hyperplanes are drawn (Figure 6
-            of the paper); None: coloured by the point they end at.
+            the hyperplane they end on and, in 2D, the hyperplanes are drawn ([GLPR23,
+            Figure 6]); None: coloured by the point they end at.
 
     Returns:
         The figure.

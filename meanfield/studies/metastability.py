@@ -32,9 +32,8 @@ system):
 (1/n^2) P^perp_{x_i} sum_j e^{beta <x_i, x_j>} x_j``. USA: ``v_i = n grad_i E``, so
 ``dE/dt = (1/n) sum_i |v_i|^2``: gradient ascent. SA: ``v_i = (n^2/Z_i) grad_i E``, so
 ``dE/dt = (1/n^2) sum_i Z_i |v_i|^2 >= 0``: SA is the gradient ascent of the **same**
-``E`` for the metric weighted by ``Z_i/n^2`` at token ``i`` (Geshkovski, Letrouit,
-Polyanskiy, Rigollet, "A mathematical perspective on transformers", section 3: SA is a
-gradient flow of ``E_beta`` for a modified metric). Both models: ``E`` never decreases
+``E`` for the metric weighted by ``Z_i/n^2`` at token ``i`` ([GLPR25, §3.4]: SA is
+a gradient flow of ``E_beta`` for a modified metric). Both models: ``E`` never decreases
 (``energy_rate``, tested against finite differences; the saved energies are checked).
 
 **The first plateau** (``first_plateau``): the first save ``t`` at which the clusters are
