@@ -13,7 +13,7 @@ regular tetrahedron (every pair cosine -1/3), n = 6 the octahedron (cosines 0 an
 n points on S^1 the regular polygon (gaps 2 pi / n).
 
 Without normalization (pure self-attention in R^d, Q = K = I, V = -I) the tokens x
-themselves collapse to the origin (Theorem C.5 of the emergence-of-clusters paper). Once
+themselves collapse to the origin ([GLPR23, Table 1, Theorem C.5]). Once
 they are small, P_ij ≈ (1 + <x_i, x_j> - <x_i, mean>)/n and the mean decays like e^{-t},
 so dx_i/dt ≈ -S x_i with S = (1/n) sum_j x_j x_j^T; then dS/dt = -2 S^2, S(t) ~ I/(2t):
 ``max_i |x_i|`` falls like t^{-1/2} and 2t S(t) tends to I.
