@@ -28,7 +28,8 @@ Every logit difference is formed before the exponential and every row is shifted
 maximum, so no weight overflows at any ``beta <Q x, K x>``; the rescaled form never forms
 ``x = e^{tV} z`` (which grows like ``e^{t |V|}``): it forms ``B = E^T Q^T K E`` with
 ``E = e^{t(V - cI)}``, ``c`` the spectral abscissa of V, and carries ``e^{2tc}`` as a
-logarithm.
+logarithm (``RescaledForm``: V decomposed once, E by its eigenvalues where that is
+accurate, by expm where not, the last stage times cached).
 
 Cost of a velocity: per head the two ``n x n x d`` products (logits, then weights times
 values) and ``n^2`` exponentials, in blocks of rows that stay in cache (``_attend``: no
@@ -56,6 +57,13 @@ LOG_SCALE_DIRECT = 700.0
 # through memory), against 1.2-1.8x through the full n x n matrix (1024-row blocks or
 # more: as slow as the full matrix); benchmarks/bench_weighted_attention.py
 BLOCK = 2**20
+# RescaledForm: its methods; the eigen path where the eigenvector matrix P of V has at
+# most this condition number (its E errs by ~ cond(P) eps; measured against 40-digit
+# mpmath, d <= 8, t <= 30: within 1e-13 like expm); the times kept (a step-doubling RK4
+# attempt evaluates 12 stages at 5 or 6 distinct times)
+RESCALED_METHODS = ("auto", "eigen", "expm")
+EIGEN_COND = 1e2
+CACHED_TIMES = 8
 ACTIVATIONS = {"relu": lambda a: np.maximum(a, 0.0), "tanh": np.tanh}
 
 
@@ -317,25 +325,111 @@ def _single_head(heads: Head | Sequence[Head], d: int) -> Head:
     return seq[0]
 
 
-def rescaled_logits(z: np.ndarray, t: float, head: Head) -> tuple[np.ndarray, float]:
-    """The logits ``<Q x_i, K x_j>`` at ``x = e^{tV} z`` (``z`` ``(n, d)`` or a batch
-    ``(B, n, d)``) as ``(L, s)``: they are ``e^s L_ij``, ``L = z B z^T``,
-    ``B = E^T Q^T K E``, ``E = e^{t(V - cI)}`` with ``c`` the largest real part of V's
-    eigenvalues (so E neither overflows nor vanishes on V's leading directions) and
-    ``s = 2 t c``.
+class RescaledForm:
+    """The rescaled logits' matrices of one head, ``(B(t), s(t))`` with ``<Q x_i, K x_j>
+    = e^s z_i^T B z_j`` at ``x = e^{tV} z``: ``B = E^T Q^T K E``, ``E = e^{t(V - cI)}``,
+    ``s = 2 t c``, ``c`` the largest real part of V's eigenvalues (the spectral
+    abscissa: E neither overflows nor vanishes on V's leading directions).
+
+    Made once for the many times of a run (``RescaledParticles``): V is decomposed once,
+    ``V = P diag(lambda) P^{-1}`` (``eigh`` for a symmetric V: P orthogonal), and where
+    P is well conditioned (``cond(P) <= EIGEN_COND``: every normal V, most others)
+    ``E = P diag(e^{t(lambda - c)}) P^{-1}``, a few d x d products; a defective or
+    nearly defective V takes ``scipy.linalg.expm`` (Pade with scaling and squaring).
+    Both give E to round-off (relative ~ (t |V| + cond(P)) eps; tests: 1e-13 against
+    expm). The last ``CACHED_TIMES`` times are kept: a step-doubling RK4 attempt
+    evaluates its 12 stages at 5 or 6 distinct times.
+
+    Why: the rescaled field needs E at every stage; expm and a spectral abscissa per
+    call were half of a small run's time, and expm's LAPACK calls on OpenBLAS threads
+    beside other jobs took 1.1 ms instead of 0.08 ms (2 x 2, load 10 on 2 cores), which
+    the examples worked around with one BLAS thread. The eigen path uses no LAPACK per
+    time (benchmarks/bench_weighted_attention.py).
+
+    Args:
+        head: one head (a sequence of one is accepted; several are refused).
+        method: ``"auto"`` (eigen where ``cond(P) <= EIGEN_COND``, else expm),
+            ``"eigen"`` (refused where P is not well conditioned) or ``"expm"``.
     """
-    b, scale = _logit_form(float(t), head)
+
+    def __init__(self, head: Head | Sequence[Head], method: str = "auto"):
+        seq = [head] if isinstance(head, Head) else list(head)
+        d = np.shape(seq[0].value)[0] if seq and np.ndim(seq[0].value) else 0
+        self.head = _single_head(seq, d)
+        self.dim = d
+        if method not in RESCALED_METHODS:
+            raise ValueError(f"method must be one of {', '.join(RESCALED_METHODS)}, got "
+                             f"{method!r}")
+        value = self.head.value
+        self._qk = self.head.query.T @ self.head.key
+        self._cache: dict[float, tuple[np.ndarray, float]] = {}
+        if np.array_equal(value, value.T):
+            lam, vec = np.linalg.eigh(value)
+            inverse, cond = vec.T, 1.0
+        else:
+            lam, vec = np.linalg.eig(value)
+            cond = float(np.linalg.cond(vec))
+            inverse = np.linalg.inv(vec) if cond <= EIGEN_COND else None
+        self.abscissa = float(np.max(lam.real))
+        if method == "eigen" and inverse is None:
+            raise ValueError(f"method 'eigen': the eigenvectors of V have condition number "
+                             f"{cond:.3g} > {EIGEN_COND:g} (V defective or nearly so); "
+                             "use 'expm' or 'auto'")
+        self.method = "expm" if method == "expm" or inverse is None else "eigen"
+        self._eigen = (lam - self.abscissa, vec, inverse)
+
+    def exponential(self, t: float) -> np.ndarray:
+        """``E = e^{t(V - cI)}`` (``(d, d)``).
+
+        Raises:
+            ValueError: E passes the double range (non-normal growth; expm path only:
+                the eigen path's E is bounded by cond(P)).
+        """
+        if self.method == "eigen":
+            lam, vec, inverse = self._eigen
+            e = (vec * np.exp(t * lam)) @ inverse
+            return e.real if np.iscomplexobj(e) else e
+        value = self.head.value
+        e = expm(t * (value - self.abscissa * np.eye(self.dim)))
+        if not np.all(np.isfinite(e)):
+            raise ValueError(f"e^(tV) cannot be formed at t = {t:g} (non-normal growth "
+                             "beyond the double range); integrate to a smaller time")
+        return e
+
+    def __call__(self, t: float) -> tuple[np.ndarray, float]:
+        """``(B, s)`` at time ``t`` (B read-only: it may be the cached array)."""
+        t = float(t)
+        hit = self._cache.get(t)
+        if hit is not None:
+            return hit
+        e = self.exponential(t)
+        b = e.T @ self._qk @ e
+        b.flags.writeable = False
+        if len(self._cache) >= CACHED_TIMES:
+            del self._cache[next(iter(self._cache))]  # the oldest time (insertion order)
+        self._cache[t] = (b, 2.0 * t * self.abscissa)
+        return self._cache[t]
+
+
+def _rescaled_form(heads: Head | Sequence[Head] | RescaledForm, d: int) -> RescaledForm:
+    """``heads`` as a ``RescaledForm`` (one made for this call unless given)."""
+    if isinstance(heads, RescaledForm):
+        if heads.dim != d:
+            raise ValueError(f"the rescaled form is for tokens of dimension {heads.dim}, "
+                             f"got {d}")
+        return heads
+    return RescaledForm(_single_head(heads, d))
+
+
+def rescaled_logits(z: np.ndarray, t: float, head: Head | RescaledForm
+                    ) -> tuple[np.ndarray, float]:
+    """The logits ``<Q x_i, K x_j>`` at ``x = e^{tV} z`` (``z`` ``(n, d)`` or a batch
+    ``(B, n, d)``) as ``(L, s)``: they are ``e^s L_ij``, ``L = z B z^T`` with ``(B, s)``
+    of ``RescaledForm`` (``head`` may be one, made once for many t).
+    """
+    z = np.asarray(z, dtype=float)
+    b, scale = _rescaled_form(head, z.shape[-1])(t)
     return (z @ b) @ _transposed(z), scale
-
-
-def _logit_form(t: float, head: Head) -> tuple[np.ndarray, float]:
-    """``(B, s)`` of ``rescaled_logits``: ``<Q x_i, K x_j> = e^s z_i^T B z_j``."""
-    c = float(np.max(np.linalg.eigvals(head.value).real))
-    e = expm(t * (head.value - c * np.eye(head.value.shape[0])))
-    if not np.all(np.isfinite(e)):
-        raise ValueError(f"e^(tV) cannot be formed at t = {t:g} (non-normal growth "
-                         "beyond the double range); integrate to a smaller time")
-    return e.T @ head.query.T @ head.key @ e, 2.0 * t * c
 
 
 def _rescaled_log_scale(scale: float, beta: float) -> float:
@@ -343,37 +437,40 @@ def _rescaled_log_scale(scale: float, beta: float) -> float:
     return scale + math.log(beta) if beta > 0 else -math.inf
 
 
-def rescaled_attention(z: np.ndarray, t: float, heads: Head | Sequence[Head], *,
-                       beta: float = 1.0, mask: str = "none") -> np.ndarray:
+def rescaled_attention(z: np.ndarray, t: float,
+                       heads: Head | Sequence[Head] | RescaledForm, *, beta: float = 1.0,
+                       mask: str = "none") -> np.ndarray:
     """``P(t)`` of the rescaled tokens: ``attention_matrix(e^{tV} z)`` without forming x
-    (``z`` ``(n, d)`` or a batch ``(B, n, d)``)."""
+    (``z`` ``(n, d)`` or a batch ``(B, n, d)``; ``heads`` as in ``rescaled_velocity``)."""
     z = _tokens(z)
-    head = _single_head(heads, z.shape[-1])
+    form = _rescaled_form(heads, z.shape[-1])
     beta, mask = check_beta(beta), _check_mask(mask)
-    logits, scale = rescaled_logits(z, float(t), head)
+    logits, scale = rescaled_logits(z, float(t), form)
     return _softmax(logits, _rescaled_log_scale(scale, beta), mask)
 
 
-def rescaled_velocity(z: np.ndarray, t: float, heads: Head | Sequence[Head], *,
-                      beta: float = 1.0, mask: str = "none") -> np.ndarray:
+def rescaled_velocity(z: np.ndarray, t: float,
+                      heads: Head | Sequence[Head] | RescaledForm, *, beta: float = 1.0,
+                      mask: str = "none") -> np.ndarray:
     """The rescaled dynamics ``dz_i/dt = sum_j P_ij(t) V (z_j - z_i)`` of one head.
 
     Args:
         z: ``(n, d)`` rescaled tokens ``z = e^{-tV} x``, or a batch ``(B, n, d)``.
         t: the time (P is taken at ``x = e^{tV} z``).
-        heads: one ``Head`` (a sequence of one is accepted; several are refused).
+        heads: one ``Head`` (a sequence of one is accepted; several are refused), or
+            its ``RescaledForm`` (made once for the many times of a run).
         beta, mask: as in ``pure_velocity``.
 
     Returns:
         ``(n, d)`` (``(B, n, d)``) velocities of z; finite whenever ``e^{t(V - cI)}`` is
-        (see ``rescaled_logits``), at any size of ``e^{tV}``.
+        (see ``RescaledForm``), at any size of ``e^{tV}``.
 
     Raises:
         ValueError: several heads (the rescaling needs one V), bad shapes or values.
     """
     z = _tokens(z)
-    head = _single_head(heads, z.shape[-1])
+    form = _rescaled_form(heads, z.shape[-1])
     beta, mask = check_beta(beta), _check_mask(mask)
-    b, scale = _logit_form(float(t), head)
+    b, scale = form(t)
     pz = _attend(z @ b, _transposed(z), z, _rescaled_log_scale(scale, beta), mask)
-    return (pz - z) @ head.value.T
+    return (pz - z) @ form.head.value.T

@@ -18,7 +18,8 @@ any d >= 1 (``simulate`` takes them as given).
 - ``RescaledParticles(head, beta, mask)``: ``z_i = e^{-tV} x_i`` of one head,
   ``dz_i/dt = sum_j P_ij(t) V (z_j - z_i)`` (``rescaled_velocity``, P at ``x = e^{tV} z``
   without forming x): the field depends on t (``time_dependent = True``, ``velocity(z,
-  t)``), so the stepper passes the time of each RK4 stage. ``positions(z, t)`` maps back
+  t)``), so the stepper passes the time of each RK4 stage (``RescaledForm`` gives
+  ``e^{t(V - cI)}`` there without an expm per stage). ``positions(z, t)`` maps back
   to x where it is a double. A V whose ``e^{t(V - cI)}`` cannot be formed up to
   ``time.t_final`` is refused with the config (``meanfield.config.weights``).
 """
@@ -32,8 +33,8 @@ from scipy.linalg import expm
 from meanfield.errors import SolverError
 from meanfield.model.particles import check_beta
 from meanfield.model.weighted_attention import (
-    MASKS, Head, attention_matrix, check_head, pure_velocity, rescaled_attention,
-    rescaled_velocity)
+    MASKS, Head, RescaledForm, attention_matrix, check_head, pure_velocity,
+    rescaled_attention, rescaled_velocity)
 from solvers.particles.direct import tangent_projection
 
 # The pure flow stops once a bound of its logits or values passes this (the double
@@ -164,6 +165,8 @@ class RescaledParticles:
             raise ValueError(f"the rescaled dynamics takes one head, got {len(heads)}: "
                              "the rescaling z = e^{-tV} x needs a single value matrix V")
         self.heads, self.head = heads, heads[0]
+        # V decomposed once, e^{t(V - cI)} of the last stage times kept: no expm per stage
+        self.form = RescaledForm(self.head)
         self.beta = check_beta(beta)
         self.mask = _check_mask(mask)
         self.dim = self.head.query.shape[0]
@@ -173,11 +176,11 @@ class RescaledParticles:
         """``dz_i/dt`` at time ``t``."""
         _finite_stage(z, "the rescaled flow moves at speeds ~ |V| |z|: lower time.dt "
                       "(or time.tolerance), or scale V down", t)
-        return rescaled_velocity(z, t, self.head, beta=self.beta, mask=self.mask)
+        return rescaled_velocity(z, t, self.form, beta=self.beta, mask=self.mask)
 
     def attention(self, z: np.ndarray, t: float) -> np.ndarray:
         """``P(t)`` of the pure flow at ``x = e^{tV} z``: ``(1, n, n)``."""
-        return rescaled_attention(z, t, self.head, beta=self.beta, mask=self.mask)[None]
+        return rescaled_attention(z, t, self.form, beta=self.beta, mask=self.mask)[None]
 
     def positions(self, z: np.ndarray, t: float) -> np.ndarray:
         """``x = e^{tV} z`` (rows); overflows to inf where x is no double."""
