@@ -27,11 +27,12 @@ CITING_DIRS = ("meanfield", "solvers", "examples", "docs", "data")
 SUFFIXES = {".py", ".md", ".rst", ".toml", ".txt", ".cfg"}
 SKIPPED = {"_build", "auto_examples", "__pycache__", ".ipynb_checkpoints"}
 
-# A work can be found from its arXiv id, a DOI, a URL or its venue.
+# A work can be found from its arXiv id, a DOI, a URL or its venue (a journal, a
+# conference, a book's series or publisher, the seminar of a talk).
 FINDABLE = re.compile(
     r"arXiv:\S+|doi:10\.\S+|https?://|Journal|Proceedings|NeurIPS|ICLR|AISTATS|"
     r"Bulletin|Archive for|Communications in|SIAM|ESAIM|Lecture Notes|Functional Analysis"
-    r"|Symposium|seminar|workshop", re.I)
+    r"|Graduate Studies|Birkhäuser|Springer|Society|Symposium|seminar|workshop", re.I)
 
 # Citations that name no work or no place (case-insensitive). docs/references.md itself
 # is not scanned: its entries name venues such as "Lecture Notes in Mathematics".

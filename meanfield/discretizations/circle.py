@@ -109,8 +109,8 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
 
 
 class FiniteVolumeCircle(_CircleEntry, FiniteVolumeDiscretization):
-    """Carrillo-Chertock-Huang finite volumes (second order in space) with SSP-RK3 (third
-    order in time) under the positivity and diffusion step bounds."""
+    """Carrillo-Chertock-Huang finite volumes ([CCH15]; second order in space) with SSP-RK3
+    (third order in time) under the positivity and diffusion step bounds."""
 
     geometry = "circle"
 

@@ -15,8 +15,8 @@ so in the eigenbasis of the Laplacian:
 
 Inequalities tying it to W2 (both checked by the tests on random smooth densities):
 
-1. Upper bound (Loeper 2006; Peyre 2018, ESAIM:COCV 24, "Comparison between W2 distance
-   and H^-1 norm"; Santambrogio 2015, Prop. 5.? on convex domains): if mu, nu have
+1. Upper bound ([Loe06]; [Pey18]; [San15, Chapter 5, pp. 209-211] on convex domains):
+   if mu, nu have
    densities rho_mu, rho_nu <= M w.r.t. sigma, then
    ``||mu - nu||_{H^-1} <= sqrt(M) W2(mu, nu)``. It needs the L^inf bound to hold along
    the W2 geodesic, true on manifolds of nonnegative Ricci curvature (S^1 flat, S^2
@@ -24,7 +24,7 @@ Inequalities tying it to W2 (both checked by the tests on random smooth densitie
 2. Lower bound (Benamou-Brenier along the linear interpolation (1-t) mu + t nu, whose
    density is >= (1-t) a_mu + t a_nu): if rho_mu >= a_mu and rho_nu >= a_nu, then
    ``W2(mu, nu) <= 2 / (sqrt(a_mu) + sqrt(a_nu)) ||mu - nu||_{H^-1}`` on any compact
-   manifold. Peyre (2018, Thm. 1) has the one-sided form ``W2 <= 2 ||mu - nu||_{H^-1(mu)}``
+   manifold. [Pey18, Thm. 1] has the one-sided form ``W2 <= 2 ||mu - nu||_{H^-1(mu)}``
    (weighted by mu), hence ``W2 <= 2 a_mu^{-1/2} ||mu - nu||_{H^-1}`` when only mu's
    density is bounded below.
 Neither holds for empirical measures (no density): there the norm is a smoothed

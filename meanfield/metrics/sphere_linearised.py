@@ -20,8 +20,8 @@ accepted when the non-zonal parts of both are negligible against the distance
 (``ZONAL_SHARE``, measured in H^-1, where W_2 sees them: see ``zonal_pair``).
 
 Linearised (``linearised_w2``). For mu = g + h close to nu = g, the first-order W_2 is
-``||h||_{H^-1(w)} = (int w |grad psi|^2)^{1/2}`` with ``-div(w grad psi) = h`` (Otto;
-Villani 2003, section 7.6). With ``w = (mu + nu)/2`` it is second-order accurate:
+``||h||_{H^-1(w)} = (int w |grad psi|^2)^{1/2}`` with ``-div(w grad psi) = h`` ([Ott01];
+[Vil03, §7.6]). With ``w = (mu + nu)/2`` it is second-order accurate:
 Benamou-Brenier along the linear interpolation ``rho_t = (1 - t) nu + t mu`` gives
 ``W_2^2 <= int_0^1 ||h||^2_{H^-1(rho_t)} dt``, the linear path is O(|h|^2) from the
 geodesic (so the gap is relative O(eps^2), eps = max|h| / min w: the action is

@@ -1,6 +1,6 @@
 """The debiased Sinkhorn divergence on S^{d-1} with the geodesic cost d^p
 (``sinkhorn_divergence``): ``S_eps = OT_eps(a, b) - (OT_eps(a, a) + OT_eps(b, b)) / 2``
-(Feydy et al. 2019), with ``OT_eps`` the entropic transport with cost d^p and the
+([FSV+19]), with ``OT_eps`` the entropic transport with cost d^p and the
 entropy relative to a x b, by Sinkhorn iterations with eps-annealing and absorbed
 potentials (nothing overflows). It estimates W_p^p, not W_p; its bias is measured in
 ``SINKHORN_BIAS``: for p = 2, ``0 <= W2^2 - S_eps <= 0.15 eps log(1/eps)`` on those
@@ -109,7 +109,7 @@ def sinkhorn_divergence(x, y, a=None, b=None, p: float = 2.0, reg: float = 0.01,
 
     ``S_eps = OT_eps(a, b) - (OT_eps(a, a) + OT_eps(b, b)) / 2``, ``OT_eps`` the entropic
     transport cost with regularisation ``reg`` (in the cost's units, rad^p) and entropy
-    relative to a x b; S_eps >= 0 and -> W_p^p as eps -> 0 (Feydy et al., AISTATS 2019).
+    relative to a x b; S_eps >= 0 and -> W_p^p as eps -> 0 ([FSV+19]).
 
     Bias (p = 2, measured against the exact W2^2 by the network simplex on 6 random
     problems on S^2, uniform and clustered atoms, sizes 100..1000, random weights; see

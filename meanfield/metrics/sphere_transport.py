@@ -305,7 +305,7 @@ def sphere_wasserstein(x, y, a=None, b=None, p: float = 2.0) -> float:
 # --- sliced ---------------------------------------------------------------------------
 def sliced_wasserstein_sphere(x, y, a=None, b=None, p: float = 2.0,
                               n_projections: int = 200, seed: int = 0) -> float:
-    """Spherical sliced Wasserstein distance SSW_p (Bonet et al., ICLR 2023), in radians.
+    """Spherical sliced Wasserstein distance SSW_p ([BBC+23]), in radians.
 
     For random 2-planes U (Haar, from ``seed``), each point goes to the great circle of U
     by ``P_U(x) = U^T x / |U^T x|``; ``SSW_p^p`` is the mean over planes of the exact circle

@@ -1,4 +1,4 @@
-"""``convergence(config)``: how fast n tokens converge to the PDE (Dobrushin, Sznitman).
+"""``convergence(config)``: how fast n tokens converge to the PDE ([Dob79], [Szn91]).
 
 Tokens in R^d (``domain.geometry = "euclidean"``, ``initial.kind = "gaussian"``, general
 ``[weights]``) are measured against the exact Gaussian mean field instead:

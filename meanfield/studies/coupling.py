@@ -1,4 +1,4 @@
-"""The Sznitman coupling: n tokens and the nonlinear process, driven alike.
+"""The Sznitman coupling ([Szn91]): n tokens and the nonlinear process, driven alike.
 
 Tokens ``X_i`` follow the particle system, ``dX_i = v[mu^n_t](X_i) dt (+ sqrt(2/kappa)
 dW_i)``; their partners ``Y_i`` start at the same points, ``Y_i(0) = X_i(0)``, and follow

@@ -1,7 +1,7 @@
 """Finite volumes on a periodic 1-D grid for gradient flows ``d rho/dt = d/dx (rho d xi/dx)``
 with ``xi = D log rho - psi`` (``psi`` a potential computed from ``rho``).
 
-The scheme is that of Carrillo, Chertock & Huang (Commun. Comput. Phys. 17, 2015):
+The scheme is that of Carrillo, Chertock & Huang [CCH15]:
 
 - velocities at the interfaces ``u_{j+1/2} = -(xi_{j+1} - xi_j)/dx``;
 - upwind fluxes ``F = max(u, 0) rho^E_j + min(u, 0) rho^W_{j+1}`` with the interface values

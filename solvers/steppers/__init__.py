@@ -3,7 +3,7 @@
 - ``ETDRK4``: the exponential time-differencing Runge-Kutta scheme of Cox & Matthews
   (2002), order 4, for a *diagonal* linear part ``L`` (a Fourier or spherical-harmonic
   Laplacian), with the phi-function coefficients evaluated by the contour integrals of
-  Kassam & Trefethen (2005) so that small ``h L`` loses no digits. The diffusion is
+  Kassam & Trefethen [KT05] so that small ``h L`` loses no digits. The diffusion is
   integrated exactly; ``L = 0`` reduces it to the classical RK4.
 - ``StepDoubling``: error control for any one-step method of order p: a step of h against
   two of h/2, error estimate ``|u_h/2 - u_h| / (2^p - 1)``, standard step-size update.

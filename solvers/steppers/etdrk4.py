@@ -1,5 +1,5 @@
-"""ETDRK4 (Cox & Matthews 2002, order 4) for ``du/dt = L u + N(u)`` with a diagonal ``L``;
-the phi-function coefficients by the contour integrals of Kassam & Trefethen (2005)."""
+"""ETDRK4 ([CM02], order 4) for ``du/dt = L u + N(u)`` with a diagonal ``L``;
+the phi-function coefficients by the contour integrals of [KT05]."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -12,7 +12,7 @@ def phi_coefficients(hl: np.ndarray, contour_points: int = 32) -> tuple[np.ndarr
 
     Returns ``(e, e2, q, f1, f2, f3)`` divided by ``h`` where the formulas carry an ``h``:
     multiply ``q, f1, f2, f3`` by ``h``. Contour of radius 1 around each ``hl``
-    (Kassam & Trefethen 2005, eq. 2.5 and the mean over ``contour_points`` roots).
+    ([KT05], eq. 2.5 and the mean over ``contour_points`` roots).
     """
     hl = np.asarray(hl, dtype=float)
     r = np.exp(1j * np.pi * (np.arange(1, contour_points + 1) - 0.5) / contour_points)
