@@ -183,7 +183,7 @@ def atoms_cost(mu: CircleMeasure, nu: CircleMeasure, alpha: float, phi: float,
 
 
 def w1_atoms(mu: CircleMeasure, nu: CircleMeasure) -> float:
-    """W1 = min_a int_0^{2 pi} |F - G - a| (Rabin et al.): a = weighted median of F - G.
+    """W1 = min_a int_0^{2 pi} |F - G - a| ([RDG11]): a = weighted median of F - G.
     O((n + m) log(n + m)), exact to round-off."""
     z = np.concatenate([mu.angles, nu.angles])
     order = np.argsort(z, kind="stable")

@@ -2,7 +2,7 @@
 d(a, b) = min(|a - b|, 2 pi - |a - b|), between any two of: weighted empirical measures
 and PDE densities (``CircleMeasure``, in ``circle_measures``).
 
-The formulation ([DSS10]; Rabin, Delon, Gousseau 2011; Hundrieser, Klatt, Munk 2022): with
+The formulation ([DSS10]; [RDG11]; [HKM22]): with
 F^{-1}, G^{-1} the quantile functions extended by G^{-1}(t + 1) = G^{-1}(t) + 2 pi,
 
     W_p^p(mu, nu) = min_alpha C(alpha),  C(alpha) = int_0^1 |F^{-1}(t) - G^{-1}(t + alpha)|^p dt,

@@ -53,7 +53,7 @@ def _entropic(cost, a, b, eps, tol, max_iter, symmetric=False):
     C_ij)/eps)``. (1) Annealing in the log domain: eps from the cost's maximum down to the
     target by a factor 0.7 per step, one f, g update each (f = -eps LSE_j((g_j - C_ij)/eps
     + log b_j), the same for g). (2) At the target, scaling iterations on the kernel with
-    the potentials absorbed (Schmitzer 2019): ``K_ij = a_i b_j exp((f_i + g_j - C_ij)/eps)``
+    the potentials absorbed ([Sch19]): ``K_ij = a_i b_j exp((f_i + g_j - C_ij)/eps)``
     (entries <= ~1, nothing overflows; far pairs underflow to 0, carrying no mass),
     ``u = a / (K v)``, ``v = b / (K^T u)`` (matrix-vector products, ~10x cheaper than
     log-sum-exps), absorbed into f, g every 50 iterations, until the L1 marginal error is

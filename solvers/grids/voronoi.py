@@ -32,7 +32,7 @@ def arc(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def triangle_solid_angle(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Signed area of the geodesic triangle abc (Van Oosterom & Strackee 1983)."""
+    """Signed area of the geodesic triangle abc (Van Oosterom & Strackee [VOS83])."""
     det = np.einsum("...i,...i", a, np.cross(b, c))
     den = 1 + np.einsum("...i,...i", a, b) + np.einsum("...i,...i", b, c) \
         + np.einsum("...i,...i", c, a)

@@ -201,7 +201,7 @@ def integrate_sde_batch(stepper: GeodesicEulerMaruyama, x0: np.ndarray,
 # ---------------------------------------------------------------------------------------
 # Dormand-Prince 5(4) with one step per system, dense output and systems leaving early.
 
-# The Dormand-Prince pair (Dormand & Prince 1980; the coefficients of
+# The Dormand-Prince pair ([DP80]; the coefficients of
 # ``scipy.integrate.RK45``): order 5 with local extrapolation, embedded order 4, FSAL
 # (6 field evaluations per step), and Shampine's continuous extension of order 4 (``P``).
 DOPRI_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
