@@ -151,6 +151,11 @@ def check_contraction_config(cfg: dict) -> dict:
                               f"contraction.beta = {top:g}: the kernel needs resolution "
                               f">= {disc.needed_resolution(top)}",
                               "discretization.resolution")
+        # the grid must resolve the start(s) as well (ConfigError here, not in a member)
+        grid = Discretization.from_config(with_beta(cfg, top), threads=1)
+        for start in (cfg["initial"], c["other"]):
+            if start is not None:
+                grid.initial_density(start)
     if cfg["domain"]["geometry"] == "sphere":
         _check_sphere_transport(cfg, noisy)
     dt = cfg["time"]["dt"]
