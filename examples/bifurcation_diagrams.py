@@ -34,8 +34,8 @@ from matplotlib.lines import Line2D
 import meanfield
 from meanfield.discretizations.base import Discretization
 from meanfield.model import landau
+from meanfield.plotting import style
 from meanfield.plotting.bifurcation import bifurcation_diagram
-from meanfield.plotting.helpers import _style
 
 GEOMETRIES = ("circle", "sphere")
 SPHERE_NAME = {"circle": "S¹", "sphere": "S²"}
@@ -144,7 +144,7 @@ def main(argv=None) -> list[dict]:
     print(f"tricritical beta* of USA: {beta_star['circle']:.4f} on S¹, "
           f"{beta_star['sphere']:.4f} on S² (SA: none)")
 
-    with _style():
+    with style():
         fig = Figure(figsize=(13.0, 9.4), layout="constrained")
         FigureCanvasAgg(fig)
         grid = fig.add_gridspec(3, len(CASES), height_ratios=[1.0, 1.0, 0.95])

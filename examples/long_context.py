@@ -26,23 +26,8 @@ from pathlib import Path
 import numpy as np
 
 import meanfield
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
-from meanfield.plotting.long_context import cosine_vs_n, distance_vs_n
 
 CONFIG = Path(__file__).resolve().parent / "long_context.toml"
-
-
-def _tidy(axes, rho: float) -> None:
-    """The package's panels with their legends below the axes (in (a) the legend sat on
-    the critical branch) and the powers of n written as powers, not as ``n^-e``."""
-    axes[0].set_title(f"ρ = {rho:g}, β$_n$ = γ log n", fontsize=8)
-    for line in axes[1].get_lines():
-        label = line.get_label()
-        if " n^−" in label:
-            head, power = label.split(" n^−")
-            line.set_label(f"{head} $n^{{-{power}}}$")
-    for ax, ncol in zip(axes, (2, 2)):
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=ncol, fontsize=7)
 
 
 def main(argv=None) -> dict:
@@ -71,17 +56,8 @@ def main(argv=None) -> dict:
     print(f"explicit tokens (n <= {int(ds.attrs['direct_max'])}) against the closed form: "
           f"max |difference| = {direct_error:.1e}")
 
-    with _style():
-        fig = _new_figure((10.0, 5.4))
-        axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)]
-        cosine_vs_n(ds, axes[0])
-        distance_vs_n(ds, axes[1])
-        _tidy(axes, rho)
-        _letter_panels(axes)
-        fig.suptitle(f"One attention layer on equiangular tokens (ρ = {rho:g}), "
-                     f"β$_n$ = γ log n: below, at and above γ = 1/(1 − ρ) = "
-                     f"{1 / (1 - rho):g}", fontsize=9)
-        fig.savefig(args.out, dpi=150)
+    # the package's figure of the study (`meanfield plot` draws the same)
+    meanfield.plot(ds)["summary"].savefig(args.out, dpi=150)
     return {"gamma": ds["gamma"].values, "rho": rho, "n_max": n_max,
             "final_cosine": final, "limit": ds["limit"].values,
             "fitted_exponent": ds["fitted_exponent"].values,

@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 import meanfield
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.plotting.metastability import clusters_vs_time, plateau_vs_beta, staircase
 
 CONFIG = Path(__file__).resolve().parent / "metastability.toml"
@@ -87,7 +87,7 @@ def main(argv=None) -> dict:
         print(f"  smallest energy increment between saves {s['min_energy_step']:.2e} "
               f"(energies up to {s['energy_scale']:.2e}): E_beta never decreases")
 
-    with _style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style, for its panels and ours
         fig = Figure(figsize=(10.0, 6.4), layout="constrained")
         FigureCanvasAgg(fig)
         for row, (g, s) in enumerate(out.items()):

@@ -25,8 +25,6 @@ import tomllib
 from pathlib import Path
 
 import meanfield
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
-from meanfield.plotting.normalization import cosine_vs_time, gap_loglog, gap_semilog
 
 CONFIG = Path(__file__).resolve().parent / "normalization.toml"
 
@@ -52,18 +50,8 @@ def main(argv=None) -> dict:
     print(f"Pre-LN: 1 - rho ~ t^p, fitted p = {out['fitted_power']:.4f} on t in "
           f"[{out['power_fit_start']:.3g}, {out['power_fit_stop']:.3g}] (predicted -2)")
 
-    with _style():
-        fig = _new_figure((11.0, 3.6))
-        axes = [fig.add_subplot(1, 3, k) for k in (1, 2, 3)]
-        cosine_vs_time(ds, axes[0])
-        gap_semilog(ds, axes[1])
-        gap_loglog(ds, axes[2])
-        _letter_panels(axes)
-        fig.suptitle(f"Post-LN against Pre-LN: n = {int(cfg['particles']['n'])} uniform "
-                     f"tokens in d = {int(cfg['normalization']['dim'])}, β = "
-                     f"{float(cfg['model']['beta']):g}, {out['systems']} systems",
-                     fontsize=9)
-        fig.savefig(args.out, dpi=150)
+    # the package's figure of the study (`meanfield plot` draws the same)
+    meanfield.plot(ds)["summary"].savefig(args.out, dpi=150)
     return out
 
 

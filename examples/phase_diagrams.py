@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import meanfield
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+from meanfield.plotting import style
+from meanfield.plotting.helpers import _letter_panels, _new_figure
 from meanfield.plotting.phase_diagram import probability_panel
 from meanfield.studies.phase_diagram import equiangular_time
 
@@ -80,7 +81,7 @@ def main(argv=None) -> dict:
 
     fine = np.linspace(beta[0], beta[-1], 200)
     curve = np.array([equiangular_time(b, n, threshold) for b in fine])
-    with _style():
+    with style():
         fig = _new_figure((3.0 * len(dims) + 3.6, 3.9))
         grid = fig.add_gridspec(1, len(dims) + 1, width_ratios=[1.0] * len(dims) + [1.15])
         axes = [fig.add_subplot(grid[0, j]) for j in range(len(dims))]

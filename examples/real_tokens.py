@@ -36,7 +36,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import meanfield
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.runs.threads import one_blas_thread
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "token_states.npz"
@@ -103,7 +103,7 @@ def figure(data: dict, layer_cos: np.ndarray, runs: dict, out: str) -> None:
     import matplotlib
 
     cmap = matplotlib.colormaps["viridis"]
-    with _style():
+    with style():
         fig = Figure(figsize=(13.5, 4.4))
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.1]})

@@ -35,10 +35,15 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 import meanfield
-from meanfield.plotting import histogram_map, l1_distance, map_mollweide, order_comparison
-from meanfield.plotting.comparison import l1_meaning
+from meanfield.plotting import (
+    histogram_map,
+    l1_distance,
+    map_mollweide,
+    order_comparison,
+    style,
+)
 from meanfield.plotting.common import _kind_plots
-from meanfield.plotting.helpers import _style
+from meanfield.plotting.comparison import l1_meaning
 
 CONFIG = Path(__file__).resolve().parent / "compare_sphere.toml"
 EARLY = 1.0  # "early": t <= EARLY, before the finite-n error of the tokens shows
@@ -69,7 +74,7 @@ def key_numbers(ds: xr.Dataset) -> dict:
 def last_frame(ds: xr.Dataset, mass_error: float, path: str) -> None:
     """The animation's last frame (PDE map beside the token histogram, one colour
     scale) above the L1 distance and the order parameter over time."""
-    with _style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style, for its panels and ours
         fig = Figure(figsize=(9.0, 6.0), layout="constrained")
         FigureCanvasAgg(fig)
         grid = fig.add_gridspec(2, 2, height_ratios=[1.15, 1.0])

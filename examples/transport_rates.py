@@ -33,9 +33,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import meanfield
+from meanfield.plotting import style
 from meanfield.plotting.contraction import distance_vs_time, rates_vs_beta
 from meanfield.plotting.convergence import error_vs_n, slope_vs_time
-from meanfield.plotting.helpers import _style
 
 HERE = Path(__file__).resolve().parent
 
@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
                   f"{contr['fitted'][i, k]:.4f}, predicted {contr['predicted'][i, k]:.4f} "
                   f"(ratio {contr['ratio'][i, k]:.4f})")
 
-    with _style():
+    with style():
         fig = Figure(figsize=(10.5, 7.0), layout="constrained")
         FigureCanvasAgg(fig)
         grid = fig.add_gridspec(2, 2)

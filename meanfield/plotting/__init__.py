@@ -24,7 +24,13 @@ Sphere maps (matplotlib only)::
 
 Functions drawing into caller-supplied axes (``spacetime``, ``snapshots``,
 ``diagnostics``, the maps) respect the caller's rcParams; figures made here use a
-compact style sized for a two-column paper.
+compact style sized for a two-column paper, ``style()``, a context manager: draw your own
+figures inside it to match them::
+
+    from meanfield.plotting import style
+    with style():
+        fig = Figure(figsize=(6, 3), layout="constrained")
+        spacetime(ds, fig.add_subplot())
 
 Token datasets (``attrs["kind"] = "particles"``, from ``meanfield.particles``) and
 comparisons of the PDE with tokens (``"compare"``, from ``meanfield.compare``) go through
@@ -79,6 +85,7 @@ from meanfield.plotting.comparison import (  # registers "compare"
     order_comparison,
 )
 from meanfield.plotting.convergence import error_vs_n, error_vs_time  # "convergence"
+from meanfield.plotting.helpers import style
 from meanfield.plotting.output import FORMATS, figures, plot, plot_result
 from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
 from meanfield.plotting.phase_diagram import phase_figure  # registers "phase_diagram"
@@ -111,6 +118,7 @@ __all__ = [
     "plot_result",
     "snapshots",
     "spacetime",
+    "style",
     "token_map",
     "trajectories",
 ]

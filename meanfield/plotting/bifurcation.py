@@ -57,7 +57,7 @@ from meanfield.plotting.bifurcation_curves import (  # noqa: F401 (stability_run
     stability_runs,
 )
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 
 CONTINUATION_NEEDED = ("kappa", "beta", "order_parameter", "stable")
 SCAN_NEEDED = ("order_parameter", "stable")
@@ -148,9 +148,10 @@ def _draw_branches(ds: xr.Dataset, ax, values: str) -> set[int]:
                                        values)
         finite = np.isfinite(x) & np.isfinite(y)
         for run, (flag, idx) in enumerate(stability_runs(stable, finite)):
-            style = STYLES[flag][0]
+            line_style = STYLES[flag][0]
             width = 1.5 if flag == 1 else 1.1
-            ax.plot(x[idx], y[idx], linestyle=style, color=_color(int(modes[b])), lw=width,
+            ax.plot(x[idx], y[idx], linestyle=line_style, color=_color(int(modes[b])),
+                    lw=width,
                     marker="." if idx.size == 1 else None,
                     gid=f"{prefix}:{b}:{STYLES[flag][1]}:{run}")
             drawn.add(flag)
@@ -359,7 +360,7 @@ def bifurcation_figure(ds: xr.Dataset, scan: xr.Dataset | None = None) -> Any:
     _check(ds)
     if scan is not None:
         _check(scan)
-    with _style():
+    with style():
         fig = _new_figure((8.6, 3.6))
         a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
         handles = bifurcation_diagram(ds, a, scan)
@@ -389,7 +390,7 @@ def map_figure(ds: xr.Dataset) -> Any:
     """
     _check(ds)
     beta, kappa = ds.beta.values, ds.kappa.values
-    with _style():
+    with style():
         fig = _new_figure((5.2, 3.8))
         ax = fig.add_subplot(1, 1, 1)
         mesh = ax.pcolormesh(kappa, beta, ds.map_order_parameter.values, shading="nearest",
@@ -446,7 +447,7 @@ def _diagram_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
     if _is_map(ds):
         return map_figure(ds)
-    with _style():
+    with style():
         fig = _new_figure((4.6, 3.6))
         ax = fig.add_subplot(1, 1, 1)
         handles = bifurcation_diagram(ds, ax)

@@ -35,7 +35,7 @@ from meanfield.plotting.helpers import (
     _save_animation,
     _shown,
     _snapshot_indices,
-    _style,
+    style,
     _time_edges,
     _time_label,
     _title,
@@ -181,7 +181,7 @@ def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
     def closed(i: int) -> np.ndarray:
         return values[i]
 
-    with _style():
+    with style():
         fig = _new_figure((5.0, 3.2))
         ax = fig.add_subplot()
         ax.axhline(UNIFORM, color="0.6", lw=0.9, ls="--", label="uniform")
@@ -215,7 +215,7 @@ def _circle_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
 
 def _circle_summary(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> Figure:
     panels = _diagnostic_panels(ds)
-    with _style():
+    with style():
         fig = _new_figure((7.5, 6.2) if panels else (7.5, 3.6))
         fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, hspace=0.06, wspace=0.04)
         grid = fig.add_gridspec(2 if panels else 1, 1, height_ratios=[1.35, 1] if panels
@@ -240,7 +240,7 @@ def _single(draw):
     """A page of ``plot_result``: one panel drawn by ``draw``, titled with the run."""
 
     def build(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> Figure:
-        with _style():
+        with style():
             fig = _new_figure((4.2, 3.4))
             ax = fig.add_subplot()
             draw(ds, ax, log=log)

@@ -27,7 +27,7 @@ from meanfield.plotting.helpers import (
     _draw_panel,
     _new_figure,
     _periodic_edges,  # noqa: F401  (re-exported: tests import it from here)
-    _style,
+    style,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -267,7 +267,7 @@ def diagnostics(ds: xr.Dataset, axes: Sequence[Axes] | None = None) -> list[Axes
             "expected some of 'order_parameter', 'energy', 'free_energy'",
             "order_parameter")
     if axes is None:
-        with _style():
+        with style():
             fig = _new_figure((2.6 * len(panels), 2.6))
             axes = list(fig.subplots(1, len(panels), squeeze=False)[0])
             for panel, ax in zip(panels, axes):

@@ -47,7 +47,7 @@ from meanfield.plotting.helpers import (
     _save_animation,
     _series,
     _snapshot_indices,
-    _style,
+    style,
     _time_label,
     _units_suffix,
     _use_log,
@@ -264,7 +264,7 @@ def histogram_map(ds: xr.Dataset, ax: Axes | None = None, time: float | None = N
     g = _histogram_grid(ds)
     i = _index(ds, time)
     norm = norm if norm is not None else _norm(g.rho[i], log, _grid.UNIFORM)
-    with _style() if ax is None else contextlib.nullcontext():
+    with style() if ax is None else contextlib.nullcontext():
         if ax is None:
             _, ax = _maps._new_map_figure("mollweide")
         mesh, _, _ = _maps._draw_mollweide(g, ax, i, norm, cmap, None, smooth=False)
@@ -439,7 +439,7 @@ def _circle_row(ds: xr.Dataset, fig: Figure, spec, count: int, log: bool | str,
 
 def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     circle = ds.attrs["geometry"] == "circle"
-    with _style():
+    with style():
         fig = _new_figure((7.5, 5.4 if circle else 5.3))
         fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, hspace=0.06, wspace=0.04)
         grid = fig.add_gridspec(2, 1, height_ratios=[1, 1] if circle else [1.25, 1])
@@ -457,7 +457,7 @@ def _circle_note(ds: xr.Dataset) -> str:
 
 
 def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
-    with _style():
+    with style():
         if ds.attrs["geometry"] == "circle":
             fig = _new_figure((7.5, 4.6))
             grid = fig.add_gridspec(2, 1)
@@ -477,7 +477,7 @@ def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
 
 
 def _distance_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
-    with _style():
+    with style():
         fig = _new_figure((7.5, 2.8))
         _letter_panels(_series_row(ds, fig, fig.add_gridspec(1, 1)[0]))
         fig.suptitle(_title(ds), fontsize=9)
@@ -490,7 +490,7 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
     histogram map, on one colour scale."""
     t = _t(ds)
     frames = _frame_indices(t.size, max_frames)
-    with _style():
+    with style():
         if ds.attrs["geometry"] == "circle":
             fig = _new_figure((5.0, 3.2))
             ax = fig.add_subplot()

@@ -35,7 +35,7 @@ from meanfield.plotting.helpers import (
     _attr_summary,
     _letter_panels,
     _new_figure,
-    _style,
+    style,
     _time_label,
 )
 
@@ -307,14 +307,14 @@ def rates_vs_beta(ds: xr.Dataset, ax) -> None:
                         color=color, gid=f"pair_rate:{source}",
                         label=f"fitted, two solutions, {SOURCE_LABELS.get(source, source)}")
                 values.append(pair[np.isfinite(pair)])
-    for name, gid, style, label in _rate_lines(ds):
+    for name, gid, line_style, label in _rate_lines(ds):
         curve = ds[name].values.astype(float)
         if curve.ndim > 1:  # predicted_rate per source: the first finite one per β
             curve = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else np.nan
                               for row in curve])
         ok = np.isfinite(curve)
         if ok.any():
-            handles += ax.plot(beta[ok], curve[ok], style, color="k", lw=1.0, marker="x",
+            handles += ax.plot(beta[ok], curve[ok], line_style, color="k", lw=1.0, marker="x",
                                ms=4, gid=gid, label=label)
             values.append(curve[ok])
     if beta.size == 1:
@@ -396,7 +396,7 @@ def far_share_vs_time(ds: xr.Dataset, ax) -> None:
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
     far = _has_far_share(ds)
-    with _style():
+    with style():
         fig = _new_figure((12.6 if far else 8.6, 3.2))
         axes = [fig.add_subplot(1, 2 + far, k + 1) for k in range(2 + far)]
         distance_vs_time(ds, axes[0])
@@ -411,7 +411,7 @@ def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
 def _curves_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
     pair = "pair_distance" in ds.data_vars and bool(_sources(ds, "pair_distance"))
-    with _style():
+    with style():
         fig = _new_figure((4.8 * (1 + pair), 3.3))
         axes = [fig.add_subplot(1, 1 + pair, 1)]
         distance_vs_time(ds, axes[0])
@@ -425,7 +425,7 @@ def _curves_page(ds: xr.Dataset, log: Any = "auto") -> Any:
 
 def _rates_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    with _style():
+    with style():
         fig = _new_figure((4.2, 3.2))
         rates_vs_beta(ds, fig.add_subplot(1, 1, 1))
         fig.suptitle(_title(ds), fontsize=9)

@@ -28,7 +28,7 @@ from meanfield.plotting.helpers import (
     _letter_panels,
     _new_figure,
     _save_animation,
-    _style,
+    style,
 )
 from meanfield.plotting.token_series import (
     TokenSeries,
@@ -94,7 +94,7 @@ def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     # V = -cI: the attention tends to uniform rows, not to a Boolean matrix
     boolean = p is not None and limit != "origin"
     ncol = 1 + (limit is not None) + boolean
-    with _style():
+    with style():
         fig = _new_figure((7.5, 5.6 if p is not None else 3.1))
         if p is not None:
             top, bottom = fig.subfigures(2, 1, height_ratios=[1.35, 1.0])
@@ -121,7 +121,7 @@ def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
 
 
 def _single(build, s: TokenSeries, three_d: bool = False) -> Figure:
-    with _style():
+    with style():
         fig = _new_figure((4.2, 3.8))
         ax = fig.add_subplot(projection="3d" if three_d else None)
         build(s, ax)
@@ -167,7 +167,7 @@ def _diagnostics(ds: xr.Dataset, axes: Any = None) -> list[Axes]:
     builders = ([boolean_distance_plot] if p is not None else []) + [
         lambda s, ax: origin_plot(s, ax, guide=guide)]
     if axes is None:
-        with _style():
+        with style():
             fig = _new_figure((3.2 * len(builders), 2.6))
             axes = list(fig.subplots(1, len(builders), squeeze=False)[0])
     axes = list(np.ravel(np.asarray(axes, dtype=object)))
@@ -199,7 +199,7 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
     else:
         p = z if d == 2 else z @ _principal(z[-1])
     frames = _frame_indices(t.size, max_frames)
-    with _style():
+    with style():
         fig = _new_figure((3.8, 3.8))
         ax = fig.add_subplot()
         lo, hi = p.reshape(-1, 2).min(axis=0), p.reshape(-1, 2).max(axis=0)

@@ -61,10 +61,28 @@ def _new_figure(figsize: tuple[float, float]) -> Figure:
     return fig
 
 
-def _style():
+def style() -> Any:
+    """The package's figure style, as a context manager: compact fonts and lines sized
+    for a two-column paper, no legend frames, white backgrounds.
+
+    Every figure that ``meanfield.plotting`` makes on its own is drawn inside it; wrap
+    your own figures in it so that they match the package's panels drawn into them::
+
+        from meanfield.plotting import style
+        with style():
+            fig = matplotlib.figure.Figure(figsize=(6, 3), layout="constrained")
+            ...
+
+    Returns:
+        ``matplotlib.rc_context`` over the style's rcParams (they are restored on exit).
+    """
     import matplotlib
 
     return matplotlib.rc_context(_STYLE)
+
+
+# the former private name, kept only until every example imports ``style`` (issue 21)
+_style = style
 
 
 def _fmt_number(value: Any) -> str:

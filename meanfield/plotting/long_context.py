@@ -3,7 +3,10 @@ equiangular inputs with β_n = γ log n.
 
 (a) the output cosine against n (log axis) for each γ, the closed form as a line, the
 explicit-token computation as dots, Theorem 7's limit (1, 4ρ/(1+3ρ), ρ) dotted; (b) the
-distance to the limit against n on log–log axes with the predicted K n^{−e} (dashed).
+distance to the limit against n on log–log axes with the predicted K n^{−e} as a wide
+pale line under the thin computed one (where the two agree the prediction shows as a
+halo around the data instead of hiding under it). The legends sit below the panels,
+off the curves.
 
 The dataset (``meanfield.studies.long_context``): coords ``gamma``, ``n``; ``cosine``,
 ``direct_cosine``, ``distance`` (gamma, n); ``limit``, ``regime``, ``predicted_exponent``,
@@ -19,7 +22,7 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 
 NEEDED = ("cosine", "direct_cosine", "distance", "limit", "regime", "predicted_exponent",
           "predicted_constant", "fitted_exponent")
@@ -55,12 +58,18 @@ def cosine_vs_n(ds: xr.Dataset, ax) -> None:
                     gid=f"direct:{g:g}")
         ax.axhline(float(ds["limit"][i]), color=color, ls=":", lw=1.0, gid=f"limit:{g:g}")
     ax.plot([], [], "o", mfc="none", ms=4, color="0.3", label="explicit tokens")
-    ax.plot([], [], ":", color="0.3", label="Theorem 7 limit")
+    ax.plot([], [], ":", color="0.3", label="limit [Rig25, Thm 7]")
     ax.set_xscale("log")
     ax.set_xlabel("context length n")
     ax.set_ylabel(r"output cosine $\langle\theta_i,\theta_j\rangle$")
-    ax.set_title(f"ρ = {float(ds.attrs.get('rho', np.nan)):g}, β_n = γ log n", fontsize=8)
-    ax.legend(fontsize=6.5, loc="center right")
+    ax.set_title(f"ρ = {float(ds.attrs.get('rho', np.nan)):g}, β$_n$ = γ log n", fontsize=8)
+    _legend_below(ax)
+
+
+def _legend_below(ax) -> None:
+    """The legend in two columns under the axes (inside the panel it covers curves that
+    run across the whole n range)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6.5)
 
 
 def distance_vs_n(ds: xr.Dataset, ax) -> None:
@@ -73,10 +82,11 @@ def distance_vs_n(ds: xr.Dataset, ax) -> None:
         d = np.where(np.isfinite(d) & (d > 0), d, np.nan)
         e = float(ds["predicted_exponent"][i])
         k = float(ds["predicted_constant"][i])
-        ax.loglog(n, d, "-", color=color, gid=f"distance:{g:g}",
+        ax.loglog(n, d, "-", color=color, lw=1.1, zorder=3, gid=f"distance:{g:g}",
                   label=f"γ = {g:.4g}: fitted e = {float(ds['fitted_exponent'][i]):.4f}")
-        ax.loglog(n, k * n ** -e, "--", color=color, lw=0.9, alpha=0.7,
-                  gid=f"predicted:{g:g}", label=f"predicted {k:.3g} n^−{e:.3g}")
+        ax.loglog(n, k * n ** -e, "-", color=color, lw=5.0, alpha=0.25, zorder=2,
+                  solid_capstyle="butt", gid=f"predicted:{g:g}",
+                  label=f"predicted {k:.3g} $n^{{-{e:.3g}}}$")
     tol = ds.attrs.get("tolerance")
     if tol is not None:
         ax.axhline(float(tol), color="0.5", lw=0.8, ls="-.", gid="tolerance",
@@ -84,19 +94,29 @@ def distance_vs_n(ds: xr.Dataset, ax) -> None:
     ax.set_xlabel("context length n")
     ax.set_ylabel("|cosine − limit|")
     ax.set_title("approach to the limit", fontsize=8)
-    ax.legend(fontsize=6, loc="lower left")
+    _legend_below(ax)
 
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    with _style():
-        fig = _new_figure((9.0, 3.5))
+    with style():
+        fig = _new_figure((9.0, 4.4))
         axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)]
         cosine_vs_n(ds, axes[0])
         distance_vs_n(ds, axes[1])
         _letter_panels(axes)
-        fig.suptitle(str(ds.attrs.get("title", "long context")), fontsize=9)
+        fig.suptitle(_title(ds), fontsize=9)
     return fig
+
+
+def _title(ds: xr.Dataset) -> str:
+    """The figure's title from the dataset's numbers (the study's ``title`` attribute
+    spells the Greek letters out: "rho", "beta_n")."""
+    rho = float(ds.attrs.get("rho", np.nan))
+    text = f"One attention layer on equiangular tokens (ρ = {rho:g}), β$_n$ = γ log n"
+    if 0 <= rho < 1:
+        text += f": the threshold γ = 1/(1 − ρ) = {1 / (1 - rho):.4g}"
+    return text
 
 
 def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:

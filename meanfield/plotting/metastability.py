@@ -20,7 +20,7 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 
 NEEDED = ("clusters", "energy_scaled", "log_time_over_beta", "most_unstable_mode",
           "first_plateau_clusters", "first_plateau_mean", "last_merge_low",
@@ -125,7 +125,7 @@ def last_merge(ds: xr.Dataset, ax) -> None:
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    with _style():
+    with style():
         fig = _new_figure((9.0, 7.0))
         axes = [fig.add_subplot(2, 2, k) for k in (1, 2, 3, 4)]
         clusters_vs_time(ds, axes[0])

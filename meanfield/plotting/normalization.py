@@ -21,7 +21,7 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 
 NEEDED = ("cosine", "cosine_low", "cosine_high", "gap_mean", "gap_low", "gap_high",
           "equiangular_gap", "equiangular_cosine", "fitted_rate", "rate_fit_start",
@@ -97,7 +97,8 @@ def _gap_curves(ds: xr.Dataset, ax, loglog: bool) -> None:
         ax.plot(tt, _positive(s["gap_mean"].values), "-", color=color, gid=f"gap:{a}",
                 label=LABELS.get(a, a))
         ax.plot(tt, _positive(s["equiangular_gap"].values), "--", lw=1.0,
-                color="k" if a == "post-ln" else "0.45", gid=f"equiangular_gap:{a}")
+                color="k" if a == "post-ln" else "0.45", gid=f"equiangular_gap:{a}",
+                label=f"equiangular ODE, {LABELS.get(a, a)}")
     ax.set_yscale("log")
     if loglog:
         ax.set_xscale("log")
@@ -125,10 +126,17 @@ def _fit_line(ds: xr.Dataset, ax, kind: str) -> None:
     tt = np.linspace(start, stop, 60) if kind == "rate" else np.geomspace(start, stop, 60)
     xx = tt if kind == "rate" else np.log(tt)
     label = (f"fit: rate {value:.4f} (pred. {float(ds['predicted_rate']):.4g})"
-             if kind == "rate" else f"fit: power {value:.4f} (pred. −2)")
+             if kind == "rate" else f"fit: power {value:.4f} (pred. −2)".replace("-", "−"))
     ax.plot(tt, np.exp(c + slope * xx), color="k", lw=2.2, alpha=0.5, ls=(0, (4, 2)),
             gid=f"fit:{a}", label=label)
-    ax.axvspan(start, stop, color="0.85", alpha=0.4, lw=0, gid=f"window:{a}")
+    ax.axvspan(start, stop, color="0.85", alpha=0.4, lw=0, gid=f"window:{a}",
+               label="fit window")
+
+
+def _legend_below(ax) -> None:
+    """The legend in two columns under the axes: inside, it covered the curves that
+    cross the whole panel (Post-LN's fall in the log–log panel)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6.5)
 
 
 def gap_semilog(ds: xr.Dataset, ax) -> None:
@@ -138,10 +146,20 @@ def gap_semilog(ds: xr.Dataset, ax) -> None:
     stop = float(ds["rate_fit_stop"]) if np.isfinite(float(ds["rate_fit_stop"])) else None
     if stop is not None:
         ax.set_xlim(0.0, 1.5 * stop)
+        # the y range of what is in view (the bands beyond it pulled the axis decades
+        # below the last drawn point)
+        t = ds["time"].values.astype(float)
+        # (up to the first saved time past the frame: the segment to it is drawn)
+        last = t[min(int(np.searchsorted(t, 1.5 * stop)), t.size - 1)]
+        seen = np.concatenate([_positive(ds[name].values[:, t <= last]).ravel()
+                               for name in ("gap_low", "gap_mean", "gap_high",
+                                            "equiangular_gap")])
+        if np.isfinite(seen).any():
+            ax.set_ylim(np.nanmin(seen) / 10.0, 10.0 * np.nanmax(seen))
     ax.set_xlabel("time t")
     ax.set_ylabel(r"$1-\rho(t)$")
     ax.set_title(r"Post-LN: $1-\rho \sim e^{-2t}$", fontsize=8)
-    ax.legend(fontsize=6.5, loc="lower left")
+    _legend_below(ax)
 
 
 def gap_loglog(ds: xr.Dataset, ax) -> None:
@@ -164,17 +182,24 @@ def gap_loglog(ds: xr.Dataset, ax) -> None:
     ax.set_xlabel("time t")
     ax.set_ylabel(r"$1-\rho(t)$")
     ax.set_title(r"Pre-LN: $1-\rho \sim t^{-2}$", fontsize=8)
-    ax.legend(fontsize=6.5, loc="lower left")
+    _legend_below(ax)
 
 
 def _title(ds: xr.Dataset) -> str:
-    return str(ds.attrs.get("title", "normalization"))
+    """The title from the dataset's numbers (the study's ``title`` attribute spells the
+    Greek letters out)."""
+    a = ds.attrs
+    if not all(k in a for k in ("n", "dim", "beta")):
+        return str(a.get("title", "normalization"))
+    text = (f"Post-LN against Pre-LN ({a.get('model', 'SA')}): n = {int(a['n'])} tokens "
+            f"in d = {int(a['dim'])}, β = {float(a['beta']):g}")
+    return text + (f", {int(a['systems'])} systems" if "systems" in a else "")
 
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    with _style():
-        fig = _new_figure((11.0, 3.4))
+    with style():
+        fig = _new_figure((11.0, 4.3))
         axes = [fig.add_subplot(1, 3, k) for k in (1, 2, 3)]
         cosine_vs_time(ds, axes[0])
         gap_semilog(ds, axes[1])

@@ -31,7 +31,7 @@ from meanfield.plotting.common import (
     _prepare,
     diagnostics,
 )
-from meanfield.plotting.helpers import _check_log, _diagnostic_panels, _style, _title
+from meanfield.plotting.helpers import _check_log, _diagnostic_panels, style, _title
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
@@ -213,7 +213,7 @@ def _write(figs: dict[str, Figure], pages: Any, ds: xr.Dataset, out: Path, stem:
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for fig, path in zip(figs.values(), paths):
-        with _style():
+        with style():
             written.append(write_atomic(path, lambda tmp, fig=fig: fig.savefig(
                 tmp, format=format, dpi=dpi)))
     if animate:

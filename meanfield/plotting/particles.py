@@ -49,7 +49,7 @@ from meanfield.plotting.helpers import (
     _save_animation,
     _series,
     _snapshot_indices,
-    _style,
+    style,
 )
 from meanfield.plotting.tokens import (  # noqa: F401  (gram, token_map, trajectories: public)
     MAX_GRAM,
@@ -143,7 +143,7 @@ def _diagnostics(ds: xr.Dataset, axes: Any = None) -> list[Axes]:
                           f"{found}); expected some of 'order_parameter', 'energy', "
                           "'clusters', 'attention_rank', 'radius'", "order_parameter")
     if axes is None:
-        with _style():
+        with style():
             fig = _new_figure((2.5 * len(panels), 2.6))
             axes = list(fig.subplots(1, len(panels), squeeze=False)[0])
             for panel, ax in zip(panels, axes):
@@ -209,7 +209,7 @@ def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     panels = _panels(ds)
     d = ds.sizes["component"]
     height = {2: 3.2, 3: 2.4}.get(d, 2.9)
-    with _style():
+    with style():
         fig = _new_figure((7.5, height + (2.5 if panels else 0.4)))
         fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, hspace=0.06, wspace=0.04)
         grid = fig.add_gridspec(2 if panels else 1, 1,
@@ -227,7 +227,7 @@ def _tokens_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     x = _positions(ds)
     t = np.asarray(ds["time"].values, dtype=float)
     d = x.shape[2]
-    with _style():
+    with style():
         if d == 2:
             fig = _new_figure((4.6, 3.8))
             ax = fig.add_subplot()
@@ -273,7 +273,7 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
     t = np.asarray(ds["time"].values, dtype=float)
     d = x.shape[2]
     frames = _frame_indices(t.size, max_frames)
-    with _style():
+    with style():
         fig = _new_figure((3.8, 3.8))
         ax = fig.add_subplot()
         if d == 2:

@@ -20,7 +20,7 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _letter_panels, _new_figure, _style
+from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 
 NEEDED = ("pair_probability", "equiangular_time")
 COORDS = ("dim", "beta", "time")
@@ -90,7 +90,7 @@ def phase_figure(ds: xr.Dataset):
     """The figure: one panel per d in a row, shared axes and colorbar."""
     ds = _check(ds)
     k = ds.sizes["dim"]
-    with _style():
+    with style():
         fig = _new_figure((min(2.3 * k + 0.9, 13.0), 2.8))
         axes = [fig.add_subplot(1, k, j + 1) for j in range(k)]
         mesh = None

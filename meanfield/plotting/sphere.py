@@ -27,7 +27,7 @@ from meanfield.plotting.helpers import (
     _save_animation,
     _shown,
     _snapshot_indices,
-    _style,
+    style,
     _time_edges,
     _time_label,
     _title,
@@ -129,7 +129,7 @@ def _sphere_summary(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> F
     panels = _diagnostic_panels(ds)
     first, last = 0, g.t.size - 1
     norm = _norm(g.rho[[first, last]], log, UNIFORM)
-    with _style():
+    with style():
         fig = _new_figure((7.5, 4.5) if panels else (7.5, 2.3))
         fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, hspace=0.08, wspace=0.03)
         grid = fig.add_gridspec(2 if panels else 1, 1,
@@ -156,7 +156,7 @@ def _maps_page(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> Figure
     points = _points_array(points)
     last = g.t.size - 1
     norm = _norm(g.rho[last], log, UNIFORM)
-    with _style():
+    with style():
         fig = _new_figure((7.5, 3.0))
         grid = fig.add_gridspec(1, 2, width_ratios=[2, 1.1])
         moll = fig.add_subplot(grid[0], projection="mollweide")
@@ -169,7 +169,7 @@ def _maps_page(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> Figure
 
 
 def _spacetime_page(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> Figure:
-    with _style():
+    with style():
         fig = _new_figure((4.2, 3.4))
         ax = fig.add_subplot()
         _sphere_spacetime(ds, ax, log=log)
@@ -178,7 +178,7 @@ def _spacetime_page(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> F
 
 
 def _snapshots_page(ds: xr.Dataset, *, log: bool | str, points: Any = None) -> Figure:
-    with _style():
+    with style():
         count = _snapshot_indices(_Grid.of(ds).t, None, 5).size
         # maps of aspect 2 across 6.6 in, plus the titles
         fig = _new_figure((7.5, 0.75 + 3.3 / max(count, 2)))
@@ -194,7 +194,7 @@ def _sphere_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
     g = _Grid.of(ds)
     frames = _frame_indices(g.t.size, max_frames)
     norm = _norm(g.rho[frames], log, UNIFORM)
-    with _style():
+    with style():
         fig = _new_figure((5.0, 2.9))
         ax = fig.add_subplot(projection="mollweide")
         # the widest time label, so the frozen layout leaves room for all of them

@@ -19,7 +19,7 @@ from meanfield.plotting.helpers import (
     _new_figure,
     _norm,
     _shown,
-    _style,
+    style,
 )
 from meanfield.plotting.sphere_grid import (
     HALF_PI,
@@ -196,7 +196,7 @@ def map_mollweide(ds: xr.Dataset, ax: Axes | None = None, time: float | None = N
     i = g.index(time)
     points = _points_array(points)
     norm = norm if norm is not None else _norm(g.rho[i], log, UNIFORM)
-    with _style() if ax is None else contextlib.nullcontext():  # own figures: own style
+    with style() if ax is None else contextlib.nullcontext():  # own figures: own style
         if ax is None:
             _, ax = _new_map_figure("mollweide")
         mesh, _, _ = _draw_mollweide(g, ax, i, norm, cmap, points, smooth=smooth)
@@ -311,7 +311,7 @@ def map_orthographic(ds: xr.Dataset, ax: Axes | None = None, time: float | None 
     center = _default_center(g, i) if center is None else _center_vector(center)
     points = _points_array(points)
     norm = norm if norm is not None else _norm(g.rho[i], log, UNIFORM)
-    with _style() if ax is None else contextlib.nullcontext():
+    with style() if ax is None else contextlib.nullcontext():
         if ax is None:
             _, ax = _new_map_figure("orthographic")
         mesh = _draw_orthographic(g, ax, i, center, norm, cmap, points, smooth)

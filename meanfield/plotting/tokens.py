@@ -25,7 +25,7 @@ from meanfield.plotting.helpers import (
     _series,
     _shown,
     _snapshot_indices,
-    _style,
+    style,
     _time_edges,
     _time_label,
 )
@@ -319,7 +319,7 @@ def token_map(ds: xr.Dataset, ax: Axes | None = None, time: float | None = None,
     t = np.asarray(ds["time"].values, dtype=float)
     i = t.size - 1 if time is None else int(_snapshot_indices(t, [time], 1)[0])
     colours = _token_colours(ds)
-    with _style() if ax is None else contextlib.nullcontext():
+    with style() if ax is None else contextlib.nullcontext():
         if ax is None:
             _, ax = _maps._new_map_figure(projection)
         if projection == "mollweide":
@@ -403,7 +403,7 @@ def gram(ds: xr.Dataset, ax: Axes | None = None, time: float | None = None, *,
         raise ConfigError(f"order must be a permutation of the {keep.size} tokens drawn",
                           "order")
     p = x[i, keep[order]]
-    with _style() if ax is None else contextlib.nullcontext():
+    with style() if ax is None else contextlib.nullcontext():
         if ax is None:
             ax = _new_figure((3.6, 3.0)).add_subplot()
         image = ax.imshow(p @ p.T, cmap="RdBu_r", vmin=-1.0, vmax=1.0,

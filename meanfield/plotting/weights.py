@@ -42,7 +42,7 @@ from meanfield.metrics.attention import boolean_distance, leader_count, numerica
 from meanfield.metrics.limit_geometry import (
     groups, hull_vertices, hyperplane_values, leading_coordinates, leading_eigenvector,
     origin_distance, vertex_distance)
-from meanfield.plotting.helpers import _fmt_time, _new_figure, _style
+from meanfield.plotting.helpers import _fmt_time, _new_figure, style
 from meanfield.plotting.token_series import (  # noqa: F401  (TokenSeries: public here too)
     TokenSeries,
     _attention,
@@ -131,7 +131,7 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
         colours = _colours(_end_groups(z[-1], tolerance))
     keep = np.unique(np.linspace(0, n - 1, min(n, MAX_PATHS)).astype(int))
     fade = np.linspace(0.12, 1.0, max(t.size - 1, 1))
-    with _style():
+    with style():
         fig = _new_figure((3.6, 3.3)) if ax is None else ax.figure
         ax = _ax(fig, ax, three_d=d == 3)
         if d == 1:
@@ -205,7 +205,7 @@ def attention_snapshots(data: Any, *, times: Any = None, count: int = 4,
         idx = np.unique(np.abs(t[None] - np.atleast_1d(np.asarray(at, float))[:, None])
                         .argmin(axis=1))
     order = np.lexsort((np.arange(p.shape[1]), np.argmax(p[-1], axis=1)))
-    with _style():
+    with style():
         fig = _new_figure((1.75 * idx.size + 0.7, 2.75)) if fig is None else fig
         axes = list(fig.subplots(1, idx.size, squeeze=False)[0])
         for k, (ax, i) in enumerate(zip(axes, idx)):
@@ -232,7 +232,7 @@ def boolean_distance_plot(data: Any, ax: Axes | None = None, *, times: Any = Non
     if p is None:
         raise ConfigError("no attention to draw (see attention_snapshots)", "attention")
     dist = boolean_distance(p)
-    with _style():
+    with style():
         fig = _new_figure((3.4, 2.6)) if ax is None else ax.figure
         ax = _ax(fig, ax)
         shown = dist > 0
@@ -279,7 +279,7 @@ def polytope_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
     v = hull_vertices(z, tol)
     dist = vertex_distance(z, v)
     nearest = np.argmin(np.linalg.norm(z[:, None] - z[v][None], axis=-1), axis=1)
-    with _style():
+    with style():
         fig = _new_figure((3.6, 3.3)) if ax is None else ax.figure
         ax = _ax(fig, ax, three_d=d == 3)
         kw = {"depthshade": False} if d == 3 else {}
@@ -343,7 +343,7 @@ def hyperplane_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
     c = leading_coordinates(s.tokens, v)
     _, values, label = _hyperplanes(s, v, tolerance)
     colours = _colours(label)
-    with _style():
+    with style():
         fig = _new_figure((3.6, 2.8)) if ax is None else ax.figure
         ax = _ax(fig, ax)
         for i in range(c.shape[1]):
@@ -363,7 +363,7 @@ def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
     ``t^{-1/2}``; with ``guide`` a dashed ``t^{-1/2}`` line through the last point)."""
     s = token_series(data, times)
     r = origin_distance(s.tokens)
-    with _style():
+    with style():
         fig = _new_figure((3.4, 2.6)) if ax is None else ax.figure
         ax = _ax(fig, ax)
         t = s.times

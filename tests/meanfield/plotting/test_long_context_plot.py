@@ -56,3 +56,22 @@ def test_plot_result_and_errors(ds, tmp_path):
         figure(ds.drop_vars("limit"))
     with pytest.raises(ConfigError, match="no animation"):
         plot_result(ds, tmp_path, stem="l", animate=True)
+
+
+def test_predictions_show_and_legends_sit_off_the_curves(ds):
+    """Looked at: the predicted K n^-e lay exactly on the computed distance and hid under
+    it, and the legend of (a) sat on the critical branch. Now each prediction is a wide
+    pale line under the thin computed one, the powers are rendered (no "n^-1" as typed),
+    and no legend covers a curve."""
+    from figure_checks import legend_covers, texts_with_raw_tex
+
+    fig = figure(ds)
+    fig.canvas.draw()
+    a, b = fig.axes
+    lines = gids(b)
+    for g in ds.gamma.values:
+        data, pred = lines[f"distance:{g:g}"], lines[f"predicted:{g:g}"]
+        assert pred.get_linewidth() >= 3 * data.get_linewidth()
+        assert pred.get_zorder() < data.get_zorder() and pred.get_alpha() < 0.5
+    assert not texts_with_raw_tex(fig), texts_with_raw_tex(fig)
+    assert legend_covers(a) == [] and legend_covers(b) == []

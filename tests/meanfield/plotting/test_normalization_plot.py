@@ -84,3 +84,36 @@ def test_plot_result_and_errors(tmp_path):
     assert "fitted_power" in NEEDED
     with pytest.raises(ConfigError, match="no animation"):
         plot_result(ds, tmp_path, stem="n", animate=True)
+
+
+def test_every_drawn_line_is_named_and_no_legend_covers_a_curve():
+    """Looked at: the fit windows were shaded without a legend entry, the equiangular
+    ODE curves of (b) and (c) were in no legend, and the legend of (c) lay on Post-LN's
+    fall. Now every line and the window are named, the legends of (b) and (c) sit under
+    the panels, the title writes β (not "beta"), and (b)'s y axis spans the data it
+    shows (within a decade of the lowest point in view)."""
+    from figure_checks import (
+        legend_covers,
+        outside_limits,
+        texts_with_raw_tex,
+        unnamed_lines,
+    )
+
+    ds = synthetic()
+    fig = figure(ds)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        assert unnamed_lines([ax], [legend]) == []
+        assert legend_covers(ax) == []
+    names = {t.get_text() for t in fig.axes[1].get_legend().get_texts()}
+    assert "fit window" in names and "equiangular ODE, Post-LN" in names
+    assert "β = " in fig._suptitle.get_text() and "beta" not in fig._suptitle.get_text()
+    assert not texts_with_raw_tex(fig)
+    t = ds["time"].values
+    end = t[np.searchsorted(t, fig.axes[1].get_xlim()[1])]  # the segment to it is drawn
+    shown = np.concatenate([ds[name].values[:, t <= end].ravel()
+                            for name in ("gap_low", "gap_mean", "gap_high")])
+    low = np.nanmin(np.where(shown > 1e-30, shown, np.nan))
+    assert low / 10.0 * (1 - 1e-9) <= fig.axes[1].get_ylim()[0] <= low
+    assert outside_limits(fig.axes[1]) == []

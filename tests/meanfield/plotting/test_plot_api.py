@@ -114,3 +114,19 @@ def test_import_and_dir_load_no_plotting_or_particles():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_style_is_public_and_restores_the_callers_settings():
+    """``meanfield.plotting.style()`` is the one public figure style (the examples draw
+    their own panels in it): inside it the package's compact fonts hold, after it the
+    caller's rcParams are back."""
+    import matplotlib
+
+    from meanfield import plotting
+
+    assert "style" in plotting.__all__
+    before = dict(matplotlib.rcParams)
+    with plotting.style():
+        assert matplotlib.rcParams["font.size"] == 9
+        assert matplotlib.rcParams["legend.frameon"] is False
+    assert dict(matplotlib.rcParams) == before
