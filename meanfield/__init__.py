@@ -47,7 +47,8 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dict:
+def load_config(path: str | Path, overrides: Sequence[str] | None = None, *,
+                task: str | None = None) -> dict:
     """Read a TOML config file and validate it, as ``meanfield evolve CONFIG`` does.
 
     Args:
@@ -55,11 +56,17 @@ def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dic
         overrides: ``"section.key=value"`` strings applied before validation, as the
             CLI's ``--set`` (values in TOML syntax: ``"model.beta=4"``,
             ``'initial.kind="uniform"'``).
+        task: the task the config is for (``"metastability"``, ``"phase-diagram"`` or
+            ``"phase_diagram"``, ...), as ``meanfield TASK CONFIG`` reads it: only that
+            task's sections. None: every section.
 
     Returns:
         The validated config with every default filled in; relative ``samples``/``tokens``
-        paths are taken relative to the file. It can be passed to ``evolve``,
-        ``particles`` or ``compare``.
+        paths are taken relative to the file. Without ``task`` it holds every section and
+        can be passed to ``evolve``, ``particles``, ``compare``, ``convergence``,
+        ``contraction``, ``bifurcation``, ``normalization`` and ``long_context``;
+        ``phase_diagram`` and ``metastability`` take their own sections only, so load
+        their configs with ``task``.
 
     Raises:
         ConfigError: a missing or unreadable file, a TOML syntax error, or a bad value
@@ -69,7 +76,8 @@ def load_config(path: str | Path, overrides: Sequence[str] | None = None) -> dic
 
     if isinstance(overrides, str):  # one "k=v" string would be split into characters
         overrides = [overrides]
-    return config.load(path, list(overrides or []))
+    return config.load(path, list(overrides or []),
+                       None if task is None else task.replace("-", "_"))
 
 
 def __getattr__(name: str):

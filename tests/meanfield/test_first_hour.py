@@ -126,6 +126,24 @@ def test_load_config_reads_validates_and_overrides(tmp_path):
     assert meanfield.load_config(path, "model.beta=4")["model"]["beta"] == 4.0
 
 
+def test_load_config_for_a_task_runs_the_studies_that_take_their_own_sections():
+    # phase_diagram and metastability refuse sections they do not take, so the config of
+    # load_config without a task (every section) was refused by them; with task= it is
+    # the CLI's config, and the study runs from it
+    example = Path(__file__).resolve().parents[2] / "examples" / "metastability.toml"
+    with pytest.raises(meanfield.ConfigError, match="not taken by task"):
+        meanfield.metastability(meanfield.load_config(example))
+    cfg = meanfield.load_config(example, ["particles.n=8", "metastability.beta=[4.0]",
+                                          "metastability.systems=1",
+                                          "metastability.times=[0.5, 1.0]"],
+                                task="metastability")
+    assert set(cfg) == set(config.task_sections("metastability"))
+    assert meanfield.metastability(cfg).attrs["status"] == 0
+    phase = example.with_name("phase_diagram.toml")  # the CLI's spelling is taken too
+    assert set(meanfield.load_config(phase, task="phase-diagram")) == \
+        set(config.task_sections("phase_diagram"))
+
+
 def test_load_config_bad_input_names_the_key(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text(TOML.replace("beta = 9.0", 'beta = "nine"'))
