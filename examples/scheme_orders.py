@@ -291,7 +291,8 @@ def draw(out: str, results: dict) -> None:
     ax.xaxis.set_major_locator(ticker.FixedLocator([0.0125, 0.025, 0.05, 0.1, 0.2]))
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    ax.set_xlabel("grid spacing (S$^2$: $\\sqrt{4\\pi/\\mathrm{cells}}$)")
+    both = "grid spacing (S$^1$: $2\\pi$/cells; S$^2$: $\\sqrt{4\\pi/\\mathrm{cells}}$)"
+    ax.set_xlabel(both if "fv_sphere" in results else "grid spacing $2\\pi$/cells")
     ax.set_ylabel("$L^1$ error at the final time")
     ax.set_title("(b) space, finite volumes")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
