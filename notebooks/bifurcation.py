@@ -70,10 +70,12 @@ def kuramoto_r(kappa: float) -> float:
 
 
 def usa_kappa_c(beta: float) -> float:
+    """The uniform state's threshold 1/a_1 for USA on S^1."""
     return beta / special.iv(1, beta)
 
 
 def usa_kappa_2(beta: float) -> float:
+    """The Landau coefficient of USA on S^1 (its sign: the transition type)."""
     q = special.iv(2, beta) / special.iv(1, beta)
     return usa_kappa_c(beta) * (1 - 2 * q) / (2 * (1 - q))
 

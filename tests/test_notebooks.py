@@ -4,8 +4,9 @@ Each notebook is converted with jupytext and executed cell by cell by nbclient o
 ``python3`` kernel (ipykernel), in a temporary working directory (the files it writes go
 there). A cell that raises fails the test, and every notebook checks its key numbers
 against theory with ``assert`` in its cells, so this is also the test of those numbers.
-Both notebooks together take about 30 s on a 2-core machine (most of it the kernels'
-start-up and the particle runs).
+Both notebooks together use 12 s of the kernels' CPU time (tutorial 8 s, bifurcation 4 s);
+measured on a 2-core machine whose load average other jobs kept at 5-16, they took 40 s
+of wall time.
 
 Without jupytext, nbclient or ipykernel (``pip install -e ".[test]"`` installs them) the
 tests are skipped, saying which is missing.
@@ -18,8 +19,8 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.py"))
-# The whole notebook's limit per cell: far above the slowest cell (a few seconds), so
-# only a hang trips it.
+# nbclient's limit per cell: far above the slowest cell (a few seconds), so only a hang
+# trips it.
 CELL_TIMEOUT_S = 300
 
 
