@@ -40,8 +40,9 @@ two-point Laplacian ``(L f)_c = (1/A_c) sum (l/d) (f_b - f_c)`` (the reconstruct
 out of the linearisation), real spectrum, so SSP-RK3 needs ``dt <= 2.51 / (D
 lambda_max(-L))``; ``lambda_max ~ 7-8.3/dbar^2`` (``SphereMesh.laplacian_radius``). Both
 bounds are multiplied by ``cfl``. Measured orders (relative L1 error against exact cell
-averages, levels 2..6): 1.95-1.97 for diffusion and for drift; L-infinity 1.8-1.9 for
-diffusion but ~1 for pure drift, near the 12 pentagons.
+averages, levels 2..6): diffusion 1.75, 1.90, 1.95, 1.97 (the coarsest pair is not yet
+asymptotic), drift 2.01, 2.00, 1.97, 1.97; L-infinity 1.8-1.9 for diffusion but ~1 for
+pure drift, near the 12 pentagons.
 """
 from __future__ import annotations
 
