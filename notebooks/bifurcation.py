@@ -160,8 +160,8 @@ for beta, stop in ((1.0, 2.5), (4.0, 0.42)):  # (0.42: just above kappa_c at bet
         "model": {"beta": beta, "normalized": False},
         "discretization": {"resolution": 40},
         "bifurcation": {"parameter": "kappa", "start": 0.9 * kc, "stop": stop,
-                        "modes": 1, "mode": "continuation", "ds_max": 0.1,
-                        "points": 1000, "stride": 1000},
+                        "modes": 1, "mode": "continuation", "ds": 0.02, "ds_max": 0.02,
+                        "points": 1000, "stride": 1000},  # (short steps: a smooth curve)
     })
     ds = usa[beta]
     first = float(ds.special_kappa[ds.special_type == "pitchfork"].min())
