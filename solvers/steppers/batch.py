@@ -362,6 +362,8 @@ def integrate_batch_dopri(field: Callable[[Any, np.ndarray], Any],
             if observe is not None:
                 _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new,
                                xp, on_dev)
+            else:  # the saves passed (the loop ends when every system passed the last)
+                nxt[sys_acc] = np.searchsorted(s, t_new, side="right")
             new_acc = new[acc_d]
             x[on_dev(sys_acc)] = new_acc
             t[sys_acc] = t_new

@@ -74,6 +74,23 @@ def test_dopri_batch_error_follows_the_tolerance_at_the_saves():
     assert 10 ** (4 / 5) / 2 < ratio < 10 ** (4 / 5) * 2  # 6.3: order 5
 
 
+def test_dopri_batch_runs_to_the_end_without_an_observer():
+    """Without ``observe`` the saves still pass (it failed: 'the time step of system 0
+    fell to 0 at t = 3', the save counter advanced only when observing); the steps are
+    those of the observed run, since observing does not change the steps."""
+    lam = np.array([0.5, 1.0, 2.0])
+
+    def f(x, idx):
+        return -lam[idx][:, None, None] * x
+
+    x0 = np.ones((3, 1, 2))
+    saves = np.linspace(0.0, 3.0, 31)
+    seen = integrate_batch_dopri(f, x0, saves, tolerance=1e-8,
+                                 observe=lambda k, idx, x: None)
+    blind = integrate_batch_dopri(f, x0, saves, tolerance=1e-8)
+    assert np.array_equal(blind["steps"], seen["steps"]) and blind["steps"].min() > 0
+
+
 @pytest.mark.parametrize("d", [3, 16])
 @pytest.mark.parametrize("normalized", [True, False])
 def test_compiled_engine_equals_the_batched_numpy_engine(d, normalized):
