@@ -331,8 +331,8 @@ def _title(ds: xr.Dataset) -> str:
     if model is None and "normalized" in ds.attrs:
         model = "SA" if bool(ds.attrs["normalized"]) else "USA"
     title = str(ds.attrs.get("title", "")).strip() or "bifurcations of the noisy model"
-    if model is not None and str(model) not in title:
-        parts.append(f"{model} model")
+    if model is not None and str(model) not in title and "Kuramoto" not in title:
+        parts.append(f"{model} model")  # (at beta = 0 the study's title says Kuramoto)
     geometry = _geometry(ds)
     if geometry and geometry not in title:
         parts.append({"circle": r"$\mathbb{S}^1$", "sphere": r"$\mathbb{S}^2$"}[geometry])

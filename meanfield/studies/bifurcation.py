@@ -243,8 +243,10 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
                            {"units": "1", "long_name": "point index of the saved state"})
     ds = xr.Dataset(data, coords=grid.coords())
     m = cfg["model"]
-    attrs = {"title": f"bifurcations of {'SA' if m['normalized'] else 'USA'} on the "
-                      f"{plan['geometry']} in {parameter}",
+    name = "SA" if m["normalized"] else "USA"
+    if parameter == "kappa" and plan["beta"] == 0:
+        name = "the noisy Kuramoto model"  # (beta = 0: e^{beta<x,y>} = 1, SA = USA)
+    attrs = {"title": f"bifurcations of {name} on the {plan['geometry']} in {parameter}",
              "geometry": plan["geometry"], "model": "SA" if m["normalized"] else "USA",
              "parameter": parameter, "critical_kappa": np.array(plan["critical_kappa"]),
              "value": plan.get("value", 1.0), **info}

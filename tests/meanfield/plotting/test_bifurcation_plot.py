@@ -400,3 +400,20 @@ def test_mode_two_on_the_circle_drawn_by_its_amplitude():
     ax = new_axes()
     bifurcation_diagram(sparse_kuramoto(), ax)
     assert "order parameter" in ax.get_ylabel()
+
+
+@pytest.mark.parametrize("beta, normalized, name", [(0.0, True, "noisy Kuramoto model"),
+                                                     (0.0, False, "noisy Kuramoto model"),
+                                                     (1.0, True, "SA")])
+def test_beta_zero_is_titled_kuramoto_not_sa(beta, normalized, name):
+    """At beta = 0 the interaction is constant and SA and USA are one model, noisy
+    Kuramoto: the study's title and the figure's say so, not "SA" (issue 21 item 4)."""
+    import meanfield
+
+    ds = meanfield.bifurcation({"model": {"beta": beta, "normalized": normalized},
+                                "discretization": {"resolution": 32},
+                                "bifurcation": {"start": 1.0, "stop": 2.5, "points": 4}})
+    title = bifurcation_figure(ds)._suptitle.get_text()
+    assert name in ds.attrs["title"] and name in title, title
+    if beta == 0:
+        assert "SA" not in title, title
