@@ -19,6 +19,17 @@ within one run):
   (beta = 1, entries N(0, 4/d)), RK4 with dt = 0.05 to t = 1 (20 steps), through
   ``simulate_ensemble`` (one batch, no loop per system) against a loop of ``simulate``
   over the systems; the largest difference of the final tokens is printed (round-off).
+- rescaled: one run of the rescaled flow ``z = e^{-tV} x`` (``RescaledParticles``),
+  n = 100 tokens in d = 3, Q = I, K symmetric with eigenvalues 0.8, 1, 1.25 (Figure 1's),
+  V symmetric with eigenvalues 1.35, 1, -0.07, adaptive RK4 (step doubling, tolerance
+  1e-10) to t = 2, through ``RescaledForm`` (V decomposed once, stage times cached)
+  against the same flow computing e^{t(V - cI)} by expm (and V's spectral abscissa) at
+  every stage, as the model did before; the largest difference of the final tokens is
+  printed: the tolerance's size, not round-off, as the two take different step sequences
+  once an error estimate near the tolerance falls on either side of it (with a fixed dt
+  they agree to 1e-12: tests/meanfield/model/test_weighted_rescaled_form.py). With
+  ``OPENBLAS_NUM_THREADS=2`` beside other jobs the baseline's expm is what slows down
+  (its LAPACK calls on OpenBLAS threads).
 """
 from __future__ import annotations
 
@@ -39,7 +50,8 @@ import numpy as np
 from meanfield.model import ensemble as E
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import (
-    Head, attention_matrix, pure_velocity, sphere_velocity)
+    Head, RescaledForm, attention_matrix, pure_velocity, rescaled_velocity, sphere_velocity)
+from meanfield.model.weighted_particles import RescaledParticles
 
 BOUND = 3.0   # acceptance 8: a velocity costs at most 3x its two products
 
@@ -119,14 +131,47 @@ def bench_ensemble(systems: int, n: int, d: int, repeat: int) -> None:
     print(f"  max |difference| of the final tokens: {diff:.1e}")
 
 
+def symmetric(rng, eigenvalues):
+    q, _ = np.linalg.qr(rng.standard_normal((len(eigenvalues),) * 2))
+    return (q * np.asarray(eigenvalues)) @ q.T
+
+
+def bench_rescaled(n: int, t_final: float, repeat: int) -> None:
+    rng = np.random.default_rng(3)
+    head = Head(np.eye(3), symmetric(rng, [0.8, 1.0, 1.25]),
+                symmetric(rng, [1.35, 1.0, -0.07]))
+    z0 = rng.standard_normal((n, 3))
+    per_stage = SimpleNamespace(
+        on_sphere=False, euclidean=True, time_dependent=True, name="expm per stage",
+        velocity=lambda z, t: rescaled_velocity(z, t, RescaledForm(head, method="expm")))
+    out = {}
+
+    def run(key, model):
+        r = simulate(model, z0, [t_final], dt=None, tolerance=1e-10)
+        out[key] = (r.positions[-1], r.evaluations)
+    t = interleaved({"form": lambda: run("form", RescaledParticles(head)),
+                     "expm": lambda: run("expm", per_stage)}, repeat)
+    diff = float(np.max(np.abs(out["form"][0] - out["expm"][0])))
+    print(f"\nrescaled flow: n = {n}, d = 3, V symmetric (1.35, 1, -0.07), adaptive RK4 "
+          f"(tolerance 1e-10) to t = {t_final:g}; best of {repeat}")
+    print(f"  RescaledForm (eigh once, cached)  {t['form']:8.3f} s")
+    print(f"  expm at every stage (before)      {t['expm']:8.3f} s   ratio before / now "
+          f"{t['expm'] / t['form']:.2f}")
+    print(f"  max |difference| of the final tokens: {diff:.1e} (max |z| "
+          f"{np.max(np.abs(out['expm'][0])):.2g}); evaluations {out['form'][1]} and "
+          f"{out['expm'][1]}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
-                    help="n = 2048 for the velocity, B = 128 for the ensemble")
+                    help="n = 2048 for the velocity, B = 128 for the ensemble, n = 40 "
+                         "for the rescaled flow")
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     bench_velocity(2048 if args.quick else 4096, 128, args.repeat)
     bench_ensemble(128 if args.quick else 1024, 16, 3, max(1, args.repeat // 3))
+    bench_rescaled(40 if args.quick else 100, 2.0, max(1, args.repeat // 2))
 
 
 if __name__ == "__main__":

@@ -31,9 +31,8 @@ from meanfield.metrics.attention import (
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.plotting.weights import attention_snapshots, boolean_distance_plot
-from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 6.0
 FIT_FROM = 3.0  # the gaps x_leader - x_j have settled (the fit window [3, 6])
@@ -47,11 +46,8 @@ def boolean_run(n: int, seed: int, saves: int) -> dict:
     save = np.unique(np.round(np.r_[np.linspace(0.0, T_FINAL, saves + 1), SNAPSHOTS], 12))
     # renormalize=False: tokens in R^1 are taken as given (simulate's token check, made
     # for unit vectors, asks d >= 2)
-    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
-    # threads spinning beside other jobs made each call ~1000x slower
-    with one_blas_thread():
-        run = simulate(model, z0[:, None], save[1:], dt=None, tolerance=1e-12,
-                       renormalize=False)
+    run = simulate(model, z0[:, None], save[1:], dt=None, tolerance=1e-12,
+                   renormalize=False)
     times, z = run.times, run.positions[:, :, 0]  # (time, token)
     p = np.stack([model.attention(zk[:, None], t)[0] for zk, t in zip(z, times)])
     dist = boolean_distance(p)
@@ -86,7 +82,7 @@ def main(argv=None) -> dict:
           f"{args.n - 1}), rank {run['rank']}; nearest Boolean = P* of Theorem 2.1: "
           f"{run['matches_theorem']}")
 
-    with _style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style, for its panels and ours
         fig = Figure(figsize=(9.0, 5.6), layout="constrained")
         FigureCanvasAgg(fig)
         top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.15])
@@ -100,7 +96,7 @@ def main(argv=None) -> dict:
         right.plot(t[window], run["slope"] * t[window] + run["intercept"], "k--", lw=1.0,
                    label=f"fit on [{FIT_FROM:g}, {T_FINAL:g}]: slope {run['slope']:.3f}")
         right.set_xlabel("time t")
-        right.set_ylabel(r"$\log(-\log \mathrm{distance})$")
+        right.set_ylabel(r"$\log(-\log \delta)$")
         right.set_title("doubly exponential: slope 1 (= V) predicted")
         right.legend(frameon=False)
         bottom.suptitle(f"Theorem 2.1: n = {args.n} tokens in d = 1, Q = K = V = 1; "

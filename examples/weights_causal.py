@@ -23,13 +23,16 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import WeightedParticles
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from solvers.particles.direct import normalize_rows
 
 PREDICTED_RATE = 0.5  # 1 - 1/i at i = 2, the slowest mode of the linearised flow
@@ -70,7 +73,7 @@ def main(argv=None) -> dict:
           f"(linearisation: "
           f"{PREDICTED_RATE})")
 
-    with _style():  # the package's figure style
+    with style():  # the package's figure style
         fig = Figure(figsize=(9.5, 4.0), layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.add_subplot(1, 2, 1, projection="3d", computed_zorder=False)
@@ -78,9 +81,12 @@ def main(argv=None) -> dict:
         ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v),
                           color="0.85", lw=0.4)
         x = run["positions"]
+        # one colour per token index, from a colour bar (any n): tokens 2..n
+        colour = colormaps["viridis"](np.linspace(0.0, 0.9, max(x.shape[1] - 1, 1)))
         for i in range(1, x.shape[1]):
-            ax.plot(*x[:, i].T, color=f"C{i % 10}", lw=1.0)
-            ax.scatter(*x[0, i], color=f"C{i % 10}", s=10)
+            ax.plot(*x[:, i].T, color=colour[i - 1], lw=1.0)
+            ax.scatter(*x[0, i], color=colour[i - 1], s=10,
+                       label="start of token i (t = 0)" if i == 1 else None)
         ax.scatter(*x[0, 0], color="k", s=140, marker="*", depthshade=False, zorder=10,
                    label="token 1 (fixed)")
         ax.set_box_aspect((1, 1, 1))
@@ -96,8 +102,8 @@ def main(argv=None) -> dict:
         t, dist = run["times"], run["distance"]
         for i in range(1, dist.shape[1]):
             keep = dist[:, i] > 0
-            ax.semilogy(t[keep], dist[keep, i], color=f"C{i % 10}", lw=1.0,
-                        label=f"token {i + 1}" if i in (1, dist.shape[1] - 1) else None)
+            ax.semilogy(t[keep], dist[keep, i], color=colour[i - 1], lw=1.0,
+                        label="token i (colour bar)" if i == 1 else None)
         ref = dist[-1, 1] * np.exp(-PREDICTED_RATE * (t - t[-1]))
         ax.semilogy(t, ref, "k--", lw=1.0, label=r"$e^{-t/2}$ (linearisation)")
         ax.set_ylim(max(1e-13, 0.1 * dist[-1, 1:].min()), 3.0)
@@ -106,6 +112,11 @@ def main(argv=None) -> dict:
         ax.set_title(f"n = {args.n}: every token reaches token 1 (token 2's fitted rate "
                      f"{run['rate']:.3f})", fontsize=9)
         ax.legend(frameon=False, fontsize=8)
+        n = x.shape[1]
+        steps = BoundaryNorm(np.arange(1.5, n + 1), n - 1)  # one band per token 2..n
+        bar = fig.colorbar(ScalarMappable(steps, ListedColormap(colour)), ax=ax, pad=0.02,
+                           ticks=range(2, n + 1))
+        bar.set_label("token i (both panels)")
         fig.savefig(args.out, dpi=150)
     return run
 

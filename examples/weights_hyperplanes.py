@@ -32,9 +32,8 @@ from meanfield.metrics.limit_geometry import (
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.plotting.weights import hyperplane_plot, token_paths
-from meanfield.runs.threads import one_blas_thread
 
 EIGENVALUES = [1.35, -0.07]  # Figure 6's
 T_FINAL = 10.0
@@ -50,12 +49,9 @@ def hyperplane_run(n: int, seed: int, saves: int) -> dict:
     head = Head(np.eye(d), np.eye(d), value)
     lam, phi, _ = leading_eigenvector(value)
     z0 = np.random.default_rng(seed).standard_normal((n, d))
-    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
-    # threads spinning beside other jobs made each call ~1000x slower
-    with one_blas_thread():
-        run = simulate(RescaledParticles(head), z0,
-                       np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
-                       tolerance=TOLERANCE)
+    run = simulate(RescaledParticles(head), z0,
+                   np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
+                   tolerance=TOLERANCE)
     times, z = run.times, run.positions
     c = leading_coordinates(z, value)  # (time, token)
     values = hyperplane_values(z[-1], value, MERGE)
@@ -90,7 +86,7 @@ def main(argv=None) -> dict:
           f"(lambda_1 = {run['lambda']:g})")
 
     t = run["times"]
-    with _style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style, for its panels and ours
         fig = Figure(figsize=(10.0, 4.2), layout="constrained")
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, 3, width_ratios=[1.1, 1.0, 1.0])
@@ -101,14 +97,14 @@ def main(argv=None) -> dict:
                     arrowprops={"arrowstyle": "-|>", "color": "C3", "lw": 2.2})
         ax.text(*(1.5 * phi + np.array([0.15, -0.35])), "φ₁", color="C3", fontsize=11,
                 zorder=10)
-        ax.set_title("token paths and the lines\n⟨z, φ₁⟩ = value (dashed)")
+        ax.set_title("token paths and the limit lines\n⟨z, φ₁⟩ = value (dashed)")
         hyperplane_plot(run["z"], axes[1], times=t, value_matrix=run["value_matrix"],
                         tolerance=MERGE)
         axes[1].set_title(f"{axes[1].get_title()}\n(at most 3: Theorem 4.1)")
         ax = axes[2]
         ax.semilogy(t, run["spread"], lw=1.2, label=f"measured (fit: {run['rate']:.3f})")
         ax.semilogy(t, run["spread"][-1] * np.exp(-run["lambda"] * (t - t[-1])), "k--",
-                    lw=0.8, label=f"e^(−λ₁t), λ₁ = {run['lambda']:g}")
+                    lw=0.8, label=rf"$e^{{-\lambda_1 t}}$, λ₁ = {run['lambda']:g}")
         ax.set_xlabel("time t")
         ax.set_ylabel("maxᵢ distance of ⟨zᵢ, φ₁⟩ to its value")
         ax.set_title("spread about the hyperplanes,\nat rate λ₁")

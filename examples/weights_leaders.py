@@ -29,9 +29,8 @@ from meanfield.metrics.limit_geometry import groups, hull_vertices, vertex_dista
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.plotting.weights import attention_snapshots, token_paths
-from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 12.0
 TOLERANCE = 1e-10  # error per step of the adaptive RK4 (step doubling)
@@ -42,12 +41,9 @@ def leaders_run(n: int, seed: int, saves: int) -> dict:
     d = 3
     head = Head.identity(d)
     z0 = np.random.default_rng(seed).standard_normal((n, d))
-    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
-    # threads spinning beside other jobs made each call ~1000x slower
-    with one_blas_thread():
-        run = simulate(RescaledParticles(head), z0,
-                       np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
-                       tolerance=TOLERANCE)
+    run = simulate(RescaledParticles(head), z0,
+                   np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
+                   tolerance=TOLERANCE)
     times, z = run.times, run.positions
     model = RescaledParticles(head)
     p = np.stack([model.attention(zk, t)[0] for zk, t in zip(z, times)])
@@ -83,15 +79,15 @@ def main(argv=None) -> dict:
           f"token attends to its own cluster's leader: {run['rows_attend_own_leader']}")
 
     t = run["times"]
-    with _style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style, for its panels and ours
         fig = Figure(figsize=(10.0, 7.2), layout="constrained")
         FigureCanvasAgg(fig)
         top, bottom = fig.subfigures(2, 1, height_ratios=[1.3, 1.0])
         left, right = top.subfigures(1, 2, width_ratios=[1.0, 1.25])
         ax = left.add_subplot(projection="3d")
         token_paths(run["z"], ax, times=t, tolerance=MERGE)
-        ax.set_title(f"n = {args.n} rescaled tokens, Q = K = V = I:\npaths coloured by "
-                     f"the vertex (leader) they reach")
+        ax.set_title(f"n = {args.n} rescaled tokens, Q = K = V = I: paths coloured\nby "
+                     f"the vertex (leader) they reach (grey: t = 0)")
         ax = right.add_subplot()
         ax.plot(t, run["ranks"], lw=1.2, label="numerical rank of P (tolerance 1e-6)")
         ax.plot(t, run["leader_counts"], lw=1.2, ls="--",
@@ -99,7 +95,9 @@ def main(argv=None) -> dict:
         ax.axhline(run["vertices"].size, color="0.5", lw=0.8, ls=":",
                    label=f"vertices of the limit polytope: {run['vertices'].size}")
         ax.set_yscale("log")
-        ax.set_yticks([1, 2, 5, 10, 20, 40])
+        count = int(run["vertices"].size)  # a tick at the vertex count (5 moves aside)
+        ax.set_yticks(sorted({1, 2, 10, 20, args.n, count}
+                             | ({5} if abs(count - 5) > 1 else set())))
         ax.yaxis.set_major_formatter("{x:.0f}")
         ax.set_xlabel("time t")
         ax.set_ylabel("count")

@@ -30,9 +30,8 @@ from meanfield.metrics.limit_geometry import hull_vertices, vertex_distance
 from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.plotting.weights import polytope_plot, token_paths
-from meanfield.runs.threads import one_blas_thread
 
 T_FINAL = 12.0
 FIT_FROM = 6.0  # P is Boolean to round-off by then: the linear regime of rate 1
@@ -46,12 +45,9 @@ def polytope_run(n: int, d: int, seed: int, saves: int) -> dict:
                          "seed": seed}, d, "weights.key")
     head = Head(np.eye(d), key, np.eye(d))  # Q^T K = K, positive definite
     z0 = np.random.default_rng(seed).standard_normal((n, d))
-    # the d x d matrix functions of the rescaled logits (expm) on one BLAS thread:
-    # threads spinning beside other jobs made each call ~1000x slower
-    with one_blas_thread():
-        run = simulate(RescaledParticles(head), z0,
-                       np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
-                       tolerance=TOLERANCE)
+    run = simulate(RescaledParticles(head), z0,
+                   np.linspace(0.0, T_FINAL, saves + 1)[1:], dt=None,
+                   tolerance=TOLERANCE)
     times, z = run.times, run.positions
     vertices = hull_vertices(z[-1], MERGE)
     # each token's distance to the nearest leader (the tokens at the final vertices)
@@ -78,7 +74,7 @@ def main(argv=None) -> dict:
               f"{run['final_distance']:.1e} of one; fitted rate {run['rate']:.4f} "
               f"(predicted 1)")
 
-    with _style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style, for its panels and ours
         fig = Figure(figsize=(10.0, 6.6), layout="constrained")
         FigureCanvasAgg(fig)
         grid = fig.add_gridspec(2, 3, height_ratios=[1.2, 1.0])
@@ -97,12 +93,12 @@ def main(argv=None) -> dict:
         ax.semilogy(t, runs[3]["distance"][-1] * np.exp(-(t - t[-1])), "k--", lw=0.8,
                     label=r"$e^{-t}$")
         ax.set_xlabel("time t")
-        ax.set_ylabel("max$_i$ distance to the nearest vertex")
+        ax.set_ylabel("maxᵢ distance to the nearest vertex")
         ax.set_title("every rescaled token reaches a vertex (Theorem 3.1), at rate "
                      "λ(V) = 1")
         ax.legend()
-        fig.suptitle(f"V = I, QᵀK ≻ 0, n = {n}: the rescaled tokens z = e^(−t)x cluster "
-                     "at the vertices of a convex polytope (Figure 1)")
+        fig.suptitle(f"V = I, QᵀK ≻ 0, n = {n}: the rescaled tokens $z = e^{{-t}}x$ "
+                     "cluster at the vertices of a convex polytope (Figure 1)")
         fig.savefig(args.out, dpi=150)
     return runs
 

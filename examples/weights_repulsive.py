@@ -35,7 +35,7 @@ from meanfield.metrics.limit_geometry import origin_distance
 from meanfield.model.particles import interaction_energy, simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import WeightedParticles
-from meanfield.plotting.helpers import _style
+from meanfield.plotting import style
 from meanfield.plotting.weights import TokenSeries, origin_plot
 from solvers.particles.direct import normalize_rows
 
@@ -99,20 +99,26 @@ def collapse_run(n: int, seed: int, saves: int) -> dict:
             "scaled_covariance": np.linalg.eigvalsh(2 * COLLAPSE_T * x.T @ x / n)}
 
 
-def _sphere_panel(ax, run: dict, title: str) -> None:
+def _sphere_panel(ax, run: dict, title: str, legend: bool = False) -> None:
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 37), np.linspace(0, np.pi, 19))
     ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v),
                       color="0.85", lw=0.4)
     path, x = run["positions"], run["positions"][-1]
     for i in range(x.shape[0]):
-        ax.plot(*path[:, i].T, color=f"C{i}", lw=1.0)
-        ax.scatter(*path[0, i], color=f"C{i}", s=10, marker="o", alpha=0.5)
-    ax.scatter(*x.T, color="k", s=22, depthshade=False)
+        ax.plot(*path[:, i].T, color=f"C{i}", lw=1.0, label="paths" if i == 0 else None)
+        ax.scatter(*path[0, i], color=f"C{i}", s=10, marker="o", alpha=0.5,
+                   label="t = 0" if i == 0 else None)
+    ax.scatter(*x.T, color="k", s=22, depthshade=False,
+               label=f"t = {run['times'][-1]:g}")
     cos = x @ x.T
-    for i in range(len(x)):  # the polytope's edges: pairs that are not antipodal
-        for j in range(i + 1, len(x)):
-            if cos[i, j] > -0.9:
-                ax.plot(*np.stack([x[i], x[j]]).T, color="k", lw=0.8, ls="--")
+    edges = [(i, j) for i in range(len(x)) for j in range(i + 1, len(x))
+             if cos[i, j] > -0.9]  # the polytope's edges: pairs that are not antipodal
+    for k, (i, j) in enumerate(edges):
+        ax.plot(*np.stack([x[i], x[j]]).T, color="k", lw=0.8, ls="--",
+                label="edges of the polytope" if k == 0 else None)
+    if legend:
+        ax.legend(loc="upper left", bbox_to_anchor=(-0.12, 1.04), fontsize=6.5,
+                  frameon=False, handlelength=1.5)
     ax.set_box_aspect((1, 1, 1))
     ax.set_xlabel("$x_1$", labelpad=-8)
     ax.set_ylabel("$x_2$", labelpad=-8)
@@ -152,12 +158,12 @@ def main(argv=None) -> dict:
           f"{collapse['exponent']:.4f} on [{COLLAPSE_T / 10:g}, {COLLAPSE_T:g}] (predicted "
           f"-1/2); eigenvalues of 2t S(t): {eig} (predicted 1)")
 
-    with _style():  # the package's figure style
+    with style():  # the package's figure style
         fig = Figure(figsize=(10.0, 7.0), layout="constrained")
         FigureCanvasAgg(fig)
         grid = fig.add_gridspec(2, 3)
         _sphere_panel(fig.add_subplot(grid[0, 0], projection="3d"), runs["tetrahedron"],
-                      "n = 4 on $S^2$: regular tetrahedron")
+                      "n = 4 on $S^2$: regular tetrahedron", legend=True)
         _sphere_panel(fig.add_subplot(grid[0, 1], projection="3d"), runs["octahedron"],
                       "n = 6 on $S^2$: octahedron")
         ax = fig.add_subplot(grid[0, 2])
@@ -171,7 +177,8 @@ def main(argv=None) -> dict:
         ax.grid(axis="y", color="0.9")
         ax.set_xlabel("time t")
         ax.set_ylabel("token angle (degrees)")
-        ax.set_title("n = 7 on $S^1$: equally spaced")
+        ax.set_title("n = 7 on $S^1$: equally spaced\n(ticks: the final angles, "
+                     "360°/7 apart)")
         ax = fig.add_subplot(grid[1, :2])
         for name in ("tetrahedron", "octahedron", "pentagon", "heptagon"):
             run = runs[name]
@@ -187,8 +194,8 @@ def main(argv=None) -> dict:
         # the tokens x themselves (a plain array would be read as rescaled tokens z)
         origin_plot(TokenSeries(collapse["times"], collapse["positions"], None, None,
                                 rescaled=False), ax)
-        ax.set_title(f"pure, V = -I in $R^2$: collapse to 0 (Thm C.5)\nn = 40, fitted "
-                     f"exponent {collapse['exponent']:.3f} (-1/2)", fontsize=10)
+        ax.set_title(f"pure, V = −I in $R^2$: collapse to 0 (Thm C.5)\nn = 40: exponent "
+                     f"{collapse['exponent']:.3f} (predicted −1/2)", fontsize=9)
         fig.savefig(args.out, dpi=150)
     return results
 

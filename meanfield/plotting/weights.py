@@ -85,6 +85,14 @@ def _hyperplanes(s: TokenSeries, v: np.ndarray, tolerance: float | None) -> tupl
     return psi, values, np.argmin(np.abs(c[:, None] - values), axis=1)
 
 
+def _unique_legend(ax: Axes, **kwargs) -> None:
+    """A legend with one entry per label (many lines may share one: the token paths)."""
+    handles, labels = ax.get_legend_handles_labels()
+    first = dict(zip(labels[::-1], handles[::-1]))  # the first handle of each label
+    ax.legend([first[k] for k in dict.fromkeys(labels)], list(dict.fromkeys(labels)),
+              **kwargs)
+
+
 def _draw_lines(ax: Axes, psi: np.ndarray, values: np.ndarray) -> None:
     """The lines ``<psi, z> = value`` across the current 2D view (dashed)."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
@@ -95,7 +103,8 @@ def _draw_lines(ax: Axes, psi: np.ndarray, values: np.ndarray) -> None:
         foot = centre + (value - psi @ centre) * psi / (psi @ psi)
         ends = foot + np.outer([-span, span], direction)
         ax.plot(ends[:, 0], ends[:, 1], "k--", lw=0.7, zorder=1, scalex=False,
-                scaley=False)  # the view stays the tokens'
+                scaley=False,  # the view stays the tokens'
+                label="limit hyperplanes")
 
 
 # ------------------------------------------------------------------------------------
@@ -171,11 +180,17 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
             name = "z" if s.rescaled else "x"
             ax.set_xlabel(f"{name}₁" if d == 2 else "principal axis 1 (last time)")
             ax.set_ylabel(f"{name}₂" if d == 2 else "principal axis 2")
-        if d == 2 or d > 3:
-            legend = ax.legend(loc="best", fontsize=6, markerscale=1.2, handletextpad=0.2)
-            legend.legend_handles[1].set_facecolor("0.25")  # the last tokens: many colours
+        if d == 2 or d > 3:  # (the limit lines cross the whole view: legend below it)
+            place = ({"loc": "upper center", "bbox_to_anchor": (0.5, -0.15), "ncol": 3}
+                     if planes is not None and d == 2 else {"loc": "best"})
+            _unique_legend(ax, fontsize=6, markerscale=1.2, handletextpad=0.2, **place)
+            legend = ax.get_legend()
+            for handle, text in zip(legend.legend_handles, legend.get_texts()):
+                if text.get_text() == f"t = {_fmt_time(t[-1])}":  # many colours: one
+                    handle.set_facecolor("0.25")
         ax.set_title("token paths" + ("" if d != 3 else
-                                      f" (grey: t = {_fmt_time(t[0])})"))
+                                      f"\n(grey: t = {_fmt_time(t[0])}; colour: the "
+                                      "point they end at)"))
     return fig
 
 
@@ -211,14 +226,15 @@ def attention_snapshots(data: Any, *, times: Any = None, count: int = 4,
         for k, (ax, i) in enumerate(zip(axes, idx)):
             image = ax.imshow(p[i][np.ix_(order, order)], vmin=0, vmax=1, cmap="magma_r",
                               interpolation="nearest")
-            ax.set_title(f"t = {_fmt_time(t[i])}\ndist {boolean_distance(p[i]):.1e}",
+            ax.set_title(f"t = {_fmt_time(t[i])}\nδ = {boolean_distance(p[i]):.1e}",
                          fontsize=7)
             ax.set_xlabel("key j")
             ax.set_ylabel("query i" if k == 0 else "")
             ax.set_xticks([])
             ax.set_yticks([])
         fig.colorbar(image, ax=axes, shrink=0.85, pad=0.02).set_label("Pᵢⱼ(t)")
-        fig.suptitle("attention matrices (tokens ordered by their last leader)",
+        fig.suptitle("attention matrices (tokens ordered by their last leader); "
+                     "δ = maxᵢ (1 − maxⱼ Pᵢⱼ), the distance to a Boolean matrix",
                      fontsize=8)
     return fig
 
@@ -237,8 +253,8 @@ def boolean_distance_plot(data: Any, ax: Axes | None = None, *, times: Any = Non
         ax = _ax(fig, ax)
         shown = dist > 0
         ax.semilogy(s.times[shown], dist[shown], color="C3", marker="." if s.times.size
-                    <= 40 else None, label=f"last: {leader_count(p[-1])} leaders, rank "
-                    f"{numerical_rank(p[-1])}")
+                    <= 40 else None, label=f"δ(t); at t = {_fmt_time(s.times[-1])}: "
+                    f"{leader_count(p[-1])} leaders, rank {numerical_rank(p[-1])}")
         if not np.all(shown):  # exactly Boolean in doubles from then on
             first = s.times[np.argmin(shown)]
             ax.axvline(first, color="0.5", ls=":", lw=0.8,
@@ -253,8 +269,8 @@ def boolean_distance_plot(data: Any, ax: Axes | None = None, *, times: Any = Non
             ax.set_yticks(10.0 ** np.arange(math.ceil(low / step) * step, high + 1, step))
             ax.minorticks_off()
         ax.set_xlabel("time t")
-        ax.set_ylabel("maxᵢ (1 − maxⱼ Pᵢⱼ)")
-        ax.set_title("distance to Boolean")
+        ax.set_ylabel("δ = maxᵢ (1 − maxⱼ Pᵢⱼ)")
+        ax.set_title("distance to a Boolean matrix")
         ax.legend(loc="lower left", fontsize=6.5)
     return fig
 
@@ -293,31 +309,37 @@ def polytope_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
             ring = pts[hull.vertices] if hull is not None else pts
             ring = np.vstack([ring, ring[:1]])
             ax.fill(ring[:, 0], ring[:, 1], color="C0", alpha=0.12, lw=0)
-            ax.plot(ring[:, 0], ring[:, 1], color="C0", lw=1.0)
+            ax.plot(ring[:, 0], ring[:, 1], color="C0", lw=1.0, label="convex hull")
         elif hull is not None:
             from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
             ax.add_collection3d(Poly3DCollection(pts[hull.simplices], alpha=0.18,
-                                                 facecolor="C0", edgecolor="C0", lw=0.5))
+                                                 facecolor="C0", edgecolor="C0", lw=0.5,
+                                                 label="convex hull"))
         else:
             ring = np.vstack([pts, pts[:1]])
-            ax.plot(*ring.T, color="C0", lw=1.0)
+            ax.plot(*ring.T, color="C0", lw=1.0, label="convex hull")
         ax.scatter(*z.T, s=10, color="k", label=f"t = {_fmt_time(s.times[-1])}", **kw)
         ax.scatter(*pts.T, s=90, marker="*", color="C1", edgecolors="k", linewidths=0.4,
-                   zorder=5, label="vertices", **kw)
+                   zorder=5, label="vertices (number: tokens there)", **kw)
         for k, point in enumerate(pts):
             ax.text(*point, f" {np.count_nonzero(nearest == k)}", fontsize=7, color="C1")
         name = "z" if s.rescaled else "x"
         for k, axis in enumerate("xyz"[:d]):
             getattr(ax, f"set_{axis}label")(f"{name}{'₁₂₃'[k]}",
                                             **({"labelpad": -2} if d == 3 else {}))
-        if d == 2:
+        if d == 2:  # a band above the tokens for the legend (it covered the hull)
+            low = min(z0[:, 1].min(), z[:, 1].min())
+            high = max(z0[:, 1].max(), z[:, 1].max())
+            ax.update_datalim([(float(z[0, 0]), high + 0.35 * (high - low))])
+            ax.autoscale_view()
             ax.set_aspect("equal", adjustable="datalim")
+            ax.legend(loc="upper center", ncol=2, fontsize=6, handletextpad=0.2,
+                      columnspacing=0.8)
         else:
             ax.tick_params(labelsize=6, pad=0)
             ax.set_box_aspect(None, zoom=0.85)
-        if d == 2:
-            ax.legend(loc="best", fontsize=6, handletextpad=0.2)
+            ax.legend(loc="upper left", fontsize=6, handletextpad=0.2)
         ax.set_title(f"polytope: {v.size} vertices,\ntokens ≤ {dist.max():.1e} from one")
     return fig
 
@@ -346,14 +368,17 @@ def hyperplane_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
     with style():
         fig = _new_figure((3.6, 2.8)) if ax is None else ax.figure
         ax = _ax(fig, ax)
-        for i in range(c.shape[1]):
-            ax.plot(s.times, c[:, i], color=colours[i], lw=0.7, alpha=0.7)
+        for i in range(c.shape[1]):  # one label for all: one legend entry (_unique_legend)
+            ax.plot(s.times, c[:, i], color=colours[i], lw=0.7, alpha=0.7,
+                    label="tokens (colour: the value reached)")
         for value in values:
-            ax.axhline(value, color="k", ls="--", lw=0.8)
+            ax.axhline(value, color="k", ls="--", lw=0.8, label="limit values")
         ax.set_xlabel("time t")
         shown = ", ".join(f"{x:.2f}" for x in phi)
         ax.set_ylabel(f"coordinate along φ₁ = ({shown})")
-        ax.set_title(f"{values.size} hyperplane(s), λ₁ = {lam:.3g}")
+        ax.set_title(f"{values.size} hyperplane{'s' if values.size != 1 else ''}, "
+                     f"λ₁ = {lam:.3g}")
+        _unique_legend(ax, loc="center right", fontsize=6.5)
     return fig
 
 
@@ -378,7 +403,7 @@ def origin_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
             ax.set_ylim(0.0, 1.1 * float(np.max(r[ok])) if np.any(ok) else 1.0)
         if guide and np.count_nonzero(ok) > 1:
             ax.loglog(t[ok], r[ok][-1] * np.sqrt(t[ok][-1] / t[ok]), "k--", lw=0.7,
-                      label="∝ t^(−1/2)")
+                      label=r"$\propto t^{-1/2}$")
         ax.set_xlabel("time t")
         ax.set_ylabel("distance to the origin")
         ax.set_title("collapse to the origin" if guide else "farthest token")
