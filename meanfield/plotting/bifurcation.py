@@ -331,6 +331,8 @@ def _title(ds: xr.Dataset) -> str:
     if model is None and "normalized" in ds.attrs:
         model = "SA" if bool(ds.attrs["normalized"]) else "USA"
     title = str(ds.attrs.get("title", "")).strip() or "bifurcations of the noisy model"
+    # (the study's title names the parameter in words: "... in kappa")
+    title = title.replace(" in kappa", " in κ").replace(" in beta", " in β")
     if model is not None and str(model) not in title and "Kuramoto" not in title:
         parts.append(f"{model} model")  # (at beta = 0 the study's title says Kuramoto)
     geometry = _geometry(ds)

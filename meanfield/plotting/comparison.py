@@ -44,6 +44,7 @@ from meanfield.plotting.helpers import (
     _new_figure,
     _norm,
     _periodic_edges,
+    _plain_log_ticks,
     _save_animation,
     _series,
     _snapshot_indices,
@@ -324,8 +325,16 @@ def l1_distance(ds: xr.Dataset, ax: Axes) -> list:
     ax.set_xlabel(_time_label(ds))
     ax.set_ylabel(r"$\Sigma_b\,|p_b - q_b|$")
     ax.set_title("L1 distance, tokens vs PDE")
-    ax.legend(loc="best", handlelength=1.4)
+    _plain_log_ticks(ax.yaxis)
+    _legend_below(ax)
     return lines
+
+
+def _legend_below(ax: Axes) -> None:
+    """The legend under the axes: inside, "best" still put it on the floor's line or
+    the rising energy curves (there is no empty corner in these panels)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), handlelength=1.4,
+              fontsize=7)
 
 
 def l1_meaning(ds: xr.Dataset) -> str:
@@ -345,9 +354,9 @@ def l1_meaning(ds: xr.Dataset) -> str:
         occupied = f" (99 % of the last PDE mass in {min(full, bins)} of them)"
     return textwrap.fill(
         f"L1 gap: B = {bins} bins{occupied}, N = {n} tokens. Its sampling floor is "
-        "≈ √(2 B_occ / πN) over the B_occ bins the PDE fills: low for a clustered state "
-        "(few bins), where a gap above the floor means the clusters' place or shape "
-        "differ by about a bin width or more.", width=135)
+        r"≈ $\sqrt{2B_\mathrm{occ}/(\pi{}N)}$ over the $B_\mathrm{occ}$ bins the PDE "
+        "fills: low for a clustered state (few bins), where a gap above the floor means "
+        "the clusters' place or shape differ by about a bin width or more.", width=135)
 
 
 def _l1_caption(ds: xr.Dataset, fig: Figure) -> None:
@@ -381,7 +390,7 @@ def _pde_vs_tokens(ds: xr.Dataset, ax: Axes, pde_key: str, token_key: str, ylabe
     ax.set_xlabel(_time_label(ds))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(loc="best", handlelength=1.4)
+    _legend_below(ax)
     return lines
 
 
@@ -440,9 +449,10 @@ def _circle_row(ds: xr.Dataset, fig: Figure, spec, count: int, log: bool | str,
 def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     circle = ds.attrs["geometry"] == "circle"
     with style():
-        fig = _new_figure((7.5, 5.4 if circle else 5.3))
+        # (the bottom row's legends sit under its panels: room for them)
+        fig = _new_figure((7.5, 6.3 if circle else 6.2))
         fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, hspace=0.06, wspace=0.04)
-        grid = fig.add_gridspec(2, 1, height_ratios=[1, 1] if circle else [1.25, 1])
+        grid = fig.add_gridspec(2, 1, height_ratios=[1, 1.2] if circle else [1.25, 1.3])
         top = (_circle_row(ds, fig, grid[0], 4, log) if circle
                else _map_block(ds, fig, grid[0], 3, log))
         bottom = _series_row(ds, fig, grid[1])
@@ -478,7 +488,7 @@ def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
 
 def _distance_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     with style():
-        fig = _new_figure((7.5, 2.8))
+        fig = _new_figure((7.5, 3.6))
         _letter_panels(_series_row(ds, fig, fig.add_gridspec(1, 1)[0]))
         fig.suptitle(_title(ds), fontsize=9)
     return fig

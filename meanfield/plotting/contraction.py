@@ -33,10 +33,12 @@ from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
     _attr_summary,
+    _add_note,
     _letter_panels,
     _new_figure,
-    style,
+    _plain_log_ticks,
     _time_label,
+    style,
 )
 
 NEEDED = ("distance", "fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start",
@@ -50,6 +52,9 @@ _DISTANCE_RANGE = 1e16  # the distance axis shows at most this factor below its 
 # the predicted slope's line style by the regime its window measures
 REGIME_STYLES = {"local": ":", "mean-field": "-."}
 REGIME_LABELS = {"local": "local rate", "mean-field": "mean-field rate"}
+# the fitted exponential lies on its β's distance curve: drawn as a wide pale band under
+# it (a dashed line in the same colour on top of it could not be seen)
+_FIT_STYLE = {"ls": "-", "lw": 5.0, "alpha": 0.3, "zorder": 1, "solid_capstyle": "butt"}
 TARGET_LABELS = {"dirac": r"$W_2(\mu_t, \delta_{x_\infty})$",
                  "stationary": r"$W_2(\mu_t, \mu_\infty)$"}
 
@@ -129,8 +134,8 @@ def _predicted(ds: xr.Dataset, i: int, source: str) -> tuple[float, str]:
 
 def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
     """The distances against time on a log axis: one colour per β, the PDE as a line and
-    the particles as dots; the fitted exponential over its window (dashed, same colour)
-    and, for each source, the predicted slope of its window's regime through the start of
+    the particles as dots; the fitted exponential over its window (a wide pale band
+    under the curve) and, for each source, the predicted slope of its window's regime through the start of
     its fitted line (black: dotted for the local rate, dash-dotted for the mean-field
     rate). ``variable = "pair_distance"`` draws the pair distances with the
     ``pair_fitted_rate`` lines where ``pair_fit_start``/``pair_fit_stop`` are stored (no
@@ -173,7 +178,7 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
             if c is None:
                 continue
             tt = np.linspace(start, stop, 50)
-            ax.semilogy(tt, np.exp(c - rate * tt), "--", color=colors[i], lw=1.0,
+            ax.semilogy(tt, np.exp(c - rate * tt), **_FIT_STYLE, color=colors[i],
                         gid=f"fit:{variable}:{source}:{b:g}")
             drawn_fit = True
             predicted, regime = _predicted(ds, i, source)
@@ -182,7 +187,7 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
             if np.isfinite(predicted) and regime in REGIME_STYLES:
                 d0 = np.exp(c - rate * start)
                 ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), REGIME_STYLES[regime],
-                            color="k", lw=1.0, gid=f"predicted:{source}:{b:g}")
+                            color="k", lw=1.0, zorder=4, gid=f"predicted:{source}:{b:g}")
                 drawn_regimes.add(regime)
             elif regime == "crossover":
                 drawn_regimes |= _crossover_slopes(ax, ds, i, t, d, tt, f"{source}:{b:g}")
@@ -201,7 +206,8 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
               Line2D([], [], color="0.3", ls="none", marker=".", ms=5, label=SOURCE_LABELS[s])
               for s in sources]
     if drawn_fit:
-        styles.append(Line2D([], [], color="0.3", ls="--", lw=1.0, label="fitted rate"))
+        styles.append(Line2D([], [], **_FIT_STYLE, color="0.3",
+                             label="fitted rate (over its window)"))
     for regime in REGIME_STYLES:
         if regime in drawn_regimes:
             label = ("predicted rate" if "fit_regime" not in ds.data_vars
@@ -242,30 +248,21 @@ def _crossover_slopes(ax, ds: xr.Dataset, i: int, t: np.ndarray, d: np.ndarray,
 
 
 def _decade_labels(ax, shown: list[np.ndarray]) -> None:
-    """Readable labels on a log distance axis: 0.01, 0.02, 0.05, ... over one to three
-    decades, only the decades over more (no 6×10⁻¹ clutter); and at most 16 decades shown
-    (below that: the solver's round-off, or nothing)."""
+    """Readable labels on a log distance axis: plain numbers (0.02, 0.05, 0.1, ...) up to
+    three decades, only the decades over more (no 6×10⁻¹ clutter); and at most 16
+    decades shown (below that: the solver's round-off, or nothing)."""
     from matplotlib.ticker import NullFormatter
 
     if not shown:
         return
     values = np.concatenate(shown)
     top, bottom = float(values.max()), float(values.min())
-    if 10.0 < top / bottom <= 1e3:
-        _plain_log_labels(ax)
-    elif top / bottom > 1e3:
+    if top / bottom <= 1e3:
+        _plain_log_ticks(ax.yaxis, bottom, top)
+    else:
         ax.yaxis.set_minor_formatter(NullFormatter())
     if top / bottom > _DISTANCE_RANGE:
         ax.set_ylim(top / _DISTANCE_RANGE, top * 3.0)
-
-
-def _plain_log_labels(ax) -> None:
-    """A log axis labelled 1, 2, 5, 10, 20, ... (for a range of a few decades at most)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.yaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def rates_vs_beta(ds: xr.Dataset, ax) -> None:
@@ -326,7 +323,7 @@ def rates_vs_beta(ds: xr.Dataset, ax) -> None:
     every = every[np.isfinite(every)]
     if every.size and every.min() > 0 and every.max() / every.min() > _LOG_RATE_RANGE:
         ax.set_yscale("log")
-        _plain_log_labels(ax)
+        _plain_log_ticks(ax.yaxis, float(every.min()), float(every.max()))
     if handles:
         ax.legend(handles=handles, fontsize=7)
 
@@ -364,6 +361,26 @@ def _has_far_share(ds: xr.Dataset) -> bool:
     return "far_share" in ds.data_vars and bool(_sources(ds, "far_share"))
 
 
+def _far_share_shows(ds: xr.Dataset) -> bool:
+    """Whether the far-side panel would show anything: a share at or above the panel's
+    floor (a tenth of the local-regime threshold) at some time. A cluster that stays
+    near its limit point has a far share of round-off (|share| < 1e-6 in the example),
+    and the panel was an empty frame with a line along its bottom edge."""
+    from meanfield.studies.contraction_rates import FAR_EMPTY
+
+    share = ds["far_share"].sel(source=_sources(ds, "far_share")).values.astype(float)
+    return bool(np.any(np.isfinite(share) & (share >= FAR_EMPTY / 10)))
+
+
+def _far_share_note(ds: xr.Dataset) -> str:
+    from meanfield.studies.contraction_rates import FAR_EMPTY
+
+    share = ds["far_share"].sel(source=_sources(ds, "far_share")).values.astype(float)
+    worst = float(np.nanmax(np.abs(share))) if np.isfinite(share).any() else float("nan")
+    return (f"far side: the share of W₂² beyond π/2 stays below {FAR_EMPTY / 10:g} "
+            f"(max {worst:.1e}): every fit window is in the local regime")
+
+
 def far_share_vs_time(ds: xr.Dataset, ax) -> None:
     """The far side's share of W₂² against time (log axis), one colour per β, each
     source that has it (the densities); the fit windows bold, and the threshold under which
@@ -395,13 +412,15 @@ def far_share_vs_time(ds: xr.Dataset, ax) -> None:
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    far = _has_far_share(ds)
+    far = _has_far_share(ds) and _far_share_shows(ds)
     with style():
         fig = _new_figure((12.6 if far else 8.6, 3.2))
         axes = [fig.add_subplot(1, 2 + far, k + 1) for k in range(2 + far)]
         distance_vs_time(ds, axes[0])
         if far:
             far_share_vs_time(ds, axes[1])
+        elif _has_far_share(ds):  # nothing to draw: say so instead of an empty panel
+            _add_note(fig, _far_share_note(ds))
         rates_vs_beta(ds, axes[-1])
         _letter_panels(axes)
         fig.suptitle(_title(ds), fontsize=9)

@@ -333,13 +333,72 @@ def _freeze_layout(fig: Figure) -> None:
     fig.canvas.draw_idle = lambda *args, **kwargs: None  # frames are drawn by savefig
 
 
+_PALETTE_SAMPLE_FRAMES = 12  # frames whose colours build the GIF's one palette
+
+
+def _gif_writer(fps: float):
+    """A GIF writer with one palette for all frames, dithered.
+
+    matplotlib's ``PillowWriter`` lets Pillow quantise each frame to its own 256
+    colours: a smooth colour bar (256 shades of the map) next to text and other colours
+    then came out in visible bands, and the palette changed from frame to frame. Here
+    the palette is built once from frames spread over the whole animation and each
+    frame is mapped to it with Floyd–Steinberg dithering (bands become fine noise).
+    """
+    from matplotlib.animation import PillowWriter
+    from PIL import Image
+
+    class _OnePaletteGif(PillowWriter):
+        def finish(self) -> None:
+            frames = [im.convert("RGB") for im in self._frames]
+            step = max(1, len(frames) // _PALETTE_SAMPLE_FRAMES)
+            sample = frames[::step]
+            width, height = sample[0].size
+            sheet = Image.new("RGB", (width, height * len(sample)))
+            for k, im in enumerate(sample):
+                sheet.paste(im, (0, k * height))
+            # pure white and black first (the background and the text: a box average
+            # tinted them), then the frames' colours by octree (median cut dropped the
+            # few pixels of the cyan cross), less those so near white or black that
+            # Pillow's coarse colour lookup took them for it
+            found = np.asarray(sheet.quantize(254, method=Image.Quantize.FASTOCTREE)
+                               .getpalette()[:254 * 3]).reshape(-1, 3)
+            found = found[(found.min(axis=1) < 247) & (found.max(axis=1) > 8)]
+            palette = Image.new("P", (1, 1))
+            palette.putpalette([255, 255, 255, 0, 0, 0] + found.ravel().tolist())
+            out = [im.quantize(palette=palette, dither=Image.Dither.FLOYDSTEINBERG)
+                   for im in frames]
+            out[0].save(self.outfile, save_all=True, append_images=out[1:],
+                        duration=int(1000 / self.fps), loop=0, optimize=False)
+
+    return _OnePaletteGif(fps=fps)
+
+
 def _save_animation(fig: Figure, update: Callable[[int], Any], frames: np.ndarray,
                     path: Path, *, fps: float, dpi: float) -> None:
-    from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.animation import FuncAnimation
 
     anim = FuncAnimation(fig, update, frames=[int(i) for i in frames], blit=False,
                          repeat=False, cache_frame_data=False)
-    write_atomic(path, lambda tmp: anim.save(tmp, writer=PillowWriter(fps=fps), dpi=dpi))
+    write_atomic(path, lambda tmp: anim.save(tmp, writer=_gif_writer(fps), dpi=dpi))
+
+
+def _plain_log_ticks(axis: Any, low: float | None = None, high: float | None = None
+                     ) -> None:
+    """Label a log axis with plain numbers over a range of up to three decades:
+    0.01, 0.02, 0.05, 0.1, ... (matplotlib's default wrote "6 × 10⁻²" at the minor ticks,
+    a column of crowded powers), and every 1..9 multiple when the range is under a
+    factor 3 (else it might hold a single tick). Wider ranges are left alone. ``low`` and
+    ``high`` default to the axis's view; call after the data are drawn."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    lo, hi = sorted(axis.get_view_interval()) if low is None else (low, high)
+    if not (lo > 0 and hi / lo <= 1e3):
+        return
+    subs = tuple(range(1, 10)) if hi / lo < 3.0 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(base=10.0, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _letter_panels(axes: Sequence[Axes]) -> None:
@@ -391,6 +450,27 @@ def _caption(fig: Figure, ds: xr.Dataset) -> None:
     text = _mass_caption(ds)
     if text is not None:
         fig.supxlabel(text, fontsize=7.5, color="0.3", x=0.99, ha="right")
+
+
+def _add_note(fig: Figure, text: str) -> None:
+    """Append a line to the figure's caption (its ``supxlabel``), or start one."""
+    old = getattr(fig, "_supxlabel", None)
+    if old is not None and old.get_text():
+        if text not in old.get_text():
+            old.set_text(f"{old.get_text()}\n{text}")
+    else:
+        fig.supxlabel(text, fontsize=7.5, color="0.3", x=0.99, ha="right")
+
+
+def _explain_markers(fig: Figure) -> None:
+    """Say in the caption what the sphere maps' cyan cross is, when one is drawn (a
+    marker on a map, unexplained, was a question for every reader)."""
+    from matplotlib.lines import Line2D
+
+    for line in fig.findobj(Line2D):
+        if line.get_gid() == "mean_direction" and np.size(line.get_xdata()):
+            _add_note(fig, "cyan +: the mean direction ∫x dρ / |∫x dρ|")
+            return
 
 
 def _series(ds: xr.Dataset, key: str) -> np.ndarray:

@@ -31,7 +31,13 @@ from meanfield.plotting.common import (
     _prepare,
     diagnostics,
 )
-from meanfield.plotting.helpers import _check_log, _diagnostic_panels, style, _title
+from meanfield.plotting.helpers import (
+    _check_log,
+    _diagnostic_panels,
+    _explain_markers,
+    _title,
+    style,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
@@ -196,6 +202,8 @@ def _build(pages: Any, ds: xr.Dataset, log: Any, extra: dict) -> dict[str, Figur
         axes = diagnostics(ds)
         axes[0].figure.suptitle(_title(ds), fontsize=10)
         figs["diagnostics"] = axes[0].figure
+    for fig in figs.values():
+        _explain_markers(fig)
     return figs
 
 

@@ -15,6 +15,7 @@ from meanfield.errors import ConfigError
 from meanfield.plotting.common import _prepare
 from meanfield.plotting.helpers import (
     TWO_PI,
+    _explain_markers,
     _fmt_time,
     _new_figure,
     _norm,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 _CROSS_COLOUR = "#00e5ff"  # mean direction: cyan stands out on magma and viridis
 _GRATICULE = {"color": "white", "alpha": 0.35, "lw": 0.5}
+MEAN_DIRECTION_GID = "mean_direction"  # the cross; figures say what it is in a caption
 
 
 # --------------------------------------------------------------------------------------
@@ -126,7 +128,8 @@ def _draw_overlay(ax: Axes, xy_mean: tuple | None, xy_points: tuple | None, n_po
                 mew=0.4, zorder=5)
     (cross,) = ax.plot(*(xy_mean or ([], [])), ls="none", marker="+", ms=6 if small else 8,
                        mew=1.2 if small else 1.5,
-                       color=_CROSS_COLOUR, zorder=6,
+                       color=_CROSS_COLOUR, zorder=6, gid=MEAN_DIRECTION_GID,
+                       label="mean direction",
                        path_effects=[pe.withStroke(linewidth=3, foreground="black")])
     return cross
 
@@ -196,12 +199,15 @@ def map_mollweide(ds: xr.Dataset, ax: Axes | None = None, time: float | None = N
     i = g.index(time)
     points = _points_array(points)
     norm = norm if norm is not None else _norm(g.rho[i], log, UNIFORM)
-    with style() if ax is None else contextlib.nullcontext():  # own figures: own style
-        if ax is None:
+    own = ax is None
+    with style() if own else contextlib.nullcontext():  # own figures: own style
+        if own:
             _, ax = _new_map_figure("mollweide")
         mesh, _, _ = _draw_mollweide(g, ax, i, norm, cmap, points, smooth=smooth)
         if colorbar:
             _colorbar(mesh, ax, g.label, shrink=0.85)
+        if own:
+            _explain_markers(ax.figure)
     return mesh
 
 
@@ -311,12 +317,15 @@ def map_orthographic(ds: xr.Dataset, ax: Axes | None = None, time: float | None 
     center = _default_center(g, i) if center is None else _center_vector(center)
     points = _points_array(points)
     norm = norm if norm is not None else _norm(g.rho[i], log, UNIFORM)
-    with style() if ax is None else contextlib.nullcontext():
-        if ax is None:
+    own = ax is None
+    with style() if own else contextlib.nullcontext():
+        if own:
             _, ax = _new_map_figure("orthographic")
         mesh = _draw_orthographic(g, ax, i, center, norm, cmap, points, smooth)
         if colorbar:
             _colorbar(mesh, ax, g.label, shrink=0.85)
+        if own:
+            _explain_markers(ax.figure)
     return mesh
 
 

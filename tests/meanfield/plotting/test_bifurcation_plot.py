@@ -417,3 +417,16 @@ def test_beta_zero_is_titled_kuramoto_not_sa(beta, normalized, name):
     assert name in ds.attrs["title"] and name in title, title
     if beta == 0:
         assert "SA" not in title, title
+
+
+def test_the_titles_write_greek_letters_not_their_names():
+    """Looked at: the summary's title read "... in kappa (β = 0)"; the parameter is now
+    written as the axis writes it."""
+    from meanfield import bifurcation
+
+    ds = bifurcation({"model": {"beta": 0.0, "kappa": 2.0},
+                      "discretization": {"resolution": 32},
+                      "bifurcation": {"parameter": "kappa", "start": 1.5, "stop": 2.5,
+                                      "modes": 1, "ds_max": 0.5, "stride": 1000}})
+    title = bifurcation_figure(ds)._suptitle.get_text()
+    assert " in κ" in title and "kappa" not in title, title

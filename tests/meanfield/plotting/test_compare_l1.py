@@ -60,3 +60,30 @@ def test_auto_bins_of_a_run_and_its_caption(initial, more):
     assert note is not None and note.get_gid() == "l1_note"
     text = note.get_text().replace("\n", " ")
     assert f"B = {bins} bins" in text and "N = 200 tokens" in text and "floor" in text
+
+
+def test_the_series_legends_cover_no_curve_and_the_caption_renders():
+    """Looked at: the L1 legend lay on the sampling floor's line and the energy legend on
+    the rising curves ("best" found no empty corner), the log axis of a gap spanning less
+    than a decade was labelled "1.6 × 10⁻¹" at every minor tick, and the caption showed
+    "B_occ" as typed. Now the legends sit under the panels, the ticks are plain numbers
+    and the caption's formula is rendered."""
+    from figure_checks import legend_covers, texts_with_raw_tex, unnamed_lines
+
+    ds = compare({**CONFIG, "initial": {"kind": "von_mises", "concentration": 2.0},
+                  "particles": {"n": 200, "ensemble": 2}})
+    fig = figure(ds)
+    fig.canvas.draw()
+    series = [ax for ax in fig.axes if ax.get_xlabel().startswith("time")]
+    assert len(series) >= 2
+    for ax in series:
+        assert legend_covers(ax) == []
+        assert unnamed_lines([ax], [ax.get_legend()]) == []
+    assert not texts_with_raw_tex(fig), texts_with_raw_tex(fig)
+    l1 = series[0]
+    lo, hi = l1.get_ylim()
+    assert hi / lo < 10  # (this run's gap spans 0.16 .. 0.28)
+    labels = [t.get_text() for t in l1.yaxis.get_ticklabels(minor=True)
+              + l1.yaxis.get_ticklabels() if t.get_text()]
+    assert labels and not any("times" in s or "×" in s for s in labels), labels
+    assert all(float(s) > 0 for s in labels)  # plain numbers

@@ -118,13 +118,19 @@ def test_fitted_and_predicted_lines():
             # the predicted line of the window's regime (local: dotted), through the
             # start of the source's fitted line
             predicted = lines[f"predicted:{source}:{b}"]
-            assert predicted.get_linestyle() == ":" and fit.get_linestyle() == "--"
+            assert predicted.get_linestyle() == ":"
             assert predicted.get_ydata()[0] == pytest.approx(fit.get_ydata()[0])
+            # looked at: a dashed fit in the curve's colour vanished into the curve; it
+            # is a wide pale band under it now, the predicted slope dotted on top
+            data = lines[f"distance:{source}:{b}"]
+            assert fit.get_linewidth() >= 3 * max(data.get_linewidth(), 1.3)
+            assert fit.get_zorder() < data.get_zorder() < predicted.get_zorder()
     assert ax.get_yscale() == "log"
     assert "rad" in ax.get_ylabel() and "t" in ax.get_xlabel()
     labels = [t.get_text() for legend in ax.findobj(lambda a: a.__class__.__name__ == "Legend")
               for t in legend.get_texts()]
-    assert {"PDE", "particles", "fitted rate", "predicted: local rate", "β = 2"} <= set(labels)
+    assert {"PDE", "particles", "fitted rate (over its window)", "predicted: local rate",
+            "β = 2"} <= set(labels)
 
 
 def test_mean_field_window_and_older_results():
@@ -187,6 +193,19 @@ def test_far_share_panel():
     lines = gids(fig.axes[1])
     assert "far_share:pde:1" in lines and not any("particles" in g for g in lines)
     assert len(figure(contraction_dataset("SA")).axes) == 2  # no far_share: two panels
+
+
+def test_an_empty_far_side_is_a_caption_not_a_panel():
+    """Looked at: with the far share at round-off (|share| < 1e-6, the example config)
+    the far-side panel was an empty frame with a line along its floor. Such a dataset
+    now gets two panels and a caption saying the share stayed below the floor."""
+    ds = contraction_dataset("SA")
+    ds["far_share"] = (("beta", "time", "source"),
+                       np.full((3, ds.time.size, 2), 8e-7))
+    fig = figure(ds)
+    assert len(fig.axes) == 2
+    note = fig._supxlabel.get_text()
+    assert "far side" in note and "8.0e-07" in note
 
 
 def test_rates_panel_log_for_usa_linear_for_sa():
