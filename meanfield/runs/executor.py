@@ -9,7 +9,15 @@
 - on an existing dask cluster (``[parallel] scheduler = "tcp://host:port"``), each worker
   given the share of its machine's cores among the workers on that machine. An
   unreachable scheduler is a ``ConfigError`` naming ``parallel.scheduler`` after
-  ``timeout`` seconds (``CONNECT_TIMEOUT``, 10 s).
+  ``timeout`` seconds (``CONNECT_TIMEOUT``, 10 s), and so is one that has no worker
+  ``WORKER_WAIT`` seconds (30 s) after it answered.
+
+The client is never dask's default client: xarray would then take its netCDF write locks
+from the scheduler (every checkpoint a round trip to it, and none written once it is
+gone), and the results are written by this process alone. A cluster lost in the middle
+of a run (the scheduler's connection gone, or no worker for ``WORKER_WAIT`` seconds while
+results are awaited: dask would wait for workers forever) fails the tasks not yet done
+with one line saying so; the results before them are kept by the caller.
 
 Results are ``TaskResult`` objects in task order, whatever the order the tasks finish in;
 the same tasks give the same results serially and in parallel, because each task
@@ -22,7 +30,9 @@ dask is imported only when a cluster is used.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 import traceback as _traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +42,15 @@ from meanfield.errors import ConfigError
 from meanfield.runs import threads as thread_policy
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler before giving up
+# seconds a cluster may have no worker (starting, restarting after a crash) before the
+# run stops: a worker process starts in a few seconds, also on a loaded machine
+WORKER_WAIT = 30.0
+POLL = 1.0  # seconds between looks at the cluster while a result is awaited
+
+
+class ClusterLost(Exception):
+    """The cluster can run no more tasks (its scheduler is gone, or it has had no worker
+    for ``WORKER_WAIT`` seconds)."""
 
 
 @dataclass
@@ -62,13 +81,18 @@ class TaskResult:
         return f"task {self.index} ({params}) failed: {self.error}"
 
 
+def one_line(exc: BaseException) -> str:
+    """``"ExceptionType: message"`` on one line (dask's messages span several)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def run_task(fn: Callable[[dict], Any], index: int, params: dict) -> TaskResult:
     """Run one task under the calling thread's thread policy; errors become results."""
     with thread_policy.current().applied():
         try:
             return TaskResult(index, params, fn(params))
         except Exception as exc:  # noqa: BLE001 - reported with its parameters, others go on
-            return TaskResult(index, params, error=f"{type(exc).__name__}: {exc}",
+            return TaskResult(index, params, error=one_line(exc),
                               traceback=_traceback.format_exc())
 
 
@@ -95,6 +119,24 @@ def _forget_failed_client(previous_scheduler) -> None:
         dask.config.config.pop("scheduler", None)
     else:
         dask.config.set(scheduler=previous_scheduler)
+
+
+@contextlib.contextmanager
+def _quiet(lost: bool) -> Iterator[None]:
+    """Closing a client whose scheduler is lost: dask logs its reconnection attempt's
+    cancellation with a traceback; the run says in one line what happened instead."""
+    if not lost:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in ("distributed", "distributed.client")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _host(address: str) -> str:
@@ -147,14 +189,74 @@ class Executor:
         client = self.connect()
         futures = [client.submit(run_task, fn, i, p, pure=False)
                    for i, p in enumerate(params)]
+        lost = None  # why the cluster can run no more tasks
         try:
             for index, (future, p) in enumerate(zip(futures, params)):
-                try:
-                    yield future.result()
-                except Exception as exc:  # noqa: BLE001 - a worker died, or fn was not sent
-                    yield TaskResult(index, p, error=f"{type(exc).__name__}: {exc}")
+                if lost is None:
+                    try:
+                        result = self._await(client, future)
+                    except ClusterLost as exc:
+                        lost = str(exc)
+                    except Exception as exc:  # noqa: BLE001 - fn was not sent, KilledWorker
+                        result = TaskResult(index, p, error=one_line(exc))
+                if lost is not None:
+                    result = TaskResult(index, p, error=f"ClusterLost: {lost}")
+                yield result
         finally:
-            client.cancel([f for f in futures if not f.done()])
+            if client.status == "running":
+                client.cancel([f for f in futures if not f.done()])
+
+    def _await(self, client, future) -> TaskResult:
+        """The result of ``future``, looking at the cluster every ``POLL`` seconds.
+
+        Raises:
+            ClusterLost: the scheduler's connection is gone, or no worker has been on
+                the cluster for ``WORKER_WAIT`` seconds.
+        """
+        workerless_since = None
+        while True:
+            try:
+                return future.result(timeout=POLL)
+            except TimeoutError:
+                pass
+            except Exception as exc:
+                if future.status == "error":  # the task's own (KilledWorker: it killed
+                    raise  # the workers that ran it): the other tasks go on
+                raise ClusterLost(self._why_lost(client, exc)) from None
+            if client.status != "running":  # (reconnecting: its futures are cancelled)
+                raise ClusterLost(self._lost_scheduler())
+            try:
+                workers = len(client.nthreads())
+            except Exception as exc:  # noqa: BLE001 - the scheduler did not answer
+                raise ClusterLost(self._why_lost(client, exc)) from None
+            if workers:
+                workerless_since = None
+                continue
+            now = time.monotonic()
+            workerless_since = workerless_since or now
+            if now - workerless_since >= WORKER_WAIT:
+                raise ClusterLost(
+                    f"{self._where()} has had no worker for {WORKER_WAIT:g} s (they "
+                    "stopped or died); start workers (dask worker)")
+
+    def _where(self) -> str:
+        return (f"the dask scheduler at {self.scheduler}" if self.scheduler
+                else "the local dask cluster")
+
+    def _lost_scheduler(self) -> str:
+        return f"the connection to {self._where()} was lost; start it again"
+
+    def _why_lost(self, client, exc: Exception) -> str:
+        """Why a result did not come (``exc``, not the task's own error): the scheduler's
+        connection, once the client has seen it go (dask cancels the futures first, and
+        a cancelled wait raises ``UnboundLocalError`` in ``distributed.utils.sync``),
+        else ``exc`` itself."""
+        deadline = time.monotonic() + self.timeout
+        while client.status == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if client.status != "running":
+            return self._lost_scheduler()
+        return f"{self._where()} gave no result ({one_line(exc)})"
 
     def connect(self):
         """The dask client (started or joined on first use, or here to fail early), the
@@ -169,13 +271,14 @@ class Executor:
             self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
                                          processes=True, dashboard_address=None,
                                          silence_logs=logging.ERROR)
-            self._client = Client(self._cluster)
+            self._client = Client(self._cluster, set_as_default=False)
         else:
             import dask
 
             previous = dask.config.get("scheduler", None)
             try:
-                self._client = Client(self.scheduler, timeout=self.timeout)
+                self._client = Client(self.scheduler, timeout=self.timeout,
+                                      set_as_default=False)
             except (OSError, TimeoutError, MemoryError, ValueError, EOFError) as exc:
                 # a failed Client stays the process's default and leaves the dask
                 # scheduler set to it: anything dask does next (xarray's netCDF write
@@ -196,6 +299,7 @@ class Executor:
             except BaseException:
                 _forget_failed_client(previous)
                 raise
+            self._wait_for_a_worker()
         # tasks at once per machine: the dask threads of its workers
         hosts: dict[str, int] = {}
         for address, info in self._client.scheduler_info()["workers"].items():
@@ -203,10 +307,24 @@ class Executor:
         self._client.run(_install_share, hosts)
         return self._client
 
+    def _wait_for_a_worker(self) -> None:
+        """A scheduler that answered but has no worker after ``WORKER_WAIT`` seconds is
+        a ``ConfigError`` (dask would hold the tasks until one comes, for ever)."""
+        try:
+            self._client.wait_for_workers(1, timeout=WORKER_WAIT)
+        except (TimeoutError, OSError):
+            self.close()
+            raise ConfigError(
+                f"parallel.scheduler = {self.scheduler!r}: the dask scheduler there has no "
+                f"worker after {WORKER_WAIT:g} s; start workers (dask worker "
+                f"{self.scheduler}, or dask worker --scheduler-file FILE)",
+                "parallel.scheduler") from None
+
     def close(self) -> None:
         """Leave the cluster (and shut down one this executor started)."""
         if self._client is not None:
-            self._client.close()
+            with _quiet(self._client.status != "running"):
+                self._client.close()
             self._client = None
         if self._cluster is not None:
             self._cluster.close()

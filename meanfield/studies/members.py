@@ -66,9 +66,17 @@ class MemberStudy(RunTask):
 
     def finish(self, frames: list) -> None:
         failed = [f for f in frames[self.first_member:] if isinstance(f, TaskResult)]
-        if failed:
-            raise TaskFailed("; ".join(f"{self.describe(f.params)} failed: {f.error}"
-                                       for f in failed))
+        if not failed:
+            return
+        # members failed for one reason (a lost cluster fails all those not done) are
+        # said once: one line, not one clause per member
+        by_error: dict[str, list[str]] = {}
+        for f in failed:
+            by_error.setdefault(f.error, []).append(self.describe(f.params))
+        raise TaskFailed("; ".join(
+            f"{names[0]} failed: {error}" if len(names) == 1 else
+            f"{len(names)} members ({names[0]} .. {names[-1]}) failed: {error}"
+            for error, names in by_error.items()))
 
 
 class MemberList(MemberStudy):
