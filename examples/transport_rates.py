@@ -104,7 +104,8 @@ def main(argv=None) -> dict:
                      f"(dots: replicas; slope {conv['slope'][last]:.3f}, 95 %: "
                      f"[{conv['low'][last]:.3f}, {conv['high'][last]:.3f}])", fontsize=8.5)
         ax.set_ylabel("Wasserstein distance $W_1$ (rad)")
-        ax.legend(fontsize=7.5, loc="lower left")
+        # (beside the panel: inside it covered the replicas' dots at n = 100)
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax = fig.add_subplot(grid[0, 1])
         slope_vs_time(conv["ds"], ax)
         ax.set_title("(b) fitted slopes against time: the mean-field rate $n^{-1/2}$",
@@ -118,9 +119,9 @@ def main(argv=None) -> dict:
                      fontsize=8.5)
         ax = fig.add_subplot(grid[1, 1])
         rates_vs_beta(contr["ds"], ax)
-        ax.set_title(f"(d) fitted against predicted rates (fitted/predicted "
-                     f"{np.nanmin(contr['ratio']):.3f} .. {np.nanmax(contr['ratio']):.3f})",
-                     fontsize=8.5)
+        ax.set_title(f"(d) rates against β: fitted/predicted "
+                     f"{np.nanmin(contr['ratio']):.3f} .. {np.nanmax(contr['ratio']):.3f}",
+                     fontsize=8.5)  # (the longer title ran off the figure's edge)
         fig.suptitle("SA on the circle: tokens approach the mean field at the sampling "
                      "rate $n^{-1/2}$, and a cluster contracts at the predicted rate",
                      fontsize=10)

@@ -13,7 +13,7 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _new_figure
+from meanfield.plotting.helpers import _greek, _new_figure, _plain_log_ticks, style
 
 NEEDED = ("distance", "coupling", "sampling_floor", "dobrushin_bound", "slope",
           "slope_low", "slope_high")
@@ -40,7 +40,14 @@ def _check(ds: Any) -> xr.Dataset:
 
 
 def _title(ds: xr.Dataset) -> str:
-    return str(ds.attrs.get("title", "convergence"))
+    return _greek(str(ds.attrs.get("title", "convergence")))
+
+
+def _label(ds: xr.Dataset, name: str) -> str:
+    """The legend label of a series; the distance says its order p (``attrs["p"]``)."""
+    if name == "distance" and "p" in ds.attrs:
+        return rf"$W_{{{float(ds.attrs['p']):g}}}(\mu^n_t, \mu_t)$"
+    return LABELS[name]
 
 
 def error_vs_n(ds: xr.Dataset, ax, k: int) -> None:
@@ -52,10 +59,12 @@ def error_vs_n(ds: xr.Dataset, ax, k: int) -> None:
             continue
         ax.loglog(np.repeat(n, values.shape[1]), values.ravel(), ".", color=color,
                   alpha=0.35, ms=3)
-        ax.loglog(n, np.nanmean(values, axis=1), "-", color=color, label=LABELS[name])
+        ax.loglog(n, np.nanmean(values, axis=1), "-", color=color, label=_label(ds, name))
+    ax.plot([], [], ".", color="0.45", ms=4, label="replicas (dots), mean (line)")
     mean = np.nanmean(ds["distance"].isel(time=k).values, axis=1)
     if np.isfinite(mean[0]) and mean[0] > 0:
         ax.loglog(n, mean[0] * (n / n[0]) ** -0.5, "k:", lw=1, label=r"$n^{-1/2}$")
+    _plain_log_ticks(ax.xaxis)  # 100, 200, 500 (not 2 × 10², 3 × 10², ...)
     slope = float(ds["slope"].isel(time=k))
     low, high = float(ds["slope_low"].isel(time=k)), float(ds["slope_high"].isel(time=k))
     ax.set_title(f"t = {float(ds.time[k]):g}: slope {slope:.3f} [{low:.3f}, {high:.3f}]",
@@ -114,7 +123,7 @@ def error_vs_time(ds: xr.Dataset, ax) -> None:
             mean = np.where(mean > 0, mean, np.nan)  # (the coupling starts at 0)
             data.append(mean)
             ax.semilogy(t, mean, color=color, alpha=shade,
-                        label=LABELS[name] if i == ds.sizes["n"] - 1 else None)
+                        label=_label(ds, name) if i == ds.sizes["n"] - 1 else None)
     values = np.concatenate(data) if data else np.zeros(0)
     values = values[np.isfinite(values) & (values > 0)]
     low, high = ((values.min() / 2, values.max() * 2) if values.size else (None, None))
@@ -160,7 +169,7 @@ def slope_vs_time(ds: xr.Dataset, ax) -> None:
                   for name, (color, label) in GAUSSIAN.items()]
     else:
         series = [(name, "slope" if name == "distance" else f"{name}_slope", color,
-                   LABELS[name]) for name, color in COLORS.items()]
+                   _label(ds, name)) for name, color in COLORS.items()]
     for name, key, color, label in series:
         if key not in ds.data_vars:
             continue
@@ -175,35 +184,39 @@ def slope_vs_time(ds: xr.Dataset, ax) -> None:
                             alpha=0.15, lw=0)
     ax.axhline(-0.5, color="k", ls=":", lw=1, label=r"$n^{-1/2}$: $-1/2$")
     ax.set_xlabel("time")
-    ax.set_ylabel(r"slope of $\log$ error against $\log n$")
+    ax.set_ylabel("slope of log(error) against log n")
+    # (under the panel: the 95 % bands fill it from top to bottom)
     ax.legend(fontsize=6.5, title="fitted slope (band: 95 % interval)",
-              title_fontsize=6.5, loc="best")
+              title_fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
 
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
-    fig = _new_figure((8.0, 3.2))
-    a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-    if _gaussian(ds):
-        gaussian_error_vs_n(ds, a, ds.sizes["time"] - 1)
-        gaussian_error_vs_time(ds, b)
+    with style():
+        fig = _new_figure((8.0, 3.6))
+        a, b = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        if _gaussian(ds):
+            gaussian_error_vs_n(ds, a, ds.sizes["time"] - 1)
+            gaussian_error_vs_time(ds, b)
+            fig.suptitle(_title(ds), fontsize=9)
+            return fig
+        error_vs_n(ds, a, ds.sizes["time"] - 1)
+        error_vs_time(ds, b)
+        # (below the panels: the replicas' dots fill (a), the note on the bound (b)'s top)
+        for ax in (a, b):
+            ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                      ncols=2)
         fig.suptitle(_title(ds), fontsize=9)
-        return fig
-    error_vs_n(ds, a, ds.sizes["time"] - 1)
-    a.legend(fontsize=7)
-    error_vs_time(ds, b)
-    # (below the panel: the top holds the note on the bound, the data fill the rest)
-    b.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
-    fig.suptitle(_title(ds), fontsize=9)
     return fig
 
 
 def _rates_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     """One panel: the slopes against time (``slope_vs_time``), not one panel per time."""
     del log
-    fig = _new_figure((4.6, 3.2))
-    slope_vs_time(ds, fig.add_subplot(1, 1, 1))
-    fig.suptitle(_title(ds), fontsize=9)
+    with style():
+        fig = _new_figure((4.6, 3.8))
+        slope_vs_time(ds, fig.add_subplot(1, 1, 1))
+        fig.suptitle(_title(ds), fontsize=9)
     return fig
 
 

@@ -9,6 +9,7 @@ dispatch of the public functions are in ``common``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,16 @@ def _model_name(attrs: Any) -> str:
     if beta == 0.0 and model in ("SA", "USA"):
         return "Kuramoto model"
     return f"{model} model"
+
+
+_GREEK = {"beta": "β", "kappa": "κ", "gamma": "γ", "rho": "ρ"}
+
+
+def _greek(text: str) -> str:
+    """A study's title as a figure shows it: ``beta = 1, kappa = inf`` -> ``β = 1, κ = ∞``
+    (the studies spell the letters out for terminals and file attributes)."""
+    text = re.sub(r"\b(beta|kappa|gamma|rho)\b(?=\s*=)", lambda m: _GREEK[m.group(1)], text)
+    return re.sub(r"(=\s*)inf\b", "\\1∞", text)
 
 
 def _title(ds: xr.Dataset) -> str:
@@ -388,16 +399,16 @@ def _plain_log_ticks(axis: Any, low: float | None = None, high: float | None = N
     """Label a log axis with plain numbers over a range of up to three decades:
     0.01, 0.02, 0.05, 0.1, ... (matplotlib's default wrote "6 × 10⁻²" at the minor ticks,
     a column of crowded powers), and every 1..9 multiple when the range is under a
-    factor 3 (else it might hold a single tick). Wider ranges are left alone. ``low`` and
+    factor 6 (else it might hold a single tick). Wider ranges are left alone. ``low`` and
     ``high`` default to the axis's view; call after the data are drawn."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     lo, hi = sorted(axis.get_view_interval()) if low is None else (low, high)
     if not (lo > 0 and hi / lo <= 1e3):
         return
-    subs = tuple(range(1, 10)) if hi / lo < 3.0 else (1.0, 2.0, 5.0)
+    subs = tuple(range(1, 10)) if hi / lo < 6.0 else (1.0, 2.0, 5.0)
     axis.set_major_locator(LogLocator(base=10.0, subs=subs))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
 

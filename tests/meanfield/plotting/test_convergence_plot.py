@@ -81,3 +81,29 @@ def test_rates_page_of_the_gaussian_reference_is_one_panel_with_each_slope():
     assert len(fig.axes) == 1
     gids = {line.get_gid() for line in fig.axes[0].lines}
     assert {"slope:mean_error", "slope:covariance_error", "slope:coupling"} <= gids
+
+
+def test_the_summary_names_its_distance_and_dots_and_keeps_legends_off_the_data():
+    """Looked at: the legend said W_p with p unexplained (the study stores p = 1), the
+    replicas' dots were in no legend, the title read "beta = 1, kappa = inf", the n axis
+    was labelled 2 × 10², 3 × 10², and the summary was drawn without the package style
+    (larger fonts, framed legends). Now: W_1, a legend entry for the dots, β and κ = ∞,
+    plain n ticks, the package style and both legends under their panels."""
+    from figure_checks import legend_covers, texts_with_raw_tex
+
+    ds = convergence_dataset(1e3)
+    ds.attrs.update(p=1.0, title="convergence on the circle, beta = 1, kappa = inf")
+    fig = _summary(ds)
+    fig.canvas.draw()
+    a, b = fig.axes
+    names = [t.get_text() for t in a.get_legend().get_texts()]
+    assert r"$W_{1}(\mu^n_t, \mu_t)$" in names
+    assert any("replicas" in name for name in names)
+    assert fig._suptitle.get_text().endswith("β = 1, κ = ∞")
+    assert not texts_with_raw_tex(fig)
+    assert legend_covers(a) == [] and legend_covers(b) == []
+    assert a.get_legend().get_frame_on() is False  # the package style
+    lo, hi = a.get_xlim()
+    shown = [label.get_text() for tick, label in zip(a.get_xticks(), a.xaxis.get_ticklabels())
+             if lo <= tick <= hi and label.get_text()]
+    assert shown == ["100", "200", "500", "1000"], shown  # n from 100 to 1600
