@@ -150,7 +150,7 @@ def _tolerance(z: np.ndarray, tolerance: float | None) -> float:
 
 def _title(s: TokenSeries) -> str:
     n, d = s.tokens.shape[1:]
-    what = "rescaled tokens z = e^(−tV)x" if s.rescaled else "tokens x"
+    what = "rescaled tokens $z = e^{-tV}x$" if s.rescaled else "tokens x"
     v = s.value
     if v is not None:
         lam = np.sort_complex(np.linalg.eigvals(v))[::-1]

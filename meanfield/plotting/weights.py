@@ -189,8 +189,8 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
                 if text.get_text() == f"t = {_fmt_time(t[-1])}":  # many colours: one
                     handle.set_facecolor("0.25")
         ax.set_title("token paths" + ("" if d != 3 else
-                                      f"\n(grey: t = {_fmt_time(t[0])}; colour: the "
-                                      "point they end at)"))
+                                      f", coloured\nby end point (grey: t = "
+                                      f"{_fmt_time(t[0])})"))
     return fig
 
 
@@ -270,7 +270,7 @@ def boolean_distance_plot(data: Any, ax: Axes | None = None, *, times: Any = Non
             ax.minorticks_off()
         ax.set_xlabel("time t")
         ax.set_ylabel("δ = maxᵢ (1 − maxⱼ Pᵢⱼ)")
-        ax.set_title("distance to a Boolean matrix")
+        ax.set_title("distance δ to Boolean")
         ax.legend(loc="lower left", fontsize=6.5)
     return fig
 

@@ -151,7 +151,7 @@ def test_figure_and_plot_result_dispatch_euclidean_particles(polytope2, hyperpla
     titles = [ax.get_title(loc="left") for ax in fig.get_axes()]
     assert any("token paths" in t for t in titles)
     assert any("polytope" in t for t in titles)
-    assert any("distance to a Boolean matrix" in t for t in titles)
+    assert any("distance δ to Boolean" in t for t in titles)
     paths = plot_result(hyperplanes2, tmp_path, stem="planes", animate=True, dpi=50)
     names = [p.name for p in paths]
     assert names == ["planes_summary.png", "planes_tokens.png", "planes_geometry.png",
@@ -205,7 +205,11 @@ def test_bad_input_is_refused_with_its_name(polytope2):
 def test_what_a_referee_looks_at(polytope2, polytope3, hyperplanes2):
     """Legends off the data and naming every line, no TeX typed out, the Boolean distance
     and the vertex labels explained (each was missing in the gallery's figures)."""
-    from figure_checks import legend_covers, texts_with_raw_tex, unnamed_lines
+    from figure_checks import legend_covers, raw_tex, texts_with_raw_tex, unnamed_lines
+
+    from meanfield.plotting.token_series import _title
+
+    assert not raw_tex(_title(token_series(polytope2)))  # the summary's suptitle
 
     figs = {"polytope 2D": polytope_plot(polytope2),
             "polytope 3D": polytope_plot(polytope3),
