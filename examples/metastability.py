@@ -28,7 +28,6 @@ import numpy as np
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 import meanfield
 from meanfield.plotting import style
@@ -87,7 +86,8 @@ def main(argv=None) -> dict:
         print(f"  smallest energy increment between saves {s['min_energy_step']:.2e} "
               f"(energies up to {s['energy_scale']:.2e}): E_beta never decreases")
 
-    with style():  # the package's figure style, for its panels and ours
+    with style():  # the package's figure style and panels (integer count ticks,
+        # legends placed off the curves), with our titles
         fig = Figure(figsize=(10.0, 6.4), layout="constrained")
         FigureCanvasAgg(fig)
         for row, (g, s) in enumerate(out.items()):
@@ -99,19 +99,6 @@ def main(argv=None) -> dict:
                                        titles):
                 draw(ds, ax)
                 ax.set_title(f"{GEOMETRIES[g]}: {title}", fontsize=8)
-            for ax, locator in ((axes[0], LogLocator(base=2)),  # counts: integer ticks
-                                (axes[2], LogLocator(base=2, subs=(1.0, 1.5)))):
-                ax.yaxis.set_major_locator(locator)
-                ax.yaxis.set_major_formatter(ScalarFormatter())
-                ax.yaxis.set_minor_formatter(NullFormatter())
-            # a band above the curves (they start at n and fall) holds the legend
-            axes[0].set_ylim(top=4 * int(ds.attrs["n"]))
-            axes[0].legend(fontsize=6, loc="upper right", ncol=3, columnspacing=0.8,
-                           handlelength=1.2)
-            axes[1].legend(fontsize=6, loc="lower right")
-            # S^1: the counts stay under k* (lower right busy); S^2: above it
-            axes[2].legend(fontsize=6, loc="upper left" if g == "circle" else "lower right")
-            axes[1].set_ylabel("S = (1/n²) Σᵢⱼ exp β(⟨xᵢ, xⱼ⟩ − 1)")
         fig.suptitle("Metastability of SA from uniform tokens: the first plateau against "
                      "the most unstable mode k*, then pairwise merges (steps of the energy)",
                      fontsize=9)

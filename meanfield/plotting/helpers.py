@@ -144,9 +144,11 @@ _GREEK = {"beta": "β", "kappa": "κ", "gamma": "γ", "rho": "ρ"}
 
 
 def _greek(text: str) -> str:
-    """A study's title as a figure shows it: ``beta = 1, kappa = inf`` -> ``β = 1, κ = ∞``
-    (the studies spell the letters out for terminals and file attributes)."""
-    text = re.sub(r"\b(beta|kappa|gamma|rho)\b(?=\s*=)", lambda m: _GREEK[m.group(1)], text)
+    """A study's title as a figure shows it: ``beta = 1, kappa = inf`` -> ``β = 1, κ = ∞``,
+    ``S^1`` -> ``S¹`` (the studies spell the letters out for terminals and file
+    attributes)."""
+    text = re.sub(r"\b(beta|kappa|gamma|rho)\b", lambda m: _GREEK[m.group(1)], text)
+    text = re.sub(r"\bS\^([12])\b", lambda m: "S" + "¹²"[int(m.group(1)) - 1], text)
     return re.sub(r"(=\s*)inf\b", "\\1∞", text)
 
 
@@ -398,16 +400,29 @@ def _plain_log_ticks(axis: Any, low: float | None = None, high: float | None = N
                      ) -> None:
     """Label a log axis with plain numbers over a range of up to three decades:
     0.01, 0.02, 0.05, 0.1, ... (matplotlib's default wrote "6 × 10⁻²" at the minor ticks,
-    a column of crowded powers), and every 1..9 multiple when the range is under a
-    factor 6 (else it might hold a single tick). Wider ranges are left alone. ``low`` and
-    ``high`` default to the axis's view; call after the data are drawn."""
+    a column of crowded powers); 1, 2, 3, 4, 6 times the powers of ten under a decade,
+    every 1..9 multiple under a factor 3 (else it might hold a single tick). Wider
+    ranges are left alone. ``low`` and ``high`` default to the axis's view; call after
+    the data are drawn."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     lo, hi = sorted(axis.get_view_interval()) if low is None else (low, high)
     if not (lo > 0 and hi / lo <= 1e3):
         return
-    subs = tuple(range(1, 10)) if hi / lo < 6.0 else (1.0, 2.0, 5.0)
+    span = hi / lo
+    subs = (tuple(range(1, 10)) if span < 3.0 else (1.0, 2.0, 3.0, 4.0, 6.0) if span < 10.0
+            else (1.0, 2.0, 5.0))
     axis.set_major_locator(LogLocator(base=10.0, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _count_ticks(axis: Any, subs: tuple[float, ...] = (1.0,)) -> None:
+    """Integer labels on a log axis of counts (clusters): ticks at 2^k (times ``subs``),
+    written 4, 8, 16 (matplotlib wrote 4 × 10⁰, 6 × 10¹ on a count)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=2.0, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 

@@ -20,7 +20,15 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _letter_panels, _new_figure, style
+from meanfield.plotting.helpers import (
+    _add_note,
+    _count_ticks,
+    _greek,
+    _letter_panels,
+    _new_figure,
+    _plain_log_ticks,
+    style,
+)
 
 NEEDED = ("clusters", "energy_scaled", "log_time_over_beta", "most_unstable_mode",
           "first_plateau_clusters", "first_plateau_mean", "last_merge_low",
@@ -50,10 +58,14 @@ def clusters_vs_time(ds: xr.Dataset, ax) -> None:
     ax.plot([], [], "--", color="0.3", label="most unstable mode k*")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _count_ticks(ax.yaxis)
+    # a band above the curves (they start at n and fall) holds the legend
+    if "n" in ds.attrs:
+        ax.set_ylim(top=4 * int(ds.attrs["n"]))
     ax.set_xlabel("t")
     ax.set_ylabel("clusters")
     ax.set_title("cluster count", fontsize=8)
-    ax.legend(fontsize=6, loc="upper right")
+    ax.legend(fontsize=6, loc="upper right", ncol=3, columnspacing=0.8, handlelength=1.2)
 
 
 def staircase(ds: xr.Dataset, ax) -> None:
@@ -65,10 +77,11 @@ def staircase(ds: xr.Dataset, ax) -> None:
                     lw=0.7, alpha=0.7, gid=f"energy:{b:g}:{s}",
                     label=f"β = {b:g}" if s == ds["system"].values[0] else None)
     ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis)
     ax.set_xlabel("ln(t) / β")
-    ax.set_ylabel("S = (1/n²) Σ e^{β(⟨x_i, x_j⟩ − 1)}")
+    ax.set_ylabel("S = (1/n²) Σᵢⱼ exp β(⟨xᵢ, xⱼ⟩ − 1)")
     ax.set_title("energy staircase (a step per merge)", fontsize=8)
-    ax.legend(fontsize=6, loc="upper left")
+    ax.legend(fontsize=6, loc="lower right")  # (S rises from the lower left)
 
 
 def plateau_vs_beta(ds: xr.Dataset, ax) -> None:
@@ -89,10 +102,11 @@ def plateau_vs_beta(ds: xr.Dataset, ax) -> None:
     ax.set_yscale("log")
     ax.set_xticks(b, [f"{v:g}" for v in b])
     ax.xaxis.set_minor_formatter("")
+    _count_ticks(ax.yaxis, subs=(1.0, 1.5))  # 4, 6, 8, 12, ...
     ax.set_xlabel("β")
     ax.set_ylabel("clusters")
     ax.set_title("first metastable state against the linear theory", fontsize=8)
-    ax.legend(fontsize=6, loc="upper left")
+    ax.legend(fontsize=6, loc="best")
 
 
 def last_merge(ds: xr.Dataset, ax) -> None:
@@ -117,24 +131,40 @@ def last_merge(ds: xr.Dataset, ax) -> None:
     ax.plot(span, span, "-", color="0.4", lw=0.8, gid="diagonal", label="equal")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("hardmax pairing prediction ∫ e^{β(1−cos φ)} dφ / (r sin φ)")
+    ax.set_xlabel(r"hardmax pairing prediction $\int e^{\beta(1-\cos\varphi)}\,"
+                  r"d\varphi\,/\,(r \sin\varphi)$")
     ax.set_ylabel("observed duration of the last merge")
-    ax.set_title("last merge (time rescaled by e^{β(1−⟨x_i,x_j⟩)})", fontsize=8)
+    ax.set_title(r"last merge (time rescaled by $e^{\beta(1-\langle x_i,x_j\rangle)}$)",
+                 fontsize=8)
     ax.legend(fontsize=6, loc="upper left")
 
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
+    merged = _has_last_merge(ds)
     with style():
-        fig = _new_figure((9.0, 7.0))
-        axes = [fig.add_subplot(2, 2, k) for k in (1, 2, 3, 4)]
+        # without a last merge in the saves: three panels and a caption saying so (the
+        # fourth was an empty frame with that sentence in it)
+        fig = _new_figure((9.0, 7.0) if merged else (12.0, 3.8))
+        axes = [fig.add_subplot(2 if merged else 1, 2 if merged else 3, k + 1)
+                for k in range(4 if merged else 3)]
         clusters_vs_time(ds, axes[0])
         staircase(ds, axes[1])
         plateau_vs_beta(ds, axes[2])
-        last_merge(ds, axes[3])
-        _letter_panels([a for a in axes if a.axison])
-        fig.suptitle(str(ds.attrs.get("title", "metastability")), fontsize=9)
+        if merged:
+            last_merge(ds, axes[3])
+        else:
+            _add_note(fig, "no last merge within the saved times (run longer for the "
+                      "merge panel)")
+        _letter_panels(axes)
+        fig.suptitle(_greek(str(ds.attrs.get("title", "metastability"))), fontsize=9)
     return fig
+
+
+def _has_last_merge(ds: xr.Dataset) -> bool:
+    pred = ds["last_merge_hardmax"].values
+    return bool(np.any(np.isfinite(ds["last_merge_low"].values) & np.isfinite(pred)
+                       & (pred > 0)))
 
 
 def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:

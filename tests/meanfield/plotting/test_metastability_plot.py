@@ -95,3 +95,29 @@ def test_a_real_small_run_plots(tmp_path):
                                                        "num": 10, "scale": "log"}}})
     written = plot_result(ds, tmp_path, stem="real", dpi=50)
     assert written[0].read_bytes().startswith(PNG_MAGIC)
+
+
+def test_counts_get_integer_ticks_and_an_empty_merge_panel_becomes_a_caption(synthetic):
+    """Looked at: the count axes were labelled 6 × 10¹, 4 × 10⁰, the energy label showed
+    its TeX braces (e^{β(⟨x_i, x_j⟩ − 1)}), the title read "S^1 ... per beta", and a run
+    without a last merge got an empty fourth frame with a sentence in it. Now the counts
+    carry integer ticks (2^k; 1.5 x 2^k on the plateau panel), no text shows raw TeX,
+    the title writes S¹ and β, no legend covers a curve, and without a merge the figure
+    has three panels and a caption."""
+    from figure_checks import legend_covers, non_integer_ticks, texts_with_raw_tex
+
+    ds = synthetic.copy()
+    ds.attrs.update(n=20, title="metastability, SA on S^1, 2 systems per beta")
+    fig = figure(ds)
+    fig.canvas.draw()
+    assert len(fig.axes) == 4
+    for ax in (fig.axes[0], fig.axes[2]):
+        labelled = [t for t, label in zip(ax.get_yticks(), ax.yaxis.get_ticklabels())
+                    if label.get_text()]
+        assert labelled and non_integer_ticks(ax.yaxis) == [], labelled
+    assert not texts_with_raw_tex(fig), texts_with_raw_tex(fig)
+    assert "S¹" in fig._suptitle.get_text() and "per β" in fig._suptitle.get_text()
+    assert all(legend_covers(ax) == [] for ax in fig.axes[:2])
+    none = ds.assign(last_merge_low=ds.last_merge_low * np.nan)
+    fig = figure(none)
+    assert len(fig.axes) == 3 and "no last merge" in fig._supxlabel.get_text()
