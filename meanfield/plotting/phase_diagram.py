@@ -86,6 +86,28 @@ def _title(ds: xr.Dataset) -> str:
     return f"{what}: " + ", ".join(p for p in parts if p)
 
 
+def _legend_handles(axes) -> list:
+    """One legend entry per kind of line drawn: the equiangular time (solid, and dashed
+    where d < n) and the P = 1/2 contour."""
+    import matplotlib.patheffects as pe
+    from matplotlib.lines import Line2D
+
+    edge = [pe.Stroke(linewidth=2.6, foreground="black"), pe.Normal()]
+    handles: dict[str, Line2D] = {}
+    for ax in axes:
+        for line in ax.get_lines():
+            if str(line.get_gid()).startswith("equiangular"):
+                label = ("equiangular time" + (" (dashed: d < n)"
+                                               if line.get_linestyle() == "--" else ""))
+                handles.setdefault(label, Line2D([], [], color="w", lw=1.4,
+                                                 ls=line.get_linestyle(), label=label,
+                                                 path_effects=edge))
+        if any(str(c.get_gid()).startswith("half:") for c in ax.collections):
+            handles.setdefault("P = 1/2", Line2D([], [], color="k", lw=0.8,
+                                                 label="P = 1/2 (contour)"))
+    return list(handles.values())
+
+
 def phase_figure(ds: xr.Dataset):
     """The figure: one panel per d in a row, shared axes and colorbar."""
     ds = _check(ds)
@@ -100,12 +122,12 @@ def phase_figure(ds: xr.Dataset):
                 ax.set_yticklabels([])
             else:
                 ax.set_ylabel("time t")
-        handles = [h for ax in axes for h in ax.get_lines()
-                   if str(h.get_gid()).startswith("equiangular")]
+        handles = _legend_handles(axes)
         if handles:
-            # (lower right: the dark, unclustered corner, where the white curve shows)
-            leg = axes[-1].legend(handles=handles[-1:], loc="lower right", fontsize=6,
-                                  labelcolor="w", frameon=False)
+            # (under the panels: every line drawn, the dashed d < n curve and the P = 1/2
+            # contour included; the white curves get a black edge to show on white)
+            leg = fig.legend(handles=handles, loc="outside lower center", fontsize=7,
+                             ncols=len(handles))
             leg.set_gid("legend")
         cb = fig.colorbar(mesh, ax=axes, shrink=0.9, pad=0.01)
         cb.set_label("pair probability")

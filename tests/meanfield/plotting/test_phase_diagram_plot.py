@@ -96,3 +96,14 @@ def test_a_missing_variable_is_named():
     ds = phase_dataset(dims=(8,)).drop_vars("equiangular_time")
     with pytest.raises(ConfigError, match="equiangular_time"):
         phase_figure(ds)
+
+
+def test_every_kind_of_line_is_in_the_legend():
+    """Looked at: the black P = 1/2 contour and the dashed (d < n) equiangular curve were
+    in no legend (only the last panel's solid curve, in white on the image). The legend
+    under the panels now names the three."""
+    fig = phase_figure(phase_dataset())
+    legend = next(a for a in fig.findobj() if a.get_gid() == "legend")
+    names = {t.get_text() for t in legend.get_texts()}
+    assert names == {"equiangular time", "equiangular time (dashed: d < n)",
+                     "P = 1/2 (contour)"}
