@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 import meanfield
 from meanfield.model.kernels import growth_rate
+from meanfield.plotting import style
 
 
 def measured_rate(beta: float, kappa: float, normalized: bool, k: int) -> float:
@@ -39,26 +40,35 @@ def main(argv=None) -> float:
     args = parser.parse_args(argv)
     betas = np.array([0.0, 2.0, 4.0]) if args.quick else np.linspace(0.0, 6.0, 13)
     fine = np.linspace(0.0, 6.0, 300)
-    fig = Figure(figsize=(5.5, 3.8), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    worst = 0.0
-    for normalized, name, color in [(True, "SA", "C0"), (False, "USA", "C3")]:
-        for k, marker in [(1, "o"), (2, "s")]:
-            sigma = np.array([growth_rate(k, b, args.kappa, normalized) for b in fine])
-            ax.plot(fine, sigma, color=color, lw=1, ls="-" if k == 1 else "--",
-                    label=f"{name}, k = {k}")
-            got = np.array([measured_rate(b, args.kappa, normalized, k) for b in betas])
-            exact = np.array([growth_rate(k, b, args.kappa, normalized) for b in betas])
-            worst = max(worst, float(np.max(np.abs(got - exact) / np.abs(exact))))
-            ax.plot(betas, got, marker, color=color, mfc="none", ms=5)
-    ax.axhline(0, color="0.6", lw=0.8)
-    ax.set_xlabel(r"$\beta$")
-    ax.set_ylabel(r"growth rate $\sigma_k$")
-    ax.set_title(rf"Uniform state, $\kappa = {args.kappa:g}$: theory (lines), PDE (markers)")
-    ax.set_ylim(-5, 12)
-    ax.legend(frameon=False, ncol=2, fontsize=8)
-    fig.savefig(args.out, dpi=150)
+    with style():  # the package's figure style
+        # one panel per model, each on its own linear scale: the USA rates grow like
+        # e^beta (USA k = 2 left a shared frame at beta = 4.7) while the SA rates stay
+        # within 1 of zero (a symmetric-log axis bent the curves where it changes scale)
+        fig = Figure(figsize=(8.0, 3.4), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, 2)
+        worst = 0.0
+        for ax, (normalized, name, color) in zip(axes, [(True, "SA", "C0"),
+                                                        (False, "USA", "C3")]):
+            for k, marker in [(1, "o"), (2, "s")]:
+                sigma = np.array([growth_rate(k, b, args.kappa, normalized) for b in fine])
+                line = "-" if k == 1 else "--"
+                ax.plot(fine, sigma, color=color, lw=1, ls=line)
+                got = np.array([measured_rate(b, args.kappa, normalized, k) for b in betas])
+                exact = np.array([growth_rate(k, b, args.kappa, normalized) for b in betas])
+                worst = max(worst, float(np.max(np.abs(got - exact) / np.abs(exact))))
+                ax.plot(betas, got, marker, color=color, mfc="none", ms=5)
+                # one entry per mode shows its line (theory) and its marker (PDE)
+                ax.plot([], [], color=color, lw=1, ls=line, marker=marker, mfc="none",
+                        ms=5, label=f"k = {k}")
+            ax.axhline(0, color="0.6", lw=0.8)
+            ax.set_xlabel(r"$\beta$")
+            ax.set_ylabel(r"growth rate $\sigma_k$")
+            ax.set_title(f"({'ab'[int(not normalized)]}) {name}", loc="left")
+            ax.legend(loc="upper left" if not normalized else "lower right")
+        fig.suptitle(rf"Growth rates of the uniform state, $\kappa = {args.kappa:g}$: "
+                     "theory (lines), PDE (markers)")
+        fig.savefig(args.out, dpi=150)
     print(f"max relative error of the measured growth rates: {worst:.1e}")
     return worst
 

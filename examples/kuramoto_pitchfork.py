@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 import meanfield
 from meanfield.demo import kuramoto_order_parameter
+from meanfield.plotting import style
 
 
 def equilibrium_r(kappa: float) -> float:
@@ -41,17 +42,19 @@ def main(argv=None) -> dict:
     fine = np.linspace(1.0, 6.0, 400)
     theory = np.array([kuramoto_order_parameter(k) for k in fine])
 
-    fig = Figure(figsize=(5.5, 3.8), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.plot(fine, theory, color="0.3", lw=1.5, label=r"$r = I_1(\kappa r)/I_0(\kappa r)$")
-    ax.plot(kappas, measured, "o", ms=5, label="PDE equilibrium (spectral, n = 32)")
-    ax.axvline(2.0, ls=":", color="0.5")
-    ax.set_xlabel(r"$\kappa$ (inverse noise)")
-    ax.set_ylabel(r"order parameter $r_\infty$")
-    ax.set_title(r"Noisy Kuramoto ($\beta = 0$): pitchfork at $\kappa_c = 2$")
-    ax.legend(frameon=False, loc="lower right")
-    fig.savefig(args.out, dpi=150)
+    with style():  # the package's figure style
+        fig = Figure(figsize=(5.5, 3.8), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        ax.plot(fine, theory, color="0.3", lw=1.5,
+                label=r"$r = I_1(\kappa r)/I_0(\kappa r)$")
+        ax.plot(kappas, measured, "o", ms=5, label="PDE equilibrium (spectral, n = 32)")
+        ax.axvline(2.0, ls=":", color="0.5", label=r"$\kappa_c = 2$ (linear theory)")
+        ax.set_xlabel(r"$\kappa$ (inverse noise)")
+        ax.set_ylabel(r"order parameter $r_\infty$")
+        ax.set_title(r"Noisy Kuramoto ($\beta = 0$): pitchfork at $\kappa_c = 2$")
+        ax.legend(loc="lower right")
+        fig.savefig(args.out, dpi=150)
     errors = np.abs(measured - np.array([kuramoto_order_parameter(k) for k in kappas]))
     print(f"max |r_PDE - r_theory| = {errors.max():.2e} over {len(kappas)} values of kappa")
     return {"kappa": kappas, "r": measured, "error": errors}
