@@ -38,6 +38,7 @@ from meanfield.plotting.helpers import (
 )
 from meanfield.plotting.helpers import (
     ENERGY_LABEL,
+    _count_ticks,
     _draw_panel,
     _fmt_time,
     _frame_indices,
@@ -100,12 +101,7 @@ def _panels(ds: xr.Dataset) -> list[_Panel]:
 
 
 def _draw(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
-    from matplotlib.ticker import (
-        LogLocator,
-        MaxNLocator,
-        NullFormatter,
-        ScalarFormatter,
-    )
+    from matplotlib.ticker import MaxNLocator
 
     if panel.key in ("order_parameter", "energy"):
         _draw_panel(ds, panel, ax)
@@ -122,9 +118,7 @@ def _draw(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
         finite = y[np.isfinite(y)]
         if finite.size and finite.min() >= 1 and finite.max() >= 10 * finite.min():
             ax.set_yscale("log")
-            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(ScalarFormatter())
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            _count_ticks(ax.yaxis)  # 1, 2, 4, ..., 64 (ScalarFormatter wrote 50.0, 2.0)
         else:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     _label_panel(ds, panel, ax, t)

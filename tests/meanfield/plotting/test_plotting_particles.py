@@ -216,6 +216,12 @@ def test_circle_particles_summary():
                  "attention rank"):
         assert word in titles
     assert fig.axes[4].get_yscale() == "log"  # clusters: 40 down to 2
+    # looked at: the counts were labelled 50.0, 20.0, 2.0; now integers (2^k)
+    from figure_checks import non_integer_ticks
+
+    labels = [t.get_text() for t in fig.axes[4].yaxis.get_ticklabels() if t.get_text()]
+    assert labels and non_integer_ticks(fig.axes[4].yaxis) == []
+    assert not any("." in label for label in labels), labels
 
 
 def test_circle_many_tokens_draw_a_density_image():
