@@ -32,6 +32,8 @@ from meanfield.plotting import sphere_maps as _maps
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
     ENERGY_LABEL,
+    MEAN_DIRECTION_NOTE,
+    _add_note,
     _centre_note,
     _centred_grid,
     _centred_theta_axis,
@@ -527,6 +529,8 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
                                            labels=False, smooth=smooth)
                      for g, a, smooth in ((pde, axes[0], True), (hist, axes[1], False))]
             _maps._colorbar(drawn[0][0], axes, pde.label, shrink=0.85)
+            if any(pde.mean_at(int(i)) is not None for i in frames):  # the cross shows
+                _add_note(fig, MEAN_DIRECTION_NOTE)
 
             def update(i: int):
                 for (mesh, _, values), name, a in zip(drawn, ("PDE", "tokens"), axes):

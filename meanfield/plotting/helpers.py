@@ -82,10 +82,6 @@ def style() -> Any:
     return matplotlib.rc_context(_STYLE)
 
 
-# the former private name, kept only until every example imports ``style`` (issue 21)
-_style = style
-
-
 def _fmt_number(value: Any) -> str:
     """``1.0 -> '1'``, ``inf -> '∞'``; other values as given."""
     try:
@@ -401,7 +397,7 @@ def _plain_log_ticks(axis: Any, low: float | None = None, high: float | None = N
     """Label a log axis with plain numbers over a range of up to three decades:
     0.01, 0.02, 0.05, 0.1, ... (matplotlib's default wrote "6 × 10⁻²" at the minor ticks,
     a column of crowded powers); 1, 2, 3, 4, 6 times the powers of ten under a decade,
-    every 1..9 multiple under a factor 3 (else it might hold a single tick). Wider
+    evenly spaced values under a factor 3 (else it might hold a single tick). Wider
     ranges are left alone. ``low`` and ``high`` default to the axis's view; call after
     the data are drawn."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -410,9 +406,14 @@ def _plain_log_ticks(axis: Any, low: float | None = None, high: float | None = N
     if not (lo > 0 and hi / lo <= 1e3):
         return
     span = hi / lo
-    subs = (tuple(range(1, 10)) if span < 3.0 else (1.0, 2.0, 3.0, 4.0, 6.0) if span < 10.0
-            else (1.0, 2.0, 5.0))
-    axis.set_major_locator(LogLocator(base=10.0, subs=subs))
+    if span < 3.0:  # linear steps (0.10, 0.12, 0.14): 1..9 x 10^k leaves [0.1, 0.2) bare
+        from matplotlib.ticker import FixedLocator, MaxNLocator
+
+        ticks = MaxNLocator(nbins=5).tick_values(lo, hi)
+        axis.set_major_locator(FixedLocator(ticks[ticks > 0]))
+    else:
+        subs = (1.0, 2.0, 3.0, 4.0, 6.0) if span < 10.0 else (1.0, 2.0, 5.0)
+        axis.set_major_locator(LogLocator(base=10.0, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -488,6 +489,9 @@ def _add_note(fig: Figure, text: str) -> None:
         fig.supxlabel(text, fontsize=7.5, color="0.3", x=0.99, ha="right")
 
 
+MEAN_DIRECTION_NOTE = "cyan +: the mean direction ∫x dρ / |∫x dρ|"
+
+
 def _explain_markers(fig: Figure) -> None:
     """Say in the caption what the sphere maps' cyan cross is, when one is drawn (a
     marker on a map, unexplained, was a question for every reader)."""
@@ -495,7 +499,7 @@ def _explain_markers(fig: Figure) -> None:
 
     for line in fig.findobj(Line2D):
         if line.get_gid() == "mean_direction" and np.size(line.get_xdata()):
-            _add_note(fig, "cyan +: the mean direction ∫x dρ / |∫x dρ|")
+            _add_note(fig, MEAN_DIRECTION_NOTE)
             return
 
 

@@ -15,6 +15,8 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _GeometryPlots, _register
 from meanfield.plotting.helpers import (
+    MEAN_DIRECTION_NOTE,
+    _add_note,
     _caption,
     _diagnostic_panels,
     _diagnostics_row,
@@ -202,6 +204,8 @@ def _sphere_animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float,
         mesh, cross, values = _draw_mollweide(g, ax, widest, norm, "magma", None)
         _colorbar(mesh, ax, g.label, shrink=0.85)
         fig.suptitle(_title(ds), fontsize=8)
+        if any(g.mean_at(int(i)) is not None for i in frames):  # the cross shows
+            _add_note(fig, MEAN_DIRECTION_NOTE)
 
         def update(i: int):
             mesh.set_array(values(i))
