@@ -5,7 +5,7 @@
 
 1. The beta = 0 branch on S^1 (noisy Kuramoto, n = 64 and 256): a ``points``-point
    pseudo-arclength continuation (``solvers.nonlinear.continue_branch`` on the bordered
-   stationary system ``meanfield.studies.stationary.BorderedSystem``, exact derivatives)
+   stationary system ``meanfield.studies.bifurcation.stationary.BorderedSystem``, exact derivatives)
    from kappa = 2.04 to 10 (kappa = 2 itself is the pitchfork, where time integration
    only decays algebraically), with each corrector: Newton-Krylov with the diffusion
    preconditioner (what the study used before), and the dense chord method
@@ -40,11 +40,11 @@ import numpy as np
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
-from meanfield.studies import bifurcation as bf
-from meanfield.studies import bifurcation_branches as bb
-from meanfield.studies import bifurcation_scan as bs
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation import branches as bb
+from meanfield.studies.bifurcation import scan as bs
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 from solvers.nonlinear.continuation import continue_branch
 
 KAPPA_START, KAPPA_STOP = 2.04, 10.0
@@ -61,7 +61,7 @@ def build(geometry: str, resolution: int, kappa: float, dt: float | str = "auto"
 
 class Branch:
     """The bordered stationary system of a discretization as ``F(y, kappa)`` for
-    ``continue_branch`` (as ``meanfield.studies.bifurcation_branches.mode_branch`` sets it
+    ``continue_branch`` (as ``meanfield.studies.bifurcation.branches.mode_branch`` sets it
     up: the state scaled so that its mean coefficient is 1, ``dF/dkappa`` exact, the diffusion
     preconditioner for Newton-Krylov, the dense bordered Jacobian for the chord
     method)."""

@@ -50,7 +50,7 @@ from meanfield import config
 from meanfield.discretizations.base import Discretization
 from meanfield.initial import tokens
 from meanfield.model import particles
-from meanfield.studies import stationary, stationary_linear
+from meanfield.studies.bifurcation import stationary, stationary_linear
 from solvers import steppers
 
 # How far an observed order may lie from the stated one (--quick checks it). The fits of

@@ -96,7 +96,7 @@ def __getattr__(name: str):
         from meanfield.studies.contraction import contraction
         return contraction
     if name == "bifurcation":
-        from meanfield.studies.bifurcation import bifurcation
+        from meanfield.studies.bifurcation.study import bifurcation
         return bifurcation
     if name == "phase_diagram":
         from meanfield.studies.phase_diagram import phase_diagram

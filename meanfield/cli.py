@@ -106,7 +106,7 @@ def _run(args) -> int:
     elif args.command == "contraction":
         from meanfield.studies.contraction import contraction as task
     elif args.command == "bifurcation":
-        from meanfield.studies.bifurcation import bifurcation as task
+        from meanfield.studies.bifurcation.study import bifurcation as task
     elif args.command == "normalization":
         from meanfield.studies.normalization import normalization as task
     elif args.command == "long-context":

@@ -172,7 +172,7 @@ def _auto_range(cfg: dict) -> None:
     low, high = AUTO_FALLBACK
     if b["parameter"] == "kappa":
         from meanfield.discretizations.base import model_value
-        from meanfield.studies.stationary_linear import critical_kappa
+        from meanfield.studies.bifurcation.stationary_linear import critical_kappa
         try:
             value = model_value(cfg)
             kcs = [critical_kappa(cfg["domain"]["geometry"], model["beta"],

@@ -13,13 +13,13 @@ drawn with a generic marker), ``special_kappa``, ``special_beta``, ``special_bra
 ``critical_kappa`` (one value per mode, mode 1 first). Branches shorter than the
 ``point`` dim are padded with NaN.
 
-Scan datasets (attrs ``mode = "scan"``, ``meanfield.studies.bifurcation_scan``): dims
+Scan datasets (attrs ``mode = "scan"``, ``meanfield.studies.bifurcation.scan``): dims
 ``(sweep, value)`` with ``order_parameter``, ``stable`` and ``bistable`` (value), the
 coordinate ``value`` the scanned parameter; attrs ``kappa_c`` (scalar). Drawn as open
 markers, one shape per sweep, with the bistable interval shaded; overlaid on a
 continuation diagram by ``bifurcation_figure(ds, scan=scan_ds)``.
 
-Map datasets (attrs ``mode = "map"``, ``meanfield.studies.bifurcation_map``): dims
+Map datasets (attrs ``mode = "map"``, ``meanfield.studies.bifurcation.parameter_map``): dims
 ``(beta, kappa)``; ``map_figure`` draws ``map_order_parameter`` in colour with
 ``map_critical_kappa`` (and ``map_analytic_kappa``), the fold curve ``map_fold_kappa``,
 the Maxwell points and ``map_bistable`` hatched (gids ``order_parameter``, ``kappa_c``,
@@ -385,7 +385,7 @@ def map_figure(ds: xr.Dataset) -> Any:
     ``tricritical_beta`` at kappa = 1/a_1 there, a star).
 
     Args:
-        ds: a map dataset (``meanfield.studies.bifurcation_map``).
+        ds: a map dataset (``meanfield.studies.bifurcation.parameter_map``).
 
     Returns:
         A ``matplotlib.figure.Figure`` (Agg canvas, not registered with pyplot).

@@ -87,7 +87,7 @@ def test_contraction_checks_every_beta_before_its_first_member(tmp_path, capsys)
 
 def test_the_bifurcation_scan_never_advises_finite_volumes():
     from meanfield.errors import SolverError
-    from meanfield.studies.bifurcation_scan import _member_disc
+    from meanfield.studies.bifurcation.scan import _member_disc
 
     cfg = cfgmod.validate({"discretization": {"resolution": 32}}, "bifurcation")
     disc = _member_disc(cfg, 0.01)
@@ -185,7 +185,7 @@ def test_bifurcation_over_kappa_up_to_1e300_locates_the_pitchforks(tmp_path):
     beta = 1), each found once."""
     from scipy import special
 
-    from meanfield.studies.bifurcation import bifurcation
+    from meanfield.studies.bifurcation.study import bifurcation
 
     ds = bifurcation({"discretization": {"resolution": 32},
                       "bifurcation": {"stop": 1e300, "points": 4, "ds_max": 0.1}})

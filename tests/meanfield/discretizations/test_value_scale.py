@@ -23,7 +23,7 @@ from scipy import special
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
-from meanfield.studies.stationary_linear import jacobian_eigenvalues
+from meanfield.studies.bifurcation.stationary_linear import jacobian_eigenvalues
 from solvers.steppers import integrate
 
 # Small resolutions: the checks compare a discretization with itself.

@@ -4,7 +4,7 @@ bifurcation of the noisy model against independent references.
 - beta = 0 (noisy Kuramoto): the exact self-consistency ``r = I_1(kappa r)/I_0(kappa r)``
   (S^1) and ``r = coth(kappa r) - 1/(kappa r)`` (S^2), solved for kappa at small r by
   brentq: ``(kappa - kappa_c)/r^2 -> 1`` and ``9/5``.
-- beta > 0: numerical branches from ``meanfield.studies.stationary`` (Newton-Krylov on the
+- beta > 0: numerical branches from ``meanfield.studies.bifurcation.stationary`` (Newton-Krylov on the
   spectral discretization) at ``kappa = kappa_c + kappa_2 r^2`` from a branch seed of
   amplitude r: ``(kappa - kappa_c)/r_num^2`` agrees with ``kappa_2`` to ~1e-4 at r = 0.01,
   the error falls like r^2 (factor 4 per halving) and its Richardson extrapolation agrees
@@ -24,8 +24,8 @@ from scipy import optimize, special
 from meanfield import config
 from meanfield.discretizations.base import Discretization
 from meanfield.model import landau
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 
 
 def build(geometry: str, resolution: int, beta: float, kappa: float, normalized: bool):

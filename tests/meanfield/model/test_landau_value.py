@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from meanfield.model import landau
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 from test_landau import build
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from meanfield.studies import stationary as st
+from meanfield.studies.bifurcation import stationary as st
 from meanfield.discretizations.base import Discretization
 from meanfield import config
 
@@ -55,7 +55,7 @@ def test_the_study_writes_each_branch_amplitude():
     """USA at beta = 3 on S^1: the k = 2 branch has r = 0 (up to round-off) at every point
     and a growing |rho_2|, which the dataset's ``amplitude`` carries (the figure draws
     it); on mode 1 the amplitude is r; on the uniform branch 0."""
-    from meanfield.studies import bifurcation as bf
+    from meanfield.studies.bifurcation import study as bf
 
     ds = bf.bifurcation({"model": {"beta": 3.0, "normalized": False},
                          "discretization": {"resolution": 64},

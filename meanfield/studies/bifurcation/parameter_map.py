@@ -2,7 +2,7 @@
 kappa) map.
 
 For each beta of ``numpy.linspace(map_start, map_stop, map_num)`` (``parameter`` must be
-"kappa"), the continuation of ``meanfield.studies.bifurcation`` on ``[start, stop]`` in
+"kappa"), the continuation of ``meanfield.studies.bifurcation.study`` on ``[start, stop]`` in
 kappa: the uniform branch and its pitchforks, then the branch of mode 1 (degree 1 on S^2)
 from its pitchfork. What is kept per beta (dim ``beta``):
 
@@ -22,7 +22,7 @@ from its pitchfork. What is kept per beta (dim ``beta``):
   stable, NaN where neither; ``map_bistable`` (int8: 1 where the uniform state and the
   non-uniform one are both stable).
 
-The fold curve by two-parameter continuation (``meanfield.studies.fold_curve``): when
+The fold curve by two-parameter continuation (``meanfield.studies.bifurcation.fold_curve``): when
 every beta is done and some beta is subcritical, the fold at the largest subcritical beta
 is located again with its state (``fold_curve.locate_fold``: the same one-parameter
 continuation in kappa) and continued in (beta, kappa) down to ``map_start`` (the
@@ -52,8 +52,8 @@ import xarray as xr
 from meanfield.discretizations.base import model_value
 from meanfield.errors import ConfigError
 from meanfield.runs.engine import RunTask
-from meanfield.studies import bifurcation as bf
-from meanfield.studies.bifurcation_branches import (
+from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation.branches import (
     mode_branch,
     pitchfork_check,
     uniform_branch,
@@ -136,7 +136,7 @@ def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
     """The fold curve of the map (module docstring) from the largest subcritical beta:
     a dict of the ``fold_curve_*`` arrays and the tricritical attrs."""
     from meanfield.model import landau
-    from meanfield.studies import fold_curve as fc
+    from meanfield.studies.bifurcation import fold_curve as fc
 
     b, m = cfg["bifurcation"], cfg["model"]
     betas = map_betas(cfg)[:len(done)]

@@ -21,8 +21,8 @@ from meanfield.discretizations.spectrum import leading_eigenvalues
 from meanfield.errors import ConfigError
 from meanfield.model.kernels import critical_kappa as kernels_critical_kappa
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 
 
 def build(geometry: str, resolution: int, beta: float, kappa: float,

@@ -92,13 +92,13 @@ from meanfield.errors import ConfigError, SolverError
 from meanfield.runs.engine import Engine, stamp
 from meanfield.runs.executor import Executor
 from meanfield.studies.members import MemberStudy
-from meanfield.studies.stationary import (
+from meanfield.studies.bifurcation.stationary import (
     RealView,
     check_spectral,
     order_parameter,
     stationary_state,
 )
-from meanfield.studies.stationary_linear import critical_kappa, stability
+from meanfield.studies.bifurcation.stationary_linear import critical_kappa, stability
 from solvers.steppers import integrate
 
 STARTS = ("uniform", "clustered")

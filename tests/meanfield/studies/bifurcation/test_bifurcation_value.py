@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from meanfield.studies import bifurcation as bf
+from meanfield.studies.bifurcation import study as bf
 
 
 def kuramoto_root(s: float) -> float:
@@ -120,7 +120,7 @@ def test_map_with_value():
 def test_scan_with_value():
     """The brute-force scan (time integration to steady state) with c = 2: noisy Kuramoto
     states ``r = I_1(c kappa r)/I_0(c kappa r)``, uniform below kappa_c = 2/c = 1."""
-    from meanfield.studies import bifurcation_scan as bs
+    from meanfield.studies.bifurcation import scan as bs
 
     ds = bs.scan({"discretization": {"resolution": 64},
                   "model": {"beta": 0.0, "kappa": 2.0}, "weights": {"value": 2.0},

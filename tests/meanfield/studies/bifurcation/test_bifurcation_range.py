@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from meanfield import config
-from meanfield.studies import bifurcation as bf
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation import stationary_linear as lin
 
 
 def validated(extra: dict) -> dict:

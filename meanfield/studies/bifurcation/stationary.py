@@ -53,7 +53,7 @@ low-rank perturbation of the identity.
 
 Linear stability (``stability``), the closed-form seeds of the branches shed by the
 uniform state (critical kappa, critical modes, ``branch_seed``) and the exact states at
-beta = 0 are in ``meanfield.studies.stationary_linear``.
+beta = 0 are in ``meanfield.studies.bifurcation.stationary_linear``.
 """
 from __future__ import annotations
 
@@ -345,7 +345,7 @@ class BorderedSystem:
     """The bordered system ``[F(x) + B mu; g(x)] = 0`` of the module docstring on the
     real components ``z = (x, mu)`` (``x``: ``view``'s kept components of the state).
 
-    ``stationary_state`` solves it at fixed parameters; ``meanfield.studies.bifurcation``
+    ``stationary_state`` solves it at fixed parameters; ``meanfield.studies.bifurcation.study``
     continues it in kappa or beta (``disc.set_parameters`` between calls: ``residual``,
     ``jvp`` and ``precondition`` read the discretization's current parameters).
 

@@ -29,8 +29,8 @@ from scipy import optimize, special
 from meanfield.errors import ConfigError, SolverError
 from meanfield.runs.executor import Executor
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import bifurcation as bf
-from meanfield.studies import bifurcation_scan as bs
+from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation import scan as bs
 
 KURAMOTO = {"domain": {"geometry": "circle"}, "discretization": {"resolution": 64},
             "model": {"beta": 0.0, "kappa": 2.0},

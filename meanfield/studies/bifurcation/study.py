@@ -7,7 +7,7 @@ docs/conventions.md, then one branch per mode ``k = 1..modes`` (degree on S^2; t
 S^2 for an even degree, ``branch_sign`` +-1) from its pitchfork by pseudo-arclength
 continuation, each point labelled by its stability, folds and eigenvalue crossings
 located, and the transition type per mode branch. How each branch is computed is in
-``meanfield.studies.bifurcation_branches`` (``uniform_branch``, ``pitchfork_check``,
+``meanfield.studies.bifurcation.branches`` (``uniform_branch``, ``pitchfork_check``,
 ``mode_branch``); this module checks the config, builds the discretization, runs the
 branches as the points of the run engine and writes the dataset. A disagreement with
 the closed form or a failed branch makes the run's ``status`` 1 and its ``message``
@@ -17,8 +17,8 @@ Resume: the run engine's checkpoint holds the finished branches (the dataset of 
 done), ``resume`` goes on with the next branch; Ctrl-C keeps the finished branches (the
 branch in progress is computed again).
 
-``mode = "scan"``: ``meanfield.studies.bifurcation_scan.run_scan`` (time integration to
-steady state; its checkpoint keeps the members done, ``resume`` runs the others). ``mode = "map"``: ``meanfield.studies.bifurcation_map``
+``mode = "scan"``: ``meanfield.studies.bifurcation.scan.run_scan`` (time integration to
+steady state; its checkpoint keeps the members done, ``resume`` runs the others). ``mode = "map"``: ``meanfield.studies.bifurcation.parameter_map``
 (the first bifurcation over a (beta, kappa) map: kappa_c(beta), the fold curve, the
 Maxwell point, the stable order parameter, bistability).
 
@@ -62,8 +62,8 @@ from meanfield.errors import ConfigError
 from meanfield.runs import budget
 from meanfield.runs.engine import Engine, RunTask
 from meanfield.runs.threads import one_blas_thread
-from meanfield.studies import stationary_linear as lin
-from meanfield.studies.bifurcation_branches import (
+from meanfield.studies.bifurcation import stationary_linear as lin
+from meanfield.studies.bifurcation.branches import (
     _pair,
     mode_branch,
     pitchfork_check,
@@ -404,7 +404,7 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
 
 def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Dataset:
     if cfg["bifurcation"]["mode"] == "map":
-        from meanfield.studies import bifurcation_map as bm
+        from meanfield.studies.bifurcation import parameter_map as bm
 
         bm.check_map_config(cfg)
         budget.check(cfg, "bifurcation")
@@ -414,7 +414,7 @@ def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Da
     budget.check(cfg, "bifurcation")  # before any grid is made (S^2 L = 2047: 1.3 PB)
     if cfg["bifurcation"]["mode"] == "scan":
         try:
-            from meanfield.studies.bifurcation_scan import run_scan
+            from meanfield.studies.bifurcation.scan import run_scan
         except ImportError as exc:
             raise ConfigError(f"bifurcation.mode = \"scan\" is not available in this "
                               f"installation ({exc}); use \"continuation\"",

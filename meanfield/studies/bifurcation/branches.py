@@ -1,5 +1,5 @@
 """The branches of the continuation study (``bifurcation.mode = "continuation"``,
-``meanfield.studies.bifurcation``): the uniform branch and its pitchforks, checked
+``meanfield.studies.bifurcation.study``): the uniform branch and its pitchforks, checked
 against the closed form, and the branch each mode sheds, followed by
 pseudo-arclength continuation, with its transition type.
 
@@ -21,7 +21,7 @@ pseudo-arclength continuation, with its transition type.
   in the axisymmetric states, so ``branch_sign`` +-1), from its pitchfork:
   ``solvers.nonlinear.switch_branch`` along the critical mode (cosine / zonal), then
   pseudo-arclength continuation (``continue_branch``) of the bordered stationary system
-  of ``meanfield.studies.stationary`` (``BorderedSystem``: mass and phase conditions,
+  of ``meanfield.studies.bifurcation.stationary`` (``BorderedSystem``: mass and phase conditions,
   exact Jacobian-vector products, the diffusion preconditioner; ``dF/dkappa`` exact,
   ``dF/dbeta`` by a forward difference). On S^2 the branch (zonal seed) is followed in
   the invariant subspace of axisymmetric states (``RealView(axisymmetric=True)``: the
@@ -57,8 +57,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 from solvers.nonlinear.dense import DENSE_UP_TO
 
 PITCHFORK_RTOL = 1e-6  # detected kappa_c against the closed form (relative)

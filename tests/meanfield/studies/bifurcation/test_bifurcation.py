@@ -21,11 +21,11 @@ from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import bifurcation as bf
-from meanfield.studies import bifurcation_branches as bb
-from meanfield.studies import bifurcation_map as bm
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation import branches as bb
+from meanfield.studies.bifurcation import parameter_map as bm
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 
 KURAMOTO = {"model": {"beta": 0.0, "normalized": True},
             "discretization": {"resolution": 64},
@@ -364,7 +364,7 @@ def test_scan_mode_goes_to_the_scan(tmp_path):
 
 
 def test_map_resumes_from_the_betas_done(tmp_path, monkeypatch):
-    from meanfield.studies import bifurcation_map as bm
+    from meanfield.studies.bifurcation import parameter_map as bm
 
     cfg = {"model": {"normalized": False}, "discretization": {"resolution": 32},
            "bifurcation": {"mode": "map", "start": 0.8, "stop": 2.0, "map_start": 1.0,

@@ -1,4 +1,4 @@
-"""Linear theory of the stationary states of ``meanfield.studies.stationary``: their
+"""Linear theory of the stationary states of ``meanfield.studies.bifurcation.stationary``: their
 stability, the closed-form seeds of the branches that the uniform state sheds, and the
 exact stationary states of the noisy model at beta = 0 (references for the solver).
 
@@ -16,7 +16,7 @@ so it turns unstable at ``kappa_c = 1/a_k`` (``1/a_l``). The eigenspace there is
 itself: ``cos k theta, sin k theta`` (multiplicity 2, k >= 1) on S^1, the ``2l + 1``
 harmonics of degree l on S^2. A branch of stationary states leaves the uniform state
 along it; ``branch_seed`` starts Newton on it with the zonal / cosine representative,
-which the phase conditions of ``meanfield.studies.stationary`` expect (mean direction
+which the phase conditions of ``meanfield.studies.bifurcation.stationary`` expect (mean direction
 ``theta = 0`` on S^1, axisymmetric about z on S^2).
 
 At beta = 0 (noisy Kuramoto on S^1, its analogue on S^2) the velocity is ``P_x m`` with
@@ -40,7 +40,7 @@ from scipy import optimize, special
 
 from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
-from meanfield.studies.stationary import RealView, check_spectral, lowest_mode
+from meanfield.studies.bifurcation.stationary import RealView, check_spectral, lowest_mode
 
 GEOMETRIES = ("circle", "sphere")
 # A sphere state whose order m >= 1 coefficients (a circle state whose Im c_k) stay below

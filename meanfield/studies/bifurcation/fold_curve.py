@@ -4,7 +4,7 @@ transition changes type. Spectral S^1 and S^2 (axisymmetric states); written for
 model, tested for USA (SA has no subcritical first bifurcation: ``docs/bifurcation.md``).
 
 The stationary states solve the bordered system ``G(z; beta, kappa) = 0`` of
-``meanfield.studies.stationary.BorderedSystem`` (``z = (x, mu)``: the state's real
+``meanfield.studies.bifurcation.stationary.BorderedSystem`` (``z = (x, mu)``: the state's real
 components and the border multipliers of the mass and phase conditions). At fixed beta
 the mode-1 branch turns at a fold in kappa, a point where the bordered Jacobian ``G_z``
 is singular with a one-dimensional null space. The fold solves the extended
@@ -78,8 +78,8 @@ from typing import Any
 import numpy as np
 
 from meanfield.errors import ConfigError
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 
 _H_BETA = 1e-5  # relative step of the central difference in beta
 _CBRT_EPS = float(np.finfo(float).eps) ** (1.0 / 3.0)

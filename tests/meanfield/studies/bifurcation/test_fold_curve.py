@@ -1,4 +1,4 @@
-"""Tests of the two-parameter continuation of the fold (``meanfield.studies.fold_curve``)
+"""Tests of the two-parameter continuation of the fold (``meanfield.studies.bifurcation.fold_curve``)
 for USA on S^1 (64 points) and S^2 (L = 15), against independent results:
 
 - points of the fold curve against the fold kappa that
@@ -25,11 +25,11 @@ import pytest
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.model import landau
-from meanfield.studies import bifurcation as bf
-from meanfield.studies import bifurcation_branches as bb
-from meanfield.studies import fold_curve as fc
-from meanfield.studies import stationary as st
-from meanfield.studies import stationary_linear as lin
+from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation import branches as bb
+from meanfield.studies.bifurcation import fold_curve as fc
+from meanfield.studies.bifurcation import stationary as st
+from meanfield.studies.bifurcation import stationary_linear as lin
 
 FOLD_RTOL = 1e-9  # the curve against mode_branch's fold (relative)
 TRICRITICAL_ATOL = 1e-4  # the estimate against the closed form (module docstring)
@@ -184,7 +184,7 @@ def test_map_fold_curve_after_resume(tmp_path, monkeypatch):
     the fold curve starts at the map's fold at beta = 3.5 (its one-parameter fold), its
     kappa lies below 1/a_1, and the tricritical beta from it agrees with the closed
     form."""
-    from meanfield.studies import bifurcation_map as bm
+    from meanfield.studies.bifurcation import parameter_map as bm
 
     cfg = {"model": {"normalized": False}, "discretization": {"resolution": 48},
            "bifurcation": {"mode": "map", "start": 0.4, "stop": 2.0, "ds": 0.02,
@@ -219,7 +219,7 @@ def test_map_fold_curve_after_resume(tmp_path, monkeypatch):
 
 
 def test_map_without_subcritical_beta():
-    from meanfield.studies import bifurcation_map as bm
+    from meanfield.studies.bifurcation import parameter_map as bm
 
     cfg = cfgmod.validate({"model": {"normalized": False},
                            "discretization": {"resolution": 32},
