@@ -10,12 +10,8 @@
 
 No physics here: the callers pass residuals and their derivatives as callables.
 """
-from solvers.nonlinear.continuation import (
-    Branch,
-    SpecialPoint,
-    continue_branch,
-    switch_branch,
-)
+from solvers.nonlinear.branch import Branch, SpecialPoint
+from solvers.nonlinear.continuation import continue_branch, switch_branch
 from solvers.nonlinear.newton import NewtonResult, finite_difference_jvp, newton_krylov
 
 __all__ = ["Branch", "NewtonResult", "SpecialPoint", "continue_branch",

@@ -258,7 +258,7 @@ def test_a_newton_failure_keeps_the_branch(monkeypatch):
     switch itself, before any point)."""
     import dataclasses
 
-    from solvers.nonlinear import continuation
+    from solvers.nonlinear import bordered
 
     calls = []
 
@@ -274,8 +274,7 @@ def test_a_newton_failure_keeps_the_branch(monkeypatch):
 
     # (both correctors: Newton-Krylov and the dense chord method small systems use)
     for name in ("newton_krylov", "chord_newton"):
-        monkeypatch.setattr(continuation, name, failing_after_four(getattr(continuation,
-                                                                           name)))
+        monkeypatch.setattr(bordered, name, failing_after_four(getattr(bordered, name)))
     cfg = {**SMALL, "bifurcation": {**SMALL["bifurcation"], "modes": 1}}
     ds = bf.bifurcation(cfg)
     assert ds.attrs["status"] == 1 and "Newton failed" in ds.attrs["message"]
