@@ -47,6 +47,7 @@ Layout: ``common`` (validation and dispatch: the geometry and kind registries, a
 functions above that work for every geometry), ``output`` (the standard set of figures,
 ``figures``, ``plot`` and ``plot_result``, and their files), ``helpers`` (style,
 formatting, colour scales, dataset checks, animation writing, the diagnostics panels),
+``legible`` (plain and integer ticks, Greek titles, legends under panels, caption notes),
 ``circle`` and ``sphere`` (the geometry-specific figures, registered on import; the
 sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``),
 ``particles`` and ``comparison`` (the dataset kinds; the token panels in ``tokens``),

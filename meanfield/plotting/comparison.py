@@ -32,8 +32,6 @@ from meanfield.plotting import sphere_maps as _maps
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
     ENERGY_LABEL,
-    MEAN_DIRECTION_NOTE,
-    _add_note,
     _centre_note,
     _centred_grid,
     _centred_theta_axis,
@@ -46,7 +44,6 @@ from meanfield.plotting.helpers import (
     _new_figure,
     _norm,
     _periodic_edges,
-    _plain_log_ticks,
     _save_animation,
     _series,
     _snapshot_indices,
@@ -54,6 +51,12 @@ from meanfield.plotting.helpers import (
     _time_label,
     _units_suffix,
     _use_log,
+)
+from meanfield.plotting.legible import (
+    MEAN_DIRECTION_NOTE,
+    _add_note,
+    _legend_below,
+    _plain_log_ticks,
 )
 from meanfield.plotting.tokens import _need, _sorted_time
 
@@ -328,15 +331,8 @@ def l1_distance(ds: xr.Dataset, ax: Axes) -> list:
     ax.set_ylabel(r"$\Sigma_b\,|p_b - q_b|$")
     ax.set_title("L1 distance, tokens vs PDE")
     _plain_log_ticks(ax.yaxis)
-    _legend_below(ax)
+    _legend_below(ax, ncol=1, fontsize=7, offset=0.3)
     return lines
-
-
-def _legend_below(ax: Axes) -> None:
-    """The legend under the axes: inside, "best" still put it on the floor's line or
-    the rising energy curves (there is no empty corner in these panels)."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), handlelength=1.4,
-              fontsize=7)
 
 
 def l1_meaning(ds: xr.Dataset) -> str:
@@ -392,7 +388,7 @@ def _pde_vs_tokens(ds: xr.Dataset, ax: Axes, pde_key: str, token_key: str, ylabe
     ax.set_xlabel(_time_label(ds))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    _legend_below(ax)
+    _legend_below(ax, ncol=1, fontsize=7, offset=0.3)
     return lines
 
 

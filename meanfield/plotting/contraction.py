@@ -33,13 +33,12 @@ from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import (
     _attr_summary,
-    _add_note,
     _letter_panels,
     _new_figure,
-    _plain_log_ticks,
     _time_label,
     style,
 )
+from meanfield.plotting.legible import _add_note, _plain_log_ticks
 
 NEEDED = ("distance", "fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start",
           "fit_stop", "predicted_rate")
@@ -366,14 +365,14 @@ def _far_share_shows(ds: xr.Dataset) -> bool:
     floor (a tenth of the local-regime threshold) at some time. A cluster that stays
     near its limit point has a far share of round-off (|share| < 1e-6 in the example),
     and the panel was an empty frame with a line along its bottom edge."""
-    from meanfield.studies.contraction_rates import FAR_EMPTY
+    from meanfield.studies.transport.contraction_rates import FAR_EMPTY
 
     share = ds["far_share"].sel(source=_sources(ds, "far_share")).values.astype(float)
     return bool(np.any(np.isfinite(share) & (share >= FAR_EMPTY / 10)))
 
 
 def _far_share_note(ds: xr.Dataset) -> str:
-    from meanfield.studies.contraction_rates import FAR_EMPTY
+    from meanfield.studies.transport.contraction_rates import FAR_EMPTY
 
     share = ds["far_share"].sel(source=_sources(ds, "far_share")).values.astype(float)
     worst = float(np.nanmax(np.abs(share))) if np.isfinite(share).any() else float("nan")
@@ -385,7 +384,7 @@ def far_share_vs_time(ds: xr.Dataset, ax) -> None:
     """The far side's share of W₂² against time (log axis), one colour per β, each
     source that has it (the densities); the fit windows bold, and the threshold under which
     a window measures the local rate (dotted). ``gid``s: ``"far_share:{source}:{β}"``."""
-    from meanfield.studies.contraction_rates import FAR_EMPTY
+    from meanfield.studies.transport.contraction_rates import FAR_EMPTY
 
     t = ds["time"].values.astype(float)
     colors, _ = _colors(ds)

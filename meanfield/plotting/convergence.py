@@ -13,14 +13,15 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import _greek, _new_figure, _plain_log_ticks, style
+from meanfield.plotting.helpers import _new_figure, style
+from meanfield.plotting.legible import _greek, _legend_below, _plain_log_ticks
 
 NEEDED = ("distance", "coupling", "sampling_floor", "dobrushin_bound", "slope",
           "slope_low", "slope_high")
 COLORS = {"distance": "C0", "coupling": "C1", "sampling_floor": "C2"}
 LABELS = {"distance": r"$W_p(\mu^n_t, \mu_t)$", "coupling": "coupling (interaction)",
           "sampling_floor": "sampling floor"}
-# the Gaussian reference (meanfield.studies.gaussian_convergence)
+# the Gaussian reference (meanfield.studies.transport.gaussian_convergence)
 GAUSSIAN = {"mean_error": ("C0", r"$|\bar X - \alpha_t|$"),
             "covariance_error": ("C3", r"$\|\mathrm{cov}\,X - \Sigma_t\|_F$"),
             "coupling": ("C1", "coupling")}
@@ -204,8 +205,7 @@ def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
         error_vs_time(ds, b)
         # (below the panels: the replicas' dots fill (a), the note on the bound (b)'s top)
         for ax in (a, b):
-            ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2),
-                      ncols=2)
+            _legend_below(ax)
         fig.suptitle(_title(ds), fontsize=9)
     return fig
 

@@ -8,7 +8,7 @@ pale line under the thin computed one (where the two agree the prediction shows 
 halo around the data instead of hiding under it). The legends sit below the panels,
 off the curves.
 
-The dataset (``meanfield.studies.long_context``): coords ``gamma``, ``n``; ``cosine``,
+The dataset (``meanfield.studies.tokens.long_context``): coords ``gamma``, ``n``; ``cosine``,
 ``direct_cosine``, ``distance`` (gamma, n); ``limit``, ``regime``, ``predicted_exponent``,
 ``predicted_constant``, ``fitted_exponent`` (gamma); attrs ``rho``. Every line has a
 ``gid``.
@@ -23,6 +23,7 @@ import xarray as xr
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import _letter_panels, _new_figure, style
+from meanfield.plotting.legible import _legend_below
 
 NEEDED = ("cosine", "direct_cosine", "distance", "limit", "regime", "predicted_exponent",
           "predicted_constant", "fitted_exponent")
@@ -64,12 +65,6 @@ def cosine_vs_n(ds: xr.Dataset, ax) -> None:
     ax.set_ylabel(r"output cosine $\langle\theta_i,\theta_j\rangle$")
     ax.set_title(f"ρ = {float(ds.attrs.get('rho', np.nan)):g}, β$_n$ = γ log n", fontsize=8)
     _legend_below(ax)
-
-
-def _legend_below(ax) -> None:
-    """The legend in two columns under the axes (inside the panel it covers curves that
-    run across the whole n range)."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6.5)
 
 
 def distance_vs_n(ds: xr.Dataset, ax) -> None:

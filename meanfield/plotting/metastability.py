@@ -6,7 +6,7 @@ against ln(t)/β (the staircase: each step a merge); (c) the first plateau's clu
 count against β (log–log) with k* and √(2β); (d) the duration of the last merge
 against the hardmax pairing prediction (the bracket of the saves as an error bar).
 
-The dataset (``meanfield.studies.metastability``): coords ``beta``, ``time``, ``system``;
+The dataset (``meanfield.studies.tokens.metastability``): coords ``beta``, ``time``, ``system``;
 ``clusters``, ``energy_scaled``, ``log_time_over_beta``, ``most_unstable_mode``,
 ``first_plateau_clusters``, ``first_plateau_mean``, ``last_merge_low``/``_high``/
 ``_hardmax``. Every line has a ``gid``.
@@ -20,15 +20,8 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import (
-    _add_note,
-    _count_ticks,
-    _greek,
-    _letter_panels,
-    _new_figure,
-    _plain_log_ticks,
-    style,
-)
+from meanfield.plotting.helpers import _letter_panels, _new_figure, style
+from meanfield.plotting.legible import _add_note, _count_ticks, _greek, _plain_log_ticks
 
 NEEDED = ("clusters", "energy_scaled", "log_time_over_beta", "most_unstable_mode",
           "first_plateau_clusters", "first_plateau_mean", "last_merge_low",

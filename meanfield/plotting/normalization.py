@@ -6,7 +6,7 @@ clustered; (b) 1 − ρ on a log axis against t (Post-LN's exponential: a line, 
 fitted rate over its window); (c) 1 − ρ against t on log–log axes (Pre-LN's t⁻²: a
 line, with the fitted power over its window and the t⁻² guide).
 
-The dataset (``meanfield.studies.normalization``): coords ``architecture`` ("post-ln",
+The dataset (``meanfield.studies.tokens.normalization``): coords ``architecture`` ("post-ln",
 "pre-ln") and ``time``; ``cosine``, ``cosine_low``, ``cosine_high``, ``gap_mean``,
 ``gap_low``, ``gap_high``, ``equiangular_gap``, ``equiangular_cosine`` (architecture,
 time); scalars ``fitted_rate``, ``rate_fit_start``, ``rate_fit_stop``, ``fitted_power``,
@@ -22,6 +22,7 @@ import xarray as xr
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import _letter_panels, _new_figure, style
+from meanfield.plotting.legible import _legend_below
 
 NEEDED = ("cosine", "cosine_low", "cosine_high", "gap_mean", "gap_low", "gap_high",
           "equiangular_gap", "equiangular_cosine", "fitted_rate", "rate_fit_start",
@@ -131,12 +132,6 @@ def _fit_line(ds: xr.Dataset, ax, kind: str) -> None:
             gid=f"fit:{a}", label=label)
     ax.axvspan(start, stop, color="0.85", alpha=0.4, lw=0, gid=f"window:{a}",
                label="fit window")
-
-
-def _legend_below(ax) -> None:
-    """The legend in two columns under the axes: inside, it covered the curves that
-    cross the whole panel (Post-LN's fall in the log–log panel)."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6.5)
 
 
 def gap_semilog(ds: xr.Dataset, ax) -> None:

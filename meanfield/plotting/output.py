@@ -31,13 +31,8 @@ from meanfield.plotting.common import (
     _prepare,
     diagnostics,
 )
-from meanfield.plotting.helpers import (
-    _check_log,
-    _diagnostic_panels,
-    _explain_markers,
-    _title,
-    style,
-)
+from meanfield.plotting.helpers import _check_log, _diagnostic_panels, _title, style
+from meanfield.plotting.legible import _explain_markers
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr

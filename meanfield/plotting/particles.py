@@ -33,12 +33,9 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.plotting import sphere_grid as _grid
 from meanfield.plotting.common import _KindPlots, _register_kind
-from meanfield.plotting.helpers import (
-    _diagnostics_row as _shared_diagnostics_row,
-)
+from meanfield.plotting.helpers import _diagnostics_row as _shared_diagnostics_row
 from meanfield.plotting.helpers import (
     ENERGY_LABEL,
-    _count_ticks,
     _draw_panel,
     _fmt_time,
     _frame_indices,
@@ -52,6 +49,7 @@ from meanfield.plotting.helpers import (
     _snapshot_indices,
     style,
 )
+from meanfield.plotting.legible import _count_ticks
 from meanfield.plotting.tokens import (  # noqa: F401  (gram, token_map, trajectories: public)
     MAX_GRAM,
     MAX_LINES,

@@ -15,8 +15,6 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.plotting.common import _GeometryPlots, _register
 from meanfield.plotting.helpers import (
-    MEAN_DIRECTION_NOTE,
-    _add_note,
     _caption,
     _diagnostic_panels,
     _diagnostics_row,
@@ -34,6 +32,7 @@ from meanfield.plotting.helpers import (
     _time_label,
     _title,
 )
+from meanfield.plotting.legible import MEAN_DIRECTION_NOTE, _add_note
 from meanfield.plotting.sphere_grid import (
     UNIFORM,
     _cells_to_latlon,  # noqa: F401  (re-exported: tests import it from here)

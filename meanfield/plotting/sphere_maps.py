@@ -15,13 +15,13 @@ from meanfield.errors import ConfigError
 from meanfield.plotting.common import _prepare
 from meanfield.plotting.helpers import (
     TWO_PI,
-    _explain_markers,
     _fmt_time,
     _new_figure,
     _norm,
     _shown,
     style,
 )
+from meanfield.plotting.legible import _explain_markers
 from meanfield.plotting.sphere_grid import (
     HALF_PI,
     UNIFORM,
