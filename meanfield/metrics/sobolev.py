@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meanfield.metrics.wasserstein import Measure, _check, as_measure
+from meanfield.metrics.measures import Measure, as_measure, check_pair
 
 CHUNK = 1 << 16  # points per block of the direct sums (bounds the work arrays)
 
@@ -151,7 +151,7 @@ def hminus1(mu, nu, *, geometry: str | None = None, band_limit: int | None = Non
         ValueError: bad input (as the front), a missing band limit, a non-S^2 sphere.
     """
     m1, m2 = as_measure(mu, "mu"), as_measure(nu, "nu")
-    geo = _check(m1, m2, geometry, "auto", False)
+    geo = check_pair(m1, m2, geometry, "auto", False)
     if band_limit is None:
         limits = [b for b in (_default_band_limit(m1), _default_band_limit(m2))
                   if b is not None]

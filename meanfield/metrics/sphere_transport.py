@@ -46,6 +46,8 @@ import math
 
 import numpy as np
 
+from meanfield.metrics.arguments import P_MAX
+
 # Exact transport (and the dense Sinkhorn) is refused above this memory estimate.
 MEMORY_LIMIT_BYTES = 2 * 2**30
 # Dense n x m float64 arrays alive at the peak of ot.emd: the distances (kept for the
@@ -61,11 +63,6 @@ COST_CLIP = 1e200
 # solves; flows below FLOW_TOL of the smallest mass are round-off.
 SCALE_FLOOR = 1e-3
 MAX_RESCALES = 60
-# W_p on the sphere is computed exactly for p <= P_MAX (check_sphere_p): measured, the
-# certified simplex against scipy's assignment solver on 9 problems (n = 20..100, random
-# and 0.01 rad apart) to 1e-12 for p = 3..1e4 (up to 15 solves), the zonal quadrature
-# against 4096 nodes to 1e-13.
-P_MAX = 1e4
 FLOW_TOL = 1e-9
 
 # SSW_2 / W_2 measured on 7 random problems (sizes 100..1000, uniform and clustered

@@ -10,7 +10,7 @@ from scipy.special import eval_legendre
 
 from meanfield.metrics import sphere_transport as st
 from meanfield.metrics.sobolev import circle_coefficients, hminus1, sphere_coefficients
-from meanfield.metrics.wasserstein import as_measure
+from meanfield.metrics.measures import as_measure
 from solvers.grids.coordinates import lat_lon
 from solvers.grids.mesh import icosahedral_mesh
 from solvers.grids.sphere import SphereGrid

@@ -13,7 +13,8 @@ import xarray as xr
 
 from meanfield.errors import ConfigError
 from meanfield.metrics import sphere_dispatch as sd
-from meanfield.metrics.wasserstein import as_measure, wasserstein
+from meanfield.metrics.measures import as_measure
+from meanfield.metrics.wasserstein import wasserstein
 from solvers.grids.sphere import SphereGrid
 
 U = 1 / (4 * np.pi)

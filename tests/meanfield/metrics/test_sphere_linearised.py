@@ -168,7 +168,7 @@ def test_auto_guards_a_sample_against_a_frame():
     sample is as fine as the grid (2000 Fibonacci points: the atoms give 0.142, all of it
     quantisation, the uniform density being their limit)."""
     from meanfield.metrics import sphere_dispatch as sd
-    from meanfield.metrics.wasserstein import as_measure
+    from meanfield.metrics.measures import as_measure
 
     g = SphereGrid(7)
     u = frame(g, np.full(g.shape, U))
