@@ -43,6 +43,7 @@ from meanfield.discretizations.base import Discretization
 from meanfield.studies.bifurcation import study as bf
 from meanfield.studies.bifurcation import branches as bb
 from meanfield.studies.bifurcation import scan as bs
+from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
 from solvers.nonlinear.continuation import continue_branch
@@ -70,8 +71,8 @@ class Branch:
                  axisymmetric: bool = False):
         self.disc = disc
         self.solver = solver
-        self.view = st.RealView(disc, state, axisymmetric=axisymmetric)
-        mode = 0 if axisymmetric else st.lowest_mode(disc, state)
+        self.view = ss.RealView(disc, state, axisymmetric=axisymmetric)
+        mode = 0 if axisymmetric else ss.lowest_mode(disc, state)
         self.system = st.BorderedSystem(disc, self.view, state, mode)
         self.scale = 1.0 / float(self.view.to_real(state)[self.view.constant])
         self.y0 = np.concatenate([self.view.to_real(state), np.zeros(self.system.p)]) \
@@ -206,7 +207,7 @@ def circle_benchmark(points: int, tol: float, n: int) -> None:
     target = max(err for label, (_, err) in runs.items() if "mode_branch" not in label)
 
     stepper_disc = build("circle", n, KAPPA_START, dt=bs.AUTO_DT)
-    view = st.RealView(stepper_disc, u0)
+    view = ss.RealView(stepper_disc, u0)
     clustered = bs._start_state(stepper_disc, "clustered")
     scans = {}
     for name in ("independent", "sequential"):

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
 from solvers.nonlinear.dense import DENSE_UP_TO
@@ -100,9 +101,9 @@ def _crossing_mode(disc) -> tuple[int, int, float]:
     zero = np.abs(lam) <= ZERO_EIG_RTOL * max(radius, 1.0)
     if not zero.any():
         return 0, 0, radius
-    view = st.RealView(disc, u)
+    view = ss.RealView(disc, u)
     keep = np.arange(view.size) != view.constant
-    degrees = st._degrees(disc)
+    degrees = ss.degrees(disc)
     modes = []
     for j in np.flatnonzero(zero):
         full = np.zeros(view.size)
@@ -284,7 +285,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     # S^2: the branch of a zonal seed stays axisymmetric, and is followed in that
     # invariant subspace (RealView's docstring): L + 1 unknowns, the mass condition only
     axisymmetric = disc.geometry == "sphere"
-    view = st.RealView(disc, uniform, axisymmetric=axisymmetric)
+    view = ss.RealView(disc, uniform, axisymmetric=axisymmetric)
     system = st.BorderedSystem(disc, view, phi, 0 if axisymmetric else mode)
     scale = 1.0 / float(view.to_real(uniform)[view.constant])  # the mean coefficient to 1
     z_bif = np.concatenate([view.to_real(uniform), np.zeros(system.p)])

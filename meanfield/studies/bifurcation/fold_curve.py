@@ -78,6 +78,7 @@ from typing import Any
 import numpy as np
 
 from meanfield.errors import ConfigError
+from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
 
@@ -209,21 +210,21 @@ def _dense_jacobian(system: st.BorderedSystem, z: np.ndarray) -> np.ndarray:
 
 def _start(disc, beta0: float, fold_state, kappa0: float) -> tuple[Any, np.ndarray, float]:
     """The bordered system, unknown and scale of the start (aligned, mass 1)."""
-    st.check_spectral(disc)
+    ss.check_spectral(disc)
     for name, value in (("beta0", beta0), ("kappa0", kappa0)):
         if isinstance(value, bool) or not (isinstance(value, (int, float, np.floating))
                                            and math.isfinite(value)):
             raise ValueError(f"{name} must be a finite number, got {value!r}")
     disc.set_parameters(beta=float(beta0), kappa=float(kappa0))
-    u0 = st._as_state(disc, fold_state)
-    mode = st.lowest_mode(disc, u0)
+    u0 = ss.as_state(disc, fold_state)
+    mode = ss.lowest_mode(disc, u0)
     if mode != 1:
         raise ValueError(f"the start is not a state of the mode-1 branch: its lowest mode "
                          f"is {mode} (0: uniform)")
-    u0 = st.align(disc, u0)
+    u0 = ss.align(disc, u0)
     # S^2: the axisymmetric subspace (as bifurcation_branches.mode_branch), no phase condition
     axisymmetric = disc.geometry == "sphere"
-    view = st.RealView(disc, u0, axisymmetric=axisymmetric)
+    view = ss.RealView(disc, u0, axisymmetric=axisymmetric)
     x0 = view.to_real(u0)
     x0[view.constant] /= view.mass(x0)
     system = st.BorderedSystem(disc, view, view.to_state(x0), 0 if axisymmetric else mode)
@@ -385,7 +386,7 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
     """
     from solvers.nonlinear.continuation import switch_branch
 
-    st.check_spectral(disc)
+    ss.check_spectral(disc)
     geometry, normalized = disc.geometry, disc.model.normalized
     value = getattr(disc.model, "value", 1.0)
     kappa_c = lin.critical_kappa(geometry, float(beta), normalized, 1, value)
@@ -397,7 +398,7 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
     uniform = lin._uniform_state(disc)
     phi = lin.critical_modes(disc, 1)[0]
     axisymmetric = disc.geometry == "sphere"
-    view = st.RealView(disc, uniform, axisymmetric=axisymmetric)
+    view = ss.RealView(disc, uniform, axisymmetric=axisymmetric)
     system = st.BorderedSystem(disc, view, phi, 0 if axisymmetric else 1)
     scale = 1.0 / float(view.to_real(uniform)[view.constant])
     z_bif = np.concatenate([view.to_real(uniform), np.zeros(system.p)]) * scale

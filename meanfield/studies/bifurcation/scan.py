@@ -92,12 +92,8 @@ from meanfield.errors import ConfigError, SolverError
 from meanfield.runs.engine import Engine, stamp
 from meanfield.runs.executor import Executor
 from meanfield.studies.members import MemberStudy
-from meanfield.studies.bifurcation.stationary import (
-    RealView,
-    check_spectral,
-    order_parameter,
-    stationary_state,
-)
+from meanfield.studies.bifurcation.spectral_state import RealView, check_spectral
+from meanfield.studies.bifurcation.stationary import order_parameter, stationary_state
 from meanfield.studies.bifurcation.stationary_linear import critical_kappa, stability
 from solvers.steppers import integrate
 

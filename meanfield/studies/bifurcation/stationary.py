@@ -37,8 +37,8 @@ Phase conditions (only for a state that is not uniform):
   axisymmetric keeps a zero mode of the z rotation: ``stability`` reports one more zero
   mode than the two expected.
 
-Uniform states (no mode ``k >= 1`` / degree ``l >= 1`` above ``UNIFORM_RTOL`` of the
-mean) take the mass condition only.
+Uniform states (no mode ``k >= 1`` / degree ``l >= 1`` above
+``spectral_state.UNIFORM_RTOL`` of the mean) take the mass condition only.
 
 What is accepted: Newton's tolerance met, the multipliers ``mu`` negligible, and a
 density that is not negative (below ``-negativity_tolerance`` times its maximum): a seed
@@ -58,207 +58,24 @@ beta = 0 are in ``meanfield.studies.bifurcation.stationary_linear``.
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from meanfield.errors import ConfigError
+from meanfield.studies.bifurcation.spectral_state import (
+    RealView,
+    align,
+    as_state,
+    check_spectral,
+    lowest_mode,
+    phase_positions,
+    rotation_generators,
+)
 
-# A mode (degree) whose coefficients stay below this fraction of the mean coefficient is
-# absent: a state with none above it is uniform (no phase condition).
-UNIFORM_RTOL = 1e-8
 # |mu_i| ||b_i|| above this multiple of the tolerance: the bordered system was solved by
 # a state that is not stationary (the borders took up a residual).
 MU_FACTOR = 100.0
-
-
-# --- the real components of a spectral state ---------------------------------------------
-_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # disc -> {layout: parts}
-
-
-class RealView:
-    """A spectral state as a vector of the real components that change the density.
-
-    Spectral states are complex coefficients of a real density; some real components do
-    not reach the density (the imaginary part of the mean, the sphere's ``Im a_l0``, the
-    circle's Nyquist mode, which ``to_state`` keeps at zero). They are found once by a
-    round trip ``to_state(to_density(.))`` of a random vector: a component is kept when
-    it comes back unchanged (``meanfield.discretizations.spectrum._real_operator`` finds
-    the same set with one transform per component; it could use this).
-
-    With ``axisymmetric`` (sphere only) the view keeps only the order-0 components
-    ``a_l0``: the states axisymmetric about z, an invariant subspace of ``F`` (which
-    commutes with the rotations about z). A branch of axisymmetric states is followed
-    there exactly, in ``L + 1`` unknowns instead of ``(L + 1)^2``, with no phase
-    condition (rotations about z leave it alone; the others leave the subspace).
-
-    Args:
-        disc: a spectral discretization (``to_state``/``to_density``).
-        template: a state of the right shape and dtype.
-        axisymmetric: keep only the order-0 components (sphere).
-
-    Attributes:
-        size: number of kept real components.
-        constant: index (in the kept vector) of the mean (mass) component.
-        unit_mass: mass of the density of a unit value of that component.
-    """
-
-    def __init__(self, disc, template: np.ndarray, axisymmetric: bool = False):
-        u = np.asarray(template)
-        self.shape, self.complex = u.shape, np.iscomplexobj(u)
-        self.axisymmetric = bool(axisymmetric)
-        # (the components depend only on the discretization and the state's layout:
-        # found once per discretization, a round trip of transforms each time otherwise)
-        key = (self.shape, self.complex, self.axisymmetric)
-        known = _VIEWS.setdefault(disc, {})
-        if key not in known:
-            self._find_components(disc)
-            known[key] = (self.used, self.size, self.constant, self.unit_mass)
-        self.used, self.size, self.constant, self.unit_mass = known[key]
-
-    def _find_components(self, disc) -> None:
-        n = int(np.prod(self.shape))
-        full = 2 * n if self.complex else n
-        probe = np.random.default_rng(12345).standard_normal(full)
-        back = self._full_real(disc.to_state(disc.to_density(self._full_state(probe))))
-        self.used = np.abs(back - probe) <= 1e-8 * np.abs(probe).max()
-        if self.axisymmetric:
-            if disc.geometry != "sphere":
-                raise ValueError("an axisymmetric view is for the sphere")
-            order = np.asarray(disc.grid.m).ravel()
-            self.used &= np.concatenate([order, order]) == 0
-        self.size = int(self.used.sum())
-        # The constant density maps to one component: the mean.
-        ones = self._full_real(disc.to_state(np.ones(disc.grid.shape)))[self.used]
-        big = np.flatnonzero(np.abs(ones) > 1e-8 * np.abs(ones).max())
-        if big.size != 1:
-            raise ValueError("the constant density does not map to one state component")
-        self.constant = int(big[0])
-        unit = np.zeros(self.size)
-        unit[self.constant] = 1.0
-        self.unit_mass = float(disc.grid.integrate(disc.to_density(self.to_state(unit))))
-
-    def _full_state(self, x: np.ndarray) -> np.ndarray:
-        n = int(np.prod(self.shape))
-        u = x[:n] + 1j * x[n:] if self.complex else x.copy()
-        return u.reshape(self.shape)
-
-    def _full_real(self, u: np.ndarray) -> np.ndarray:
-        w = np.asarray(u).ravel()
-        return np.concatenate([w.real, w.imag]) if self.complex else w.real.copy()
-
-    def to_real(self, u: np.ndarray) -> np.ndarray:
-        """The kept real components of the state ``u``."""
-        return self._full_real(u)[self.used]
-
-    def to_state(self, x: np.ndarray) -> np.ndarray:
-        """The state whose kept components are ``x`` (the others zero)."""
-        full = np.zeros(self.used.size)
-        full[self.used] = x
-        return self._full_state(full)
-
-    def index(self, position: int, imaginary: bool = False) -> int:
-        """Index in the kept vector of the real (imaginary) part of ``u.flat[position]``."""
-        full = position + (int(np.prod(self.shape)) if imaginary else 0)
-        if not self.used[full]:
-            raise ValueError(f"component {position} ({'imag' if imaginary else 'real'}) "
-                             "does not change the density")
-        return int(np.count_nonzero(self.used[:full]))
-
-    def mass(self, x: np.ndarray) -> float:
-        return self.unit_mass * float(x[self.constant])
-
-
-# --- geometry: modes, phase conditions, rotation generators -----------------------------
-def check_spectral(disc) -> None:
-    if getattr(disc, "method", None) != "spectral" or disc.geometry not in ("circle",
-                                                                             "sphere"):
-        raise ConfigError(
-            "stationary states need discretization.method = 'spectral' on the circle or "
-            f"the sphere, not {getattr(disc, 'method', None)!r} on "
-            f"{getattr(disc, 'geometry', None)!r}", "discretization.method")
-
-
-def _degrees(disc) -> np.ndarray:
-    """The Fourier mode (circle) or degree (sphere) of each state coefficient."""
-    return disc.grid.k if disc.geometry == "circle" else disc.grid.l
-
-
-def lowest_mode(disc, u: np.ndarray) -> int:
-    """The lowest mode ``k >= 1`` (degree ``l >= 1``) whose coefficients exceed
-    ``UNIFORM_RTOL`` of the mean coefficient; 0 when there is none (a uniform state)."""
-    degree = _degrees(disc)
-    mag = np.abs(u)
-    if disc.geometry == "circle" and disc.grid.n % 2 == 0:
-        mag = mag.copy()
-        mag[-1] = 0.0  # (the Nyquist mode is not part of the state)
-    present = (degree >= 1) & (mag > UNIFORM_RTOL * abs(u.flat[0]))
-    return int(degree[present].min()) if present.any() else 0
-
-
-def rotation_generators(disc, u: np.ndarray) -> list[np.ndarray]:
-    """The infinitesimal rotations of the state ``u`` (states of the same shape).
-
-    S^1: ``d/dtheta``, ``c_k -> i k c_k``. S^2: the rotations about the x and y axes,
-    ``i L_x`` and ``i L_y`` with ``L_+- = L_x +- i L_y``, ``L_+- Y_lm = sqrt((l -+ m)(l +- m
-    + 1)) Y_{l,m+-1}`` (Condon-Shortley phase, as ``solvers.transforms.sht``), on the
-    packed ``m >= 0`` coefficients of a real field (``a_{l,-1} = -conj(a_l1)``). Both are
-    real fields: ``i L_x = i (L_+ + L_-)/2``, ``i L_y = (L_+ - L_-)/2``.
-    """
-    if disc.geometry == "circle":
-        return [1j * disc.grid.k * u]
-    grid = disc.grid
-    l, m = grid.l, grid.m
-    idx = grid.index
-    lower = np.zeros_like(u)  # a_{l,m-1}
-    upper = np.zeros_like(u)  # a_{l,m+1}
-    has_lower = m >= 1
-    lower[has_lower] = u[idx(l[has_lower], m[has_lower] - 1)]
-    zonal = (m == 0) & (l >= 1)
-    lower[zonal] = -np.conj(u[idx(l[zonal], 1)])
-    has_upper = m < l
-    upper[has_upper] = u[idx(l[has_upper], m[has_upper] + 1)]
-    plus = np.sqrt((l - m + 1.0) * (l + m)) * lower
-    minus = np.sqrt((l + m + 1.0) * (l - m)) * upper
-    return [0.5j * (plus + minus), 0.5 * (plus - minus)]
-
-
-def _phase_positions(disc, mode: int) -> list[tuple[int, bool]]:
-    """The components (position, imaginary?) that the phase conditions set to zero."""
-    if disc.geometry == "circle":
-        return [(mode, True)]
-    position = int(disc.grid.index(mode, 1))
-    return [(position, False), (position, True)]
-
-
-def align(disc, u: np.ndarray) -> np.ndarray:
-    """The state rotated into the phase conditions' orientation (a new array).
-
-    S^1: ``c_{k*}`` real and positive. S^2 with a dipole: the mean direction to +z
-    (``ducc0.sht.rotate_alm``, exact for band-limited fields); without one, unchanged.
-    """
-    u = np.array(u, dtype=complex)
-    mode = lowest_mode(disc, u)
-    if mode == 0:
-        return u
-    if disc.geometry == "circle":
-        phase = np.angle(u[mode]) / mode
-        out = u * np.exp(-1j * disc.grid.k * phase)
-        out[mode] = abs(u[mode])  # (exactly real: the rounding of the product left ~1e-30)
-        return out
-    if mode != 1:
-        return u
-    grid = disc.grid
-    a10, a11 = u[grid.index(1, 0)].real, u[grid.index(1, 1)]
-    # mean direction ~ (-sqrt2 Re a11, sqrt2 Im a11, a10) (Y_11 = -sqrt(3/8pi)(x + i y))
-    d = np.array([-math.sqrt(2) * a11.real, math.sqrt(2) * a11.imag, a10])
-    colat, lon = math.acos(np.clip(d[2] / np.linalg.norm(d), -1, 1)), math.atan2(d[1], d[0])
-    import ducc0
-
-    # active rotations: first about z by -lon (the direction into the xz plane), then
-    # about y by -colat (onto +z).
-    return ducc0.sht.rotate_alm(u, grid.lmax, -lon, -colat, 0.0)
 
 
 # --- diagnostics ----------------------------------------------------------------------
@@ -370,7 +187,7 @@ class BorderedSystem:
         self.fixed: list[int] = []
         if mode:
             borders += [view.to_real(b) for b in rotation_generators(disc, reference)]
-            self.fixed = [view.index(q, imag) for q, imag in _phase_positions(disc, mode)]
+            self.fixed = [view.index(q, imag) for q, imag in phase_positions(disc, mode)]
         self.border = np.column_stack(borders)  # (size, p)
         self.p = self.border.shape[1]
         self.size = view.size + self.p
@@ -462,23 +279,6 @@ class StationaryResult:
     flux_defect: float = math.nan
 
 
-def _as_state(disc, guess) -> np.ndarray:
-    """The guess as a state: coefficients, or grid values (converted)."""
-    g = np.asarray(guess)
-    template = disc.to_state(np.ones(disc.grid.shape))
-    if g.shape == tuple(disc.grid.shape) and g.shape != template.shape:
-        if not np.all(np.isfinite(g)) or np.iscomplexobj(g):
-            raise ValueError("the guess (grid values) must be finite and real")
-        return np.asarray(disc.to_state(np.asarray(g, dtype=float)), dtype=template.dtype)
-    if g.shape != template.shape:
-        raise ValueError(f"the guess has shape {g.shape}: a state of shape "
-                         f"{template.shape} or grid values of shape "
-                         f"{tuple(disc.grid.shape)} are needed")
-    if not np.all(np.isfinite(g)):
-        raise ValueError("the guess is not finite")
-    return np.array(g, dtype=template.dtype)
-
-
 def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
                      max_iter: int = 30) -> StationaryResult:
     """A stationary state near ``guess`` by Newton-Krylov on the bordered system.
@@ -508,7 +308,33 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
                                     and tol > 0):
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     check_spectral(disc)
-    u0 = _as_state(disc, guess)
+    view, x0, mode = _start(disc, guess, phase)
+    system = BorderedSystem(disc, view, view.to_state(x0), mode)
+    z0 = np.concatenate([x0, np.zeros(system.p)])
+    start = float(np.linalg.norm(view.to_real(disc.residual(view.to_state(x0)))))
+    out = newton_krylov(system.residual, z0, jvp=system.jvp,
+                        precondition=system.precondition, tol=tol, max_iter=max_iter)
+    x, mu = out.x[: view.size], out.x[view.size:]
+    u = view.to_state(x)
+    if mode and np.isfinite(x).all():
+        # The phase conditions hold to the tolerance; the exact rotation onto them (an
+        # equivariance: ||F|| unchanged) leaves the orientation exact.
+        u = np.asarray(align(disc, u), dtype=u.dtype)
+    f_norm = float(np.linalg.norm(view.to_real(disc.residual(u))))
+    scaled_mu = np.abs(mu) * np.linalg.norm(system.border, axis=0)
+    converged, message = _verdict(disc, u, out, f_norm, scaled_mu, mu, start, tol)
+    finite = bool(np.isfinite(x).all())
+    return StationaryResult(
+        state=u, converged=converged, residual_norm=f_norm, iterations=out.iterations,
+        message=message, order_parameter=order_parameter(disc, u) if finite else math.nan,
+        free_energy=free_energy(disc, u) if finite else math.nan, multipliers=mu,
+        mode=lowest_mode(disc, u) if finite else mode, history=list(out.history),
+        flux_defect=_flux_defect(disc, u) if finite else math.nan)
+
+
+def _start(disc, guess, phase: bool) -> tuple[RealView, np.ndarray, int]:
+    """The view, the real components (mass 1) and the phase mode of the guess."""
+    u0 = as_state(disc, guess)
     view = RealView(disc, u0)
     mode = lowest_mode(disc, u0) if phase else 0
     if mode:
@@ -517,23 +343,13 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     x0[view.constant] /= view.mass(x0)  # (any positive mass: rescaled to 1)
     if view.mass(x0) <= 0 or not np.isfinite(x0).all():
         raise ValueError("the guess has no positive mass")
+    return view, x0, mode
 
-    system = BorderedSystem(disc, view, view.to_state(x0), mode)
-    residual, jvp, precondition = system.residual, system.jvp, system.precondition
-    border, p = system.border, system.p
-    z0 = np.concatenate([x0, np.zeros(p)])
-    start = float(np.linalg.norm(view.to_real(disc.residual(view.to_state(x0)))))
-    out = newton_krylov(residual, z0, jvp=jvp, precondition=precondition, tol=tol,
-                        max_iter=max_iter)
-    x, mu = out.x[: view.size], out.x[view.size:]
-    u = view.to_state(x)
-    if mode and np.isfinite(x).all():
-        # The phase conditions hold to the tolerance; the exact rotation onto them (an
-        # equivariance: ||F|| unchanged) leaves the orientation exact.
-        u = np.asarray(align(disc, u), dtype=u.dtype)
-    f_norm = float(np.linalg.norm(view.to_real(disc.residual(u))))
+
+def _verdict(disc, u: np.ndarray, out, f_norm: float, scaled_mu: np.ndarray,
+             mu: np.ndarray, start: float, tol: float) -> tuple[bool, str]:
+    """Whether Newton's answer ``out`` is accepted (module docstring), and the message."""
     converged = bool(out.converged)
-    scaled_mu = np.abs(mu) * np.linalg.norm(border, axis=0)
     rho = disc.to_density(u)
     low, high = float(np.min(rho)), float(np.max(rho))
     negative = low < -getattr(disc, "negativity_tolerance", 0.0) * high
@@ -554,16 +370,12 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     else:
         message = (f"no convergence: {out.message}; ||F|| = {f_norm:.3g} after "
                    f"{out.iterations} iterations, ||F(guess)|| = {start:.3g}")
-    finite = bool(np.isfinite(x).all())
-    defect = math.nan
-    if finite:
-        try:
-            defect = zero_flux_defect(disc, u)
-        except (ImportError, ConfigError):  # (no ducc0: no velocity off the sphere's grid)
-            pass
-    return StationaryResult(
-        state=u, converged=converged, residual_norm=f_norm, iterations=out.iterations,
-        message=message, order_parameter=order_parameter(disc, u) if finite else math.nan,
-        free_energy=free_energy(disc, u) if finite else math.nan, multipliers=mu,
-        mode=lowest_mode(disc, u) if finite else mode, history=list(out.history),
-        flux_defect=defect)
+    return converged, message
+
+
+def _flux_defect(disc, u: np.ndarray) -> float:
+    """``zero_flux_defect`` of a finite state, NaN where it cannot be computed."""
+    try:
+        return zero_flux_defect(disc, u)
+    except (ImportError, ConfigError):  # (no ducc0: no velocity off the sphere's grid)
+        return math.nan

@@ -40,7 +40,7 @@ from scipy import optimize, special
 
 from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
-from meanfield.studies.bifurcation.stationary import RealView, check_spectral, lowest_mode
+from meanfield.studies.bifurcation.spectral_state import RealView, check_spectral, lowest_mode
 
 GEOMETRIES = ("circle", "sphere")
 # A sphere state whose order m >= 1 coefficients (a circle state whose Im c_k) stay below

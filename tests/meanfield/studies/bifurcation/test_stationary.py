@@ -21,6 +21,7 @@ from meanfield.discretizations.spectrum import leading_eigenvalues
 from meanfield.errors import ConfigError
 from meanfield.model.kernels import critical_kappa as kernels_critical_kappa
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
+from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
 
@@ -263,7 +264,7 @@ def test_sphere_rotation_generators_match_the_gradient():
     pts = disc.grid.points.reshape(-1, 3)
     a = disc.to_state(np.exp(pts @ [0.5, -0.2, 0.9] + pts[:, 0] ** 2).reshape(disc.grid.shape))
     _, grad = sphere_synthesis_at(a, disc.grid.lmax, pts, gradient=True)
-    for generator, axis in zip(st.rotation_generators(disc, a), np.eye(3)):
+    for generator, axis in zip(ss.rotation_generators(disc, a), np.eye(3)):
         expected = np.sum(grad * np.cross(axis, pts), axis=1)
         np.testing.assert_allclose(disc.to_density(generator).ravel(), expected,
                                    atol=1e-11 * np.abs(expected).max())
@@ -271,13 +272,13 @@ def test_sphere_rotation_generators_match_the_gradient():
 
 def test_real_view_round_trip(circle):
     disc, uniform = circle
-    view = st.RealView(disc, uniform)
+    view = ss.RealView(disc, uniform)
     assert view.size == 63  # Re c_0, (Re, Im) c_1..c_31; not Im c_0, not the Nyquist mode
     assert view.mass(view.to_real(uniform)) == pytest.approx(1.0, abs=1e-15)
     x = np.random.default_rng(1).standard_normal(view.size)
     np.testing.assert_array_equal(view.to_real(view.to_state(x)), x)
     sphere, a = build("sphere", 8, 0.0, 4.0)
-    assert st.RealView(sphere, a).size == 81  # (L + 1)^2 real components
+    assert ss.RealView(sphere, a).size == 81  # (L + 1)^2 real components
 
 
 def test_failure_reports_the_distance_of_the_guess(circle):
@@ -332,7 +333,7 @@ def test_dense_bordered_jacobian_equals_its_products(geometry, resolution, beta,
     disc, _ = build(geometry, resolution, beta, kappa, normalized)
     res = st.stationary_state(disc, lin.branch_seed(disc, 1, kappa=kappa), tol=1e-10)
     assert res.converged and res.mode == 1, res.message
-    view = st.RealView(disc, res.state)
+    view = ss.RealView(disc, res.state)
     system = st.BorderedSystem(disc, view, res.state, 1)
     z = np.concatenate([view.to_real(res.state), np.zeros(system.p)])
     dense = system.jacobian(z)
@@ -370,4 +371,4 @@ def test_axisymmetric_stability_by_blocks_equals_the_dense_spectrum():
     assert not lin.is_axisymmetric(disc, tilted)
     circle_disc, _ = build("circle", 32, 1.0, 5.0)
     with pytest.raises(ValueError, match="sphere"):
-        st.RealView(circle_disc, res.state[:17], axisymmetric=True)
+        ss.RealView(circle_disc, res.state[:17], axisymmetric=True)

@@ -1,0 +1,228 @@
+"""Spectral states of S^1 and S^2 as the stationary-state solvers see them: the real
+components that change the density (``RealView``), the lowest mode a state carries, the
+rotations that act on it and the phase conditions that fix its orientation (``align``).
+
+Spectral states are the complex coefficients of a real density: Fourier coefficients
+``c_k`` on S^1, the packed ``m >= 0`` spherical-harmonic coefficients ``a_lm`` on S^2.
+``F`` commutes with rotations, so a stationary state comes with its whole orbit; the
+bordered system of ``meanfield.studies.bifurcation.stationary`` fixes one member of it by
+the phase conditions that ``phase_positions`` names (module docstring there), bordered with
+the ``rotation_generators`` of the guess.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from meanfield.errors import ConfigError
+
+# A mode (degree) whose coefficients stay below this fraction of the mean coefficient is
+# absent: a state with none above it is uniform (no phase condition).
+UNIFORM_RTOL = 1e-8
+
+
+# --- the real components of a spectral state ---------------------------------------------
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # disc -> {layout: parts}
+
+
+class RealView:
+    """A spectral state as a vector of the real components that change the density.
+
+    Spectral states are complex coefficients of a real density; some real components do
+    not reach the density (the imaginary part of the mean, the sphere's ``Im a_l0``, the
+    circle's Nyquist mode, which ``to_state`` keeps at zero). They are found once by a
+    round trip ``to_state(to_density(.))`` of a random vector: a component is kept when
+    it comes back unchanged (``meanfield.discretizations.spectrum._real_operator`` finds
+    the same set with one transform per component; it could use this).
+
+    With ``axisymmetric`` (sphere only) the view keeps only the order-0 components
+    ``a_l0``: the states axisymmetric about z, an invariant subspace of ``F`` (which
+    commutes with the rotations about z). A branch of axisymmetric states is followed
+    there exactly, in ``L + 1`` unknowns instead of ``(L + 1)^2``, with no phase
+    condition (rotations about z leave it alone; the others leave the subspace).
+
+    Args:
+        disc: a spectral discretization (``to_state``/``to_density``).
+        template: a state of the right shape and dtype.
+        axisymmetric: keep only the order-0 components (sphere).
+
+    Attributes:
+        size: number of kept real components.
+        constant: index (in the kept vector) of the mean (mass) component.
+        unit_mass: mass of the density of a unit value of that component.
+    """
+
+    def __init__(self, disc, template: np.ndarray, axisymmetric: bool = False):
+        u = np.asarray(template)
+        self.shape, self.complex = u.shape, np.iscomplexobj(u)
+        self.axisymmetric = bool(axisymmetric)
+        # (the components depend only on the discretization and the state's layout:
+        # found once per discretization, a round trip of transforms each time otherwise)
+        key = (self.shape, self.complex, self.axisymmetric)
+        known = _VIEWS.setdefault(disc, {})
+        if key not in known:
+            self._find_components(disc)
+            known[key] = (self.used, self.size, self.constant, self.unit_mass)
+        self.used, self.size, self.constant, self.unit_mass = known[key]
+
+    def _find_components(self, disc) -> None:
+        n = int(np.prod(self.shape))
+        full = 2 * n if self.complex else n
+        probe = np.random.default_rng(12345).standard_normal(full)
+        back = self._full_real(disc.to_state(disc.to_density(self._full_state(probe))))
+        self.used = np.abs(back - probe) <= 1e-8 * np.abs(probe).max()
+        if self.axisymmetric:
+            if disc.geometry != "sphere":
+                raise ValueError("an axisymmetric view is for the sphere")
+            order = np.asarray(disc.grid.m).ravel()
+            self.used &= np.concatenate([order, order]) == 0
+        self.size = int(self.used.sum())
+        # The constant density maps to one component: the mean.
+        ones = self._full_real(disc.to_state(np.ones(disc.grid.shape)))[self.used]
+        big = np.flatnonzero(np.abs(ones) > 1e-8 * np.abs(ones).max())
+        if big.size != 1:
+            raise ValueError("the constant density does not map to one state component")
+        self.constant = int(big[0])
+        unit = np.zeros(self.size)
+        unit[self.constant] = 1.0
+        self.unit_mass = float(disc.grid.integrate(disc.to_density(self.to_state(unit))))
+
+    def _full_state(self, x: np.ndarray) -> np.ndarray:
+        n = int(np.prod(self.shape))
+        u = x[:n] + 1j * x[n:] if self.complex else x.copy()
+        return u.reshape(self.shape)
+
+    def _full_real(self, u: np.ndarray) -> np.ndarray:
+        w = np.asarray(u).ravel()
+        return np.concatenate([w.real, w.imag]) if self.complex else w.real.copy()
+
+    def to_real(self, u: np.ndarray) -> np.ndarray:
+        """The kept real components of the state ``u``."""
+        return self._full_real(u)[self.used]
+
+    def to_state(self, x: np.ndarray) -> np.ndarray:
+        """The state whose kept components are ``x`` (the others zero)."""
+        full = np.zeros(self.used.size)
+        full[self.used] = x
+        return self._full_state(full)
+
+    def index(self, position: int, imaginary: bool = False) -> int:
+        """Index in the kept vector of the real (imaginary) part of ``u.flat[position]``."""
+        full = position + (int(np.prod(self.shape)) if imaginary else 0)
+        if not self.used[full]:
+            raise ValueError(f"component {position} ({'imag' if imaginary else 'real'}) "
+                             "does not change the density")
+        return int(np.count_nonzero(self.used[:full]))
+
+    def mass(self, x: np.ndarray) -> float:
+        return self.unit_mass * float(x[self.constant])
+
+
+# --- geometry: modes, phase conditions, rotation generators -----------------------------
+def check_spectral(disc) -> None:
+    if getattr(disc, "method", None) != "spectral" or disc.geometry not in ("circle",
+                                                                             "sphere"):
+        raise ConfigError(
+            "stationary states need discretization.method = 'spectral' on the circle or "
+            f"the sphere, not {getattr(disc, 'method', None)!r} on "
+            f"{getattr(disc, 'geometry', None)!r}", "discretization.method")
+
+
+def degrees(disc) -> np.ndarray:
+    """The Fourier mode (circle) or degree (sphere) of each state coefficient."""
+    return disc.grid.k if disc.geometry == "circle" else disc.grid.l
+
+
+def lowest_mode(disc, u: np.ndarray) -> int:
+    """The lowest mode ``k >= 1`` (degree ``l >= 1``) whose coefficients exceed
+    ``UNIFORM_RTOL`` of the mean coefficient; 0 when there is none (a uniform state)."""
+    degree = degrees(disc)
+    mag = np.abs(u)
+    if disc.geometry == "circle" and disc.grid.n % 2 == 0:
+        mag = mag.copy()
+        mag[-1] = 0.0  # (the Nyquist mode is not part of the state)
+    present = (degree >= 1) & (mag > UNIFORM_RTOL * abs(u.flat[0]))
+    return int(degree[present].min()) if present.any() else 0
+
+
+def rotation_generators(disc, u: np.ndarray) -> list[np.ndarray]:
+    """The infinitesimal rotations of the state ``u`` (states of the same shape).
+
+    S^1: ``d/dtheta``, ``c_k -> i k c_k``. S^2: the rotations about the x and y axes,
+    ``i L_x`` and ``i L_y`` with ``L_+- = L_x +- i L_y``, ``L_+- Y_lm = sqrt((l -+ m)(l +- m
+    + 1)) Y_{l,m+-1}`` (Condon-Shortley phase, as ``solvers.transforms.sht``), on the
+    packed ``m >= 0`` coefficients of a real field (``a_{l,-1} = -conj(a_l1)``). Both are
+    real fields: ``i L_x = i (L_+ + L_-)/2``, ``i L_y = (L_+ - L_-)/2``.
+    """
+    if disc.geometry == "circle":
+        return [1j * disc.grid.k * u]
+    grid = disc.grid
+    l, m = grid.l, grid.m
+    idx = grid.index
+    lower = np.zeros_like(u)  # a_{l,m-1}
+    upper = np.zeros_like(u)  # a_{l,m+1}
+    has_lower = m >= 1
+    lower[has_lower] = u[idx(l[has_lower], m[has_lower] - 1)]
+    zonal = (m == 0) & (l >= 1)
+    lower[zonal] = -np.conj(u[idx(l[zonal], 1)])
+    has_upper = m < l
+    upper[has_upper] = u[idx(l[has_upper], m[has_upper] + 1)]
+    plus = np.sqrt((l - m + 1.0) * (l + m)) * lower
+    minus = np.sqrt((l + m + 1.0) * (l - m)) * upper
+    return [0.5j * (plus + minus), 0.5 * (plus - minus)]
+
+
+def phase_positions(disc, mode: int) -> list[tuple[int, bool]]:
+    """The components (position, imaginary?) that the phase conditions set to zero."""
+    if disc.geometry == "circle":
+        return [(mode, True)]
+    position = int(disc.grid.index(mode, 1))
+    return [(position, False), (position, True)]
+
+
+def align(disc, u: np.ndarray) -> np.ndarray:
+    """The state rotated into the phase conditions' orientation (a new array).
+
+    S^1: ``c_{k*}`` real and positive. S^2 with a dipole: the mean direction to +z
+    (``ducc0.sht.rotate_alm``, exact for band-limited fields); without one, unchanged.
+    """
+    u = np.array(u, dtype=complex)
+    mode = lowest_mode(disc, u)
+    if mode == 0:
+        return u
+    if disc.geometry == "circle":
+        phase = np.angle(u[mode]) / mode
+        out = u * np.exp(-1j * disc.grid.k * phase)
+        out[mode] = abs(u[mode])  # (exactly real: the rounding of the product left ~1e-30)
+        return out
+    if mode != 1:
+        return u
+    grid = disc.grid
+    a10, a11 = u[grid.index(1, 0)].real, u[grid.index(1, 1)]
+    # mean direction ~ (-sqrt2 Re a11, sqrt2 Im a11, a10) (Y_11 = -sqrt(3/8pi)(x + i y))
+    d = np.array([-math.sqrt(2) * a11.real, math.sqrt(2) * a11.imag, a10])
+    colat, lon = math.acos(np.clip(d[2] / np.linalg.norm(d), -1, 1)), math.atan2(d[1], d[0])
+    import ducc0
+
+    # active rotations: first about z by -lon (the direction into the xz plane), then
+    # about y by -colat (onto +z).
+    return ducc0.sht.rotate_alm(u, grid.lmax, -lon, -colat, 0.0)
+
+
+def as_state(disc, guess) -> np.ndarray:
+    """The guess as a state: coefficients, or grid values (converted)."""
+    g = np.asarray(guess)
+    template = disc.to_state(np.ones(disc.grid.shape))
+    if g.shape == tuple(disc.grid.shape) and g.shape != template.shape:
+        if not np.all(np.isfinite(g)) or np.iscomplexobj(g):
+            raise ValueError("the guess (grid values) must be finite and real")
+        return np.asarray(disc.to_state(np.asarray(g, dtype=float)), dtype=template.dtype)
+    if g.shape != template.shape:
+        raise ValueError(f"the guess has shape {g.shape}: a state of shape "
+                         f"{template.shape} or grid values of shape "
+                         f"{tuple(disc.grid.shape)} are needed")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("the guess is not finite")
+    return np.array(g, dtype=template.dtype)
