@@ -152,6 +152,36 @@ def newton_krylov(residual: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, 
             ``max_krylov < 1``, ``krylov_rtol < 0``, or ``F(x0)`` not of the shape of
             ``x0`` (the system must be square).
     """
+    x = _checked_start(x0, tol, max_iter, max_krylov, krylov_rtol)
+    evaluate = _square_residual(residual, x.size)
+    f = evaluate(x)
+    norm = float(np.linalg.norm(f))
+    it = _Iterate(x, f, norm, [norm])
+    if not np.isfinite(norm):
+        return it.result(False, 0, "residual is not finite (NaN or inf) at x0")
+    if norm <= tol:
+        return it.result(True, 0, f"converged at x0: ||F|| = {norm:.3e} <= tol = {tol:.1e}")
+    rtol = krylov_rtol if jvp is not None else max(krylov_rtol, np.sqrt(_EPS))
+    prec = precondition if precondition is not None else (lambda r: r)
+    for k in range(1, int(max_iter) + 1):
+        try:
+            d, gmres_note = _newton_step(residual, jvp, prec, it, rtol, 0.1 * tol,
+                                         int(max_krylov))
+            it.x, it.f, it.norm = _line_search(evaluate, it, d, line_search, gmres_note)
+        except _StepFailed as failure:
+            return it.result(False, k - 1, f"iteration {k}: {failure}")
+        it.history.append(it.norm)
+        if it.norm <= tol:
+            return it.result(True, k, f"converged in {k} iterations: ||F|| = "
+                                      f"{it.norm:.3e} <= tol = {tol:.1e}")
+    return it.result(False, int(max_iter),
+                     f"no convergence in {max_iter} iterations: ||F|| = {it.norm:.3e} > "
+                     f"tol = {tol:.1e}" + gmres_note)
+
+
+def _checked_start(x0: np.ndarray, tol: float, max_iter: int, max_krylov: int,
+                   krylov_rtol: float) -> np.ndarray:
+    """``x0`` as a float vector, after the checks of ``newton_krylov``'s arguments."""
     x = np.asarray(x0)
     if np.iscomplexobj(x):
         raise ValueError("newton_krylov: x0 must be real (split complex unknowns into "
@@ -168,8 +198,11 @@ def newton_krylov(residual: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, 
                          f"got {max_krylov}")
     if not (np.isfinite(krylov_rtol) and krylov_rtol >= 0):
         raise ValueError(f"newton_krylov: krylov_rtol must be >= 0, got {krylov_rtol}")
-    m = x.size
+    return x
 
+
+def _square_residual(residual: Callable[[np.ndarray], np.ndarray], m: int):
+    """``residual`` as a float array, checked to be of shape ``(m,)``."""
     def evaluate(y: np.ndarray) -> np.ndarray:
         f = np.asarray(residual(y), dtype=float)
         if f.shape != (m,):
@@ -177,82 +210,98 @@ def newton_krylov(residual: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, 
                              f"unknown of shape ({m},); the system must be square")
         return f
 
-    f = evaluate(x)
-    norm = float(np.linalg.norm(f))
-    history = [norm]
-    inner_total = 0
+    return evaluate
 
-    def result(converged: bool, k: int, message: str) -> NewtonResult:
-        return NewtonResult(x=x, converged=converged, iterations=k, residual_norm=norm,
-                            message=message, history=history,
-                            linear_iterations=inner_total)
 
-    if not np.isfinite(norm):
-        return result(False, 0, "residual is not finite (NaN or inf) at x0")
-    if norm <= tol:
-        return result(True, 0, f"converged at x0: ||F|| = {norm:.3e} <= tol = {tol:.1e}")
-    rtol = krylov_rtol if jvp is not None else max(krylov_rtol, np.sqrt(_EPS))
-    prec = precondition if precondition is not None else (lambda r: r)
+@dataclass
+class _Iterate:
+    """The current Newton iterate, its residual, and the counts kept for the result."""
 
-    for k in range(1, int(max_iter) + 1):
-        xk, fk = x, f
-        if jvp is None:
-            def matvec(v, xk=xk, fk=fk):
-                return finite_difference_jvp(residual, xk, prec(np.ravel(v)), fk)
+    x: np.ndarray
+    f: np.ndarray
+    norm: float
+    history: list
+    linear_iterations: int = 0
+
+    def result(self, converged: bool, k: int, message: str) -> NewtonResult:
+        return NewtonResult(x=self.x, converged=converged, iterations=k,
+                            residual_norm=self.norm, message=message, history=self.history,
+                            linear_iterations=self.linear_iterations)
+
+
+class _StepFailed(Exception):
+    """A Newton step that could not be taken (the message says why, at which ``||F||``)."""
+
+
+def _newton_step(residual: Callable[[np.ndarray], np.ndarray],
+                 jvp: Callable[[np.ndarray, np.ndarray], np.ndarray] | None,
+                 prec: Callable[[np.ndarray], np.ndarray], it: _Iterate, rtol: float,
+                 atol: float, max_krylov: int) -> tuple[np.ndarray, str]:
+    """The Newton step ``d = M y`` from GMRES on ``F'(x) M y = -F(x)`` at ``it.x``, and a
+    note for the messages when GMRES did not converge (its inner iterations are added to
+    ``it``).
+
+    Raises:
+        _StepFailed: GMRES failed, or the step is not finite or zero.
+    """
+    xk, fk, m = it.x, it.f, it.x.size
+    if jvp is None:
+        def matvec(v):
+            return finite_difference_jvp(residual, xk, prec(np.ravel(v)), fk)
+    else:
+        def matvec(v):
+            return np.asarray(jvp(xk, prec(np.ravel(v))), dtype=float)
+    op = LinearOperator((m, m), matvec=matvec, dtype=float)
+    try:
+        y, info, inner = _gmres(op, -fk, rtol, atol, max_krylov)
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
+        raise _StepFailed(f"GMRES failed ({err}) at ||F|| = {it.norm:.3e}") from err
+    it.linear_iterations += inner
+    d = np.asarray(prec(y), dtype=float)
+    gmres_note = "" if info == 0 else (
+        f"; GMRES did not converge (inner residual above {rtol:.1e} relative after "
+        f"{inner} iterations: raise max_krylov or give a preconditioner)")
+    if not np.all(np.isfinite(d)):
+        raise _StepFailed(f"the Newton step is not finite (NaN from the Jacobian-vector "
+                          f"products or the preconditioner) at ||F|| = {it.norm:.3e}"
+                          + gmres_note)
+    if not np.any(d):
+        raise _StepFailed(f"the Newton step is zero at ||F|| = {it.norm:.3e}" + gmres_note)
+    return d, gmres_note
+
+
+def _line_search(evaluate: Callable[[np.ndarray], np.ndarray], it: _Iterate,
+                 d: np.ndarray, line_search: bool, gmres_note: str
+                 ) -> tuple[np.ndarray, np.ndarray, float]:
+    """The next iterate along ``d``: the full step, or (``line_search``) the first step
+    ``alpha d`` that passes the Armijo test, ``alpha`` cut by the safeguarded parabola.
+
+    Raises:
+        _StepFailed: ``alpha`` below ``_MIN_STEP``, or a non-finite residual.
+    """
+    norm, alpha = it.norm, 1.0
+    while True:
+        x_new = it.x + alpha * d
+        f_new = evaluate(x_new)
+        norm_new = float(np.linalg.norm(f_new))
+        if not line_search:
+            break
+        if np.isfinite(norm_new) and norm_new <= (1.0 - _ARMIJO * alpha) * norm:
+            break
+        if np.isfinite(norm_new):
+            # minimiser of the parabola through phi(0), phi'(0) = -2 phi(0), phi(alpha)
+            phi0, phia = norm * norm, norm_new * norm_new
+            denom = 2.0 * (phia - phi0 + 2.0 * phi0 * alpha)
+            trial = 2.0 * phi0 * alpha * alpha / denom if denom > 0 else 0.5 * alpha
+            alpha = min(max(trial, 0.1 * alpha), 0.5 * alpha)
         else:
-            def matvec(v, xk=xk):
-                return np.asarray(jvp(xk, prec(np.ravel(v))), dtype=float)
-        op = LinearOperator((m, m), matvec=matvec, dtype=float)
-        try:
-            y, info, inner = _gmres(op, -fk, rtol, 0.1 * tol, int(max_krylov))
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
-            return result(False, k - 1, f"iteration {k}: GMRES failed ({err}) at "
-                                        f"||F|| = {norm:.3e}")
-        inner_total += inner
-        d = np.asarray(prec(y), dtype=float)
-        gmres_note = "" if info == 0 else (
-            f"; GMRES did not converge (inner residual above {rtol:.1e} relative after "
-            f"{inner} iterations: raise max_krylov or give a preconditioner)")
-        if not np.all(np.isfinite(d)):
-            return result(False, k - 1, f"iteration {k}: the Newton step is not finite "
-                                        f"(NaN from the Jacobian-vector products or the "
-                                        f"preconditioner) at ||F|| = {norm:.3e}"
-                                        + gmres_note)
-        if not np.any(d):
-            return result(False, k - 1, f"iteration {k}: the Newton step is zero at "
-                                        f"||F|| = {norm:.3e}" + gmres_note)
-        alpha = 1.0
-        while True:
-            x_new = xk + alpha * d
-            f_new = evaluate(x_new)
-            norm_new = float(np.linalg.norm(f_new))
-            if not line_search:
-                break
-            if np.isfinite(norm_new) and norm_new <= (1.0 - _ARMIJO * alpha) * norm:
-                break
-            if np.isfinite(norm_new):
-                # minimiser of the parabola through phi(0), phi'(0) = -2 phi(0), phi(alpha)
-                phi0, phia = norm * norm, norm_new * norm_new
-                denom = 2.0 * (phia - phi0 + 2.0 * phi0 * alpha)
-                trial = 2.0 * phi0 * alpha * alpha / denom if denom > 0 else 0.5 * alpha
-                alpha = min(max(trial, 0.1 * alpha), 0.5 * alpha)
-            else:
-                alpha *= 0.5
-            if alpha < _MIN_STEP:
-                return result(False, k - 1, f"iteration {k}: step too small in the line "
-                                            f"search (below {_MIN_STEP:.0e} of the Newton "
-                                            f"step) at ||F|| = {norm:.3e}: no descent, "
-                                            f"a local minimum of ||F|| that is not a root "
-                                            f"or a singular Jacobian" + gmres_note)
-        if not np.isfinite(norm_new):
-            return result(False, k - 1, f"iteration {k}: the residual is not finite "
-                                        f"(NaN or inf) after a full step from "
-                                        f"||F|| = {norm:.3e}" + gmres_note)
-        x, f, norm = x_new, f_new, norm_new
-        history.append(norm)
-        if norm <= tol:
-            return result(True, k, f"converged in {k} iterations: ||F|| = {norm:.3e} "
-                                   f"<= tol = {tol:.1e}")
-    return result(False, int(max_iter),
-                  f"no convergence in {max_iter} iterations: ||F|| = {norm:.3e} > tol = "
-                  f"{tol:.1e}" + gmres_note)
+            alpha *= 0.5
+        if alpha < _MIN_STEP:
+            raise _StepFailed(f"step too small in the line search (below {_MIN_STEP:.0e} "
+                              f"of the Newton step) at ||F|| = {norm:.3e}: no descent, a "
+                              f"local minimum of ||F|| that is not a root or a singular "
+                              f"Jacobian" + gmres_note)
+    if not np.isfinite(norm_new):
+        raise _StepFailed(f"the residual is not finite (NaN or inf) after a full step "
+                          f"from ||F|| = {norm:.3e}" + gmres_note)
+    return x_new, f_new, norm_new
