@@ -92,67 +92,87 @@ def integrate_batch(method: BatchRK4, x0: np.ndarray, save_times: Sequence[float
     save_times = _check_saves(t0, save_times)
     x = np.array(x0, dtype=float)
     batch = x.shape[0]
-    steps = np.zeros(batch, dtype=np.int64)
-    rejected = np.zeros(batch, dtype=np.int64)
+    clock = _BatchClock(np.full(batch, float(t0)),
+                        np.full(batch, float(dt) if dt is not None
+                                else min(float(h0), float(save_times[0] - t0))))
     states = np.empty((save_times.size,) + x.shape)
-    span = float(save_times[-1] - t0)
-    h_min = 1e-14 * span if h_min is None else h_min
-    t = np.full(batch, float(t0))
-    if dt is not None:
-        h = np.full(batch, float(dt))
-    else:
-        h = np.full(batch, min(float(h0), float(save_times[0] - t0)))
-    p = method.order
+    h_min = 1e-14 * float(save_times[-1] - t0) if h_min is None else h_min
     for k, t_save in enumerate(save_times):
-        t_save = float(t_save)
-        while True:
-            live = np.nonzero(t < t_save)[0]
-            if live.size == 0:
-                break
-            remaining = t_save - t[live]
-            h_live = h[live]
-            clip = h_live >= remaining * (1 - 1e-9)
-            h_try = np.where(clip, remaining, h_live)
-            whole = live.size == batch
-            xs = x if whole else x[live]
-            if dt is not None:
-                new = method.step(xs, h_try)
-                accept = np.ones(live.size, dtype=bool)
-                h_next = h_live
-            else:
-                big = method.step(xs, h_try)
-                half = method.step(method.step(xs, 0.5 * h_try), 0.5 * h_try)
-                with np.errstate(invalid="ignore", over="ignore"):
-                    scale = tolerance * np.maximum(rms_rows(xs), rms_rows(half))
-                    err = rms_rows(half - big) / (2**p - 1) / scale
-                finite = np.isfinite(err)
-                accept = finite & (err <= 1.0)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    factor = np.where(err > 0, 0.9 * err ** (-1.0 / (p + 1)), 5.0)
-                h_next = np.where(finite, h_try * np.clip(factor, 0.2, 5.0), h_try / 10)
-                new = half
-            acc = live[accept]
-            if whole and accept.all():
-                x = new
-            else:
-                x[acc] = new[accept]
-            # Land exactly on the save time when the step was the remainder.
-            t[acc] = np.where(clip[accept], t_save, t[acc] + h_try[accept])
-            steps[acc] += 1
-            rejected[live[~accept]] += 1
-            # A step clipped to land on a save says nothing about the next one.
-            keep = accept & clip & (h_try < h_live)
-            h[live] = np.where(keep, h_live, h_next)
-            if dt is None and np.any(h[live] < h_min):
-                s = int(live[np.argmin(h[live])])
-                raise StepSizeError(f"the time step of system {s} fell to {h[s]:.3g} at "
-                                    f"t = {t[s]:.6g}: loosen the tolerance")
-            if check is not None:
-                check(x, float(np.min(t)))
+        x = _advance_to(method, x, float(t_save), clock, dt, tolerance, h_min, check)
         states[k] = x
         if on_save is not None:
-            on_save(t_save, x)
-    return {"states": states, "steps": steps, "rejected": rejected, "h_next": h.copy()}
+            on_save(float(t_save), x)
+    return {"states": states, "steps": clock.steps, "rejected": clock.rejected,
+            "h_next": clock.h.copy()}
+
+
+class _BatchClock:
+    """Each system's time ``t`` and next step ``h``, and its accepted and rejected steps."""
+
+    def __init__(self, t: np.ndarray, h: np.ndarray):
+        self.t, self.h = t, h
+        self.steps = np.zeros(t.size, dtype=np.int64)
+        self.rejected = np.zeros(t.size, dtype=np.int64)
+
+
+def _advance_to(method: BatchRK4, x: np.ndarray, t_save: float, clock: _BatchClock,
+                dt: float | None, tolerance: float, h_min: float,
+                check: Callable[[np.ndarray, float], None] | None) -> np.ndarray:
+    """Step the systems behind ``t_save`` until all are on it (a step that would reach
+    it, to a relative ``1e-9``, or pass it is cut to land on it); returns the batch
+    (``x`` itself, updated, or a new array)."""
+    t, h = clock.t, clock.h
+    while True:
+        live = np.nonzero(t < t_save)[0]
+        if live.size == 0:
+            return x
+        remaining = t_save - t[live]
+        h_live = h[live]
+        clip = h_live >= remaining * (1 - 1e-9)
+        h_try = np.where(clip, remaining, h_live)
+        whole = live.size == x.shape[0]
+        xs = x if whole else x[live]
+        new, accept, h_next = _trial_step(method, xs, h_try, h_live, dt, tolerance)
+        acc = live[accept]
+        if whole and accept.all():
+            x = new
+        else:
+            x[acc] = new[accept]
+        # Land exactly on the save time when the step was the remainder.
+        t[acc] = np.where(clip[accept], t_save, t[acc] + h_try[accept])
+        clock.steps[acc] += 1
+        clock.rejected[live[~accept]] += 1
+        # A step clipped to land on a save says nothing about the next one.
+        keep = accept & clip & (h_try < h_live)
+        h[live] = np.where(keep, h_live, h_next)
+        if dt is None and np.any(h[live] < h_min):
+            s = int(live[np.argmin(h[live])])
+            raise StepSizeError(f"the time step of system {s} fell to {h[s]:.3g} at "
+                                f"t = {t[s]:.6g}: loosen the tolerance")
+        if check is not None:
+            check(x, float(np.min(t)))
+
+
+def _trial_step(method: BatchRK4, xs: np.ndarray, h_try: np.ndarray, h_live: np.ndarray,
+                dt: float | None, tolerance: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A step of ``h_try`` per system: ``(new states, accepted, next steps)``; fixed
+    (``dt``) steps are all accepted, adaptive ones judged by step doubling (module
+    doc)."""
+    if dt is not None:
+        return method.step(xs, h_try), np.ones(xs.shape[0], dtype=bool), h_live
+    p = method.order
+    big = method.step(xs, h_try)
+    half = method.step(method.step(xs, 0.5 * h_try), 0.5 * h_try)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = tolerance * np.maximum(rms_rows(xs), rms_rows(half))
+        err = rms_rows(half - big) / (2**p - 1) / scale
+    finite = np.isfinite(err)
+    accept = finite & (err <= 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(err > 0, 0.9 * err ** (-1.0 / (p + 1)), 5.0)
+    h_next = np.where(finite, h_try * np.clip(factor, 0.2, 5.0), h_try / 10)
+    return half, accept, h_next
 
 
 def integrate_sde_batch(stepper: GeodesicEulerMaruyama, x0: np.ndarray,
@@ -299,97 +319,143 @@ def integrate_batch_dopri(field: Callable[[Any, np.ndarray], Any],
     s = np.atleast_1d(np.asarray(save_times, dtype=float))
     if s.size == 0 or not np.all(np.isfinite(s)) or s[0] < t0 or np.any(np.diff(s) <= 0):
         raise ValueError(f"save times must be finite, increasing and >= t0 = {t0}")
-    if not array_api_compat.is_array_api_obj(x0):
-        x0 = np.asarray(x0)
-    xp = array_api_compat.array_namespace(x0)
-    x = xp.asarray(x0, copy=True)
-    dev = array_api_compat.device(x)
-
-    def on_dev(a: np.ndarray, dtype=None):
-        return xp.asarray(a, dtype=dtype, device=dev)
-
-    batch = x.shape[0]
-    dtype = x.dtype
-    t_end = float(s[-1])
-    h_max = t_end - t0 if h_max is None else float(h_max)
-    t = np.full(batch, float(t0))
-    h = np.full(batch, min(float(h0), h_max))
-    steps = np.zeros(batch, dtype=np.int64)
-    rejected = np.zeros(batch, dtype=np.int64)
-    left = np.full(batch, math.inf)
-    nxt = np.zeros(batch, dtype=np.int64)  # the next save each system has to reach
-    index = np.arange(batch)
-    if s[0] == t0:
-        if observe is not None:
-            observe(0, index, x)
-        nxt[:] = 1
-    live = index[nxt < s.size]
-    k1 = field(x, index) if live.size else None
-    evaluations = batch
-    shape1 = (-1,) + (1,) * (x.ndim - 1)
-    ns = math.prod(x.shape[1:])
+    run = _DopriBatch(field, x0, s, t0=t0, h0=h0, h_max=h_max, tolerance=tolerance,
+                      observe=observe, leave=leave)
+    live, k1 = run.start(t0)
     while live.size:
-        xs = x[on_dev(live)] if live.size < batch else x
-        ts, hs = t[live], h[live]
-        hs = np.minimum(hs, t_end - ts)
-        hb = on_dev(hs.reshape(shape1), dtype)
+        live, k1 = run.step(live, k1, max_steps)
+    return {"steps": run.steps, "rejected": run.rejected, "left": run.left,
+            "evaluations": run.evaluations / max(run.batch, 1)}
+
+
+class _DopriBatch:
+    """The state of ``integrate_batch_dopri``: the states on their device, and on the
+    host each system's time, step, counts, next save and leaving time."""
+
+    def __init__(self, field: Callable[[Any, np.ndarray], Any], x0: Any, s: np.ndarray, *,
+                 t0: float, h0: float, h_max: float | None, tolerance: float,
+                 observe: Callable | None, leave: Callable | None):
+        if not array_api_compat.is_array_api_obj(x0):
+            x0 = np.asarray(x0)
+        self.xp = array_api_compat.array_namespace(x0)
+        self.x = self.xp.asarray(x0, copy=True)
+        self.dev = array_api_compat.device(self.x)
+        self.field, self.saves, self.tolerance = field, s, tolerance
+        self.observe, self.leave = observe, leave
+        self.batch = batch = self.x.shape[0]
+        self.t_end = float(s[-1])
+        self.h_max = self.t_end - t0 if h_max is None else float(h_max)
+        self.t = np.full(batch, float(t0))
+        self.h = np.full(batch, min(float(h0), self.h_max))
+        self.steps = np.zeros(batch, dtype=np.int64)
+        self.rejected = np.zeros(batch, dtype=np.int64)
+        self.left = np.full(batch, math.inf)
+        self.nxt = np.zeros(batch, dtype=np.int64)  # the next save each system has to reach
+        self.shape1 = (-1,) + (1,) * (self.x.ndim - 1)
+        self.ns = math.prod(self.x.shape[1:])
+        self.evaluations = batch
+
+    def on_dev(self, a: np.ndarray, dtype=None):
+        """A host array on the states' device."""
+        return self.xp.asarray(a, dtype=dtype, device=self.dev)
+
+    def start(self, t0: float):
+        """The live systems and their first stage, after observing a save at ``t0``."""
+        index = np.arange(self.batch)
+        if self.saves[0] == t0:
+            if self.observe is not None:
+                self.observe(0, index, self.x)
+            self.nxt[:] = 1
+        live = index[self.nxt < self.saves.size]
+        return live, (self.field(self.x, index) if live.size else None)
+
+    def step(self, live: np.ndarray, k1: Any, max_steps: int):
+        """One step of each live system (``k1`` its first stage): the systems still live
+        after it and their next first stage (FSAL)."""
+        xp = self.xp
+        xs = self.x[self.on_dev(live)] if live.size < self.batch else self.x
+        ts, hs = self.t[live], self.h[live]
+        hs = np.minimum(hs, self.t_end - ts)
+        hb = self.on_dev(hs.reshape(self.shape1), self.x.dtype)
+        ks, new = self._stages(xs, hb, k1, live)
+        accept, h_new = self._control(xs, hb, ks, hs)
+        self.rejected[live[~accept]] += 1
+        acc = np.nonzero(accept)[0]
+        new_acc = self._advance(live, acc, xs, ks, hs, ts, new) if acc.size else None
+        self.h[live] = h_new
+        # FSAL: the last stage is the next step's first for the accepted systems
+        k1_next = xp.where(self.on_dev(accept.reshape(self.shape1)), ks[-1], ks[0])
+        stay = self._staying(live, acc, new_acc)
+        self._check_steps(live, max_steps)
+        if stay.all():
+            return live, k1_next
+        return live[stay], k1_next[self.on_dev(np.nonzero(stay)[0])]
+
+    def _stages(self, xs: Any, hb: Any, k1: Any, live: np.ndarray):
+        """The seven stages (the last one at the order-5 result) and that result."""
         ks = [k1]  # (kept aligned with ``live``)
         for a in DOPRI_A[1:]:
-            ks.append(field(_combine(xs, hb, a, ks), live))
+            ks.append(self.field(_combine(xs, hb, a, ks), live))
         new = _combine(xs, hb, DOPRI_B, ks)
-        k7 = field(new, live)
-        ks.append(k7)
-        evaluations += 6 * live.size
+        ks.append(self.field(new, live))
+        self.evaluations += 6 * live.size
+        return ks, new
+
+    def _control(self, xs: Any, hb: Any, ks: list, hs: np.ndarray):
+        """Which steps pass the error test, and each system's next step."""
+        xp = self.xp
         err_vec = _combine(xp.zeros_like(xs), hb, DOPRI_E, ks)
         with np.errstate(invalid="ignore", over="ignore"):
             flat = xp.reshape(err_vec, (err_vec.shape[0], -1))
             sq = _host(xp.einsum("bi,bi->b", flat, flat))
-            err = np.sqrt(sq.astype(float) / ns) / tolerance
+            err = np.sqrt(sq.astype(float) / self.ns) / self.tolerance
         finite = np.isfinite(err)
         accept = finite & (err <= 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(err > 0, 0.9 * err ** -0.2, 5.0)
         factor = np.where(accept, np.clip(factor, 0.2, 5.0), np.clip(factor, 0.2, 1.0))
         h_new = np.where(finite, hs * factor, hs / 10)
-        h_new = np.minimum(h_new, h_max)
-        rejected[live[~accept]] += 1
-        acc = np.nonzero(accept)[0]
-        if acc.size:
-            sys_acc = live[acc]
-            t_old, t_new = ts[acc], ts[acc] + hs[acc]
-            t_new = np.where(t_end - t_new <= 1e-12 * max(1.0, abs(t_end)), t_end, t_new)
-            acc_d = on_dev(acc)
-            if observe is not None:
-                _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new,
-                               xp, on_dev)
-            else:  # the saves passed (the loop ends when every system passed the last)
-                nxt[sys_acc] = np.searchsorted(s, t_new, side="right")
-            new_acc = new[acc_d]
-            x[on_dev(sys_acc)] = new_acc
-            t[sys_acc] = t_new
-            steps[sys_acc] += 1
-        h[live] = h_new
-        # FSAL: the last stage is the next step's first for the accepted systems
-        k1_next = xp.where(on_dev(accept.reshape(shape1)), k7, ks[0])
-        stay = nxt[live] < s.size
-        if leave is not None and acc.size:
+        return accept, np.minimum(h_new, self.h_max)
+
+    def _advance(self, live: np.ndarray, acc: np.ndarray, xs: Any, ks: list,
+                 hs: np.ndarray, ts: np.ndarray, new: Any):
+        """Move the accepted systems (rows ``acc`` of ``live``) to their new time, after
+        observing the saves they pass; returns their new states."""
+        sys_acc = live[acc]
+        t_old, t_new = ts[acc], ts[acc] + hs[acc]
+        t_end = self.t_end
+        t_new = np.where(t_end - t_new <= 1e-12 * max(1.0, abs(t_end)), t_end, t_new)
+        if self.observe is not None:
+            _observe_dense(self.observe, self.saves, self.nxt, sys_acc, acc, xs, ks, hs,
+                           t_old, t_new, self.xp, self.on_dev)
+        else:  # the saves passed (the loop ends when every system passed the last)
+            self.nxt[sys_acc] = np.searchsorted(self.saves, t_new, side="right")
+        new_acc = new[self.on_dev(acc)]
+        self.x[self.on_dev(sys_acc)] = new_acc
+        self.t[sys_acc] = t_new
+        self.steps[sys_acc] += 1
+        return new_acc
+
+    def _staying(self, live: np.ndarray, acc: np.ndarray, new_acc: Any) -> np.ndarray:
+        """Per live system: a save is still ahead and ``leave`` did not take it out."""
+        stay = self.nxt[live] < self.saves.size
+        if self.leave is not None and acc.size:
             out = np.zeros(live.size, dtype=bool)
-            out[acc] = np.asarray(_host(leave(new_acc, live[acc])), dtype=bool)
-            left[live[out]] = t[live[out]]
+            out[acc] = np.asarray(_host(self.leave(new_acc, live[acc])), dtype=bool)
+            self.left[live[out]] = self.t[live[out]]
             stay &= ~out
-        if np.any(steps[live] + rejected[live] > max_steps):
+        return stay
+
+    def _check_steps(self, live: np.ndarray, max_steps: int) -> None:
+        """``StepSizeError`` after too many steps or on a vanishing step."""
+        if np.any(self.steps[live] + self.rejected[live] > max_steps):
             raise StepSizeError(f"more than {max_steps} steps for one system: loosen the "
                                 "tolerance")
-        if np.any(h[live] < 1e-14 * max(1.0, t_end)):
+        h, t = self.h, self.t
+        if np.any(h[live] < 1e-14 * max(1.0, self.t_end)):
             bad = int(live[np.argmin(h[live])])
             raise StepSizeError(f"the time step of system {bad} fell to {h[bad]:.3g} at "
                                 f"t = {t[bad]:.6g}: loosen the tolerance")
-        if stay.all():
-            k1 = k1_next
-        else:
-            live, k1 = live[stay], k1_next[on_dev(np.nonzero(stay)[0])]
-    return {"steps": steps, "rejected": rejected, "left": left,
-            "evaluations": evaluations / max(batch, 1)}
 
 
 def _observe_dense(observe, s, nxt, sys_acc, acc, xs, ks, hs, t_old, t_new, xp,
