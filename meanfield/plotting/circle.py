@@ -42,6 +42,7 @@ from meanfield.plotting.helpers import (
     _units_suffix,
     _use_log,
 )
+from meanfield.plotting.legible import _distinct_snapshots
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
@@ -137,7 +138,8 @@ def _circle_snapshots(ds: xr.Dataset, ax: Axes, times: Sequence[float] | None = 
     cmap = "viridis" if cmap is None else cmap
     rho = _density_array(ds)
     t = np.asarray(ds["time"].values, dtype=float)
-    idx = _snapshot_indices(t, times, n)
+    idx = (_distinct_snapshots(t, rho, _snapshot_indices(t, None, n).size)
+           if times is None else _snapshot_indices(t, times, n))
     x, closed = _closed_curve(ds, rho)
     colours = colormaps[cmap](np.linspace(0.0, 0.85, idx.size))  # skip the palest end
     lines = []

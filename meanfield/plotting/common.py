@@ -213,7 +213,9 @@ def snapshots(ds: xr.Dataset, ax: Axes | Sequence[Axes], times: Sequence[float] 
         ds: a result dataset.
         ax: the axes to draw into (see above for the sphere).
         times: the times wanted; each is replaced by the nearest saved time (duplicates
-            dropped). ``None`` picks ``n`` saved times evenly spread over the run.
+            dropped). ``None`` picks ``n`` saved times spread evenly over the change of
+            the density (the first and the last among them), so that a run that
+            settles early shows its transient rather than the settled state n times.
         n: number of snapshots when ``times`` is ``None`` (at most the number saved).
         log: logarithmic density scale (at most 8 decades deep); ``"auto"`` as in
             ``spacetime``, judged on the snapshots drawn.

@@ -134,9 +134,9 @@ def _predicted(ds: xr.Dataset, i: int, source: str) -> tuple[float, str]:
 def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
     """The distances against time on a log axis: one colour per β, the PDE as a line and
     the particles as dots; the fitted exponential over its window (a wide pale band
-    under the curve) and, for each source, the predicted slope of its window's regime through the start of
-    its fitted line (black: dotted for the local rate, dash-dotted for the mean-field
-    rate). ``variable = "pair_distance"`` draws the pair distances with the
+    under the curve) and, for each source, the predicted slope of its window's regime
+    through the start of its fitted line (black: dotted for the local rate, dash-dotted
+    for the mean-field rate). ``variable = "pair_distance"`` draws the pair distances with the
     ``pair_fitted_rate`` lines where ``pair_fit_start``/``pair_fit_stop`` are stored (no
     predicted slope). Every line gets a ``gid``:
     ``"{variable}:{source}:{β}"``, ``"fit:{variable}:{source}:{β}"``,

@@ -32,7 +32,11 @@ from meanfield.plotting.helpers import (
     _time_label,
     _title,
 )
-from meanfield.plotting.legible import MEAN_DIRECTION_NOTE, _add_note
+from meanfield.plotting.legible import (
+    MEAN_DIRECTION_NOTE,
+    _add_note,
+    _distinct_snapshots,
+)
 from meanfield.plotting.sphere_grid import (
     UNIFORM,
     _cells_to_latlon,  # noqa: F401  (re-exported: tests import it from here)
@@ -111,7 +115,8 @@ def _sphere_snapshots(ds: xr.Dataset, ax: Any, times: Sequence[float] | None = N
                       reference: bool = True, colorbar: bool = True) -> list:
     cmap = "magma" if cmap is None else cmap
     g = _Grid.of(ds)
-    idx = _snapshot_indices(g.t, times, n)
+    idx = (_distinct_snapshots(g.t, g.rho, _snapshot_indices(g.t, None, n).size)
+           if times is None else _snapshot_indices(g.t, times, n))
     axes = _map_row(ax, idx.size)
     norm = _norm(g.rho[idx], log, UNIFORM)
     meshes = []

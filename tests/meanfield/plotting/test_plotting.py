@@ -185,7 +185,16 @@ def test_snapshots_legend_and_times(ds):
     lines = snapshots(ds, ax, n=5)
     assert len(lines) == 5
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend[1:] == ["t = 0", "t = 1.25", "t = 2.5", "t = 3.75", "t = 5"]
+    assert legend[0] == "uniform" and legend[1] == "t = 0" and legend[-1] == "t = 5"
+    # spread evenly over the change of the density, not over the clock: the L1 change
+    # accumulated between consecutive snapshots is a quarter of the total each, to
+    # within the largest change between two saves (the snapshots are saved times)
+    rho = ds.density.values
+    step = np.abs(np.diff(rho, axis=0)).sum(axis=1)
+    done = np.concatenate([[0.0], np.cumsum(step)])
+    shown = [float(text.split("= ")[1]) for text in legend[1:]]
+    idx = [int(np.argmin(np.abs(ds.time.values - v))) for v in shown]
+    np.testing.assert_allclose(np.diff(done[idx]), done[-1] / 4, atol=step.max())
     fig, (ax,) = new_axes()
     lines = snapshots(ds, ax, times=[0.1, 2.0, 2.1, 100.0], reference=False)
     # nearest saved times: 0, 2 (twice, deduplicated), 5
@@ -193,6 +202,21 @@ def test_snapshots_legend_and_times(ds):
     # curves are closed across the seam: they reach past both ends of [−π, π]
     x = lines[0].get_xdata()
     assert x[0] < -np.pi and x[-1] > np.pi and np.all(np.diff(x) > 0)
+
+
+def test_snapshots_of_a_settled_run_do_not_repeat_the_settled_state():
+    """Looked at: the noisy Kuramoto demo at κ = 4 settles by t ≈ 20 of 40, and its
+    snapshots at t = 20, 30, 40 were one curve drawn three times. Here the density
+    sharpens until t = 2.5 and then stays: of five snapshots one shows the settled
+    state (the last), the others the transient."""
+    ds = von_mises_dataset(t_final=5.0)
+    k_settle = int(np.searchsorted(ds.time.values, 2.5))
+    ds["density"][k_settle:] = ds["density"][k_settle].values
+    fig, (ax,) = new_axes()
+    snapshots(ds, ax, n=5)
+    shown = [float(t.get_text().split("= ")[1]) for t in ax.get_legend().get_texts()[1:]]
+    assert len(shown) == 5 and shown[-1] == 5.0
+    assert sum(v >= 2.5 for v in shown) == 1, shown
 
 
 def test_snapshots_many_curves_use_colorbar(ds):
@@ -477,7 +501,11 @@ def test_sphere_snapshots_row(sph):
     assert len(meshes) == 3
     axes = [m.axes for m in meshes]
     assert all(a.name == "mollweide" for a in axes) and ax not in fig.axes
-    assert [a.get_title() for a in axes] == ["t = 0", "t = 2", "t = 5"]
+    # first, last, and between them the save where half the density's change is done
+    rho = sph.density.values.reshape(sph.sizes["time"], -1)
+    done = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(rho, axis=0)).sum(axis=1))])
+    middle = sph.time.values[np.argmin(np.abs(done - done[-1] / 2))]
+    assert [a.get_title() for a in axes] == ["t = 0", f"t = {middle:g}", "t = 5"]
     assert len({(m.norm.vmin, m.norm.vmax) for m in meshes}) == 1  # one colour scale
     assert len(fig.axes) == 4  # + one shared colorbar
     fig, given = mollweide_axes(2)
