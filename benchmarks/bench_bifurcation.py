@@ -14,7 +14,7 @@
    branch (``bifurcation_branches.mode_branch``: switch at the pitchfork, stability, free
    energy and states of every point) over the same range and number of points. Against: the
    brute-force scan of the SAME kappa values (those the continuation landed on) at
-   EQUAL ACCURACY: fixed-step ETDRK4 (``bifurcation_scan.steady_state``, dt =
+   EQUAL ACCURACY: fixed-step ETDRK4 (``bifurcation.steady_state.steady_state``, dt =
    ``AUTO_DT``) until ``||F|| <`` the continuation's tolerance, then on with the
    tolerance divided by 10 until ``|r - r_exact|`` is at most the continuation's largest
    error (a stopping rule that knows the answer: the least time the scan can take),
@@ -42,10 +42,11 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.studies.bifurcation import study as bf
 from meanfield.studies.bifurcation import branches as bb
-from meanfield.studies.bifurcation import scan as bs
+from meanfield.studies.bifurcation import scan_member as sm
 from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
+from meanfield.studies.bifurcation.steady_state import steady_state
 from solvers.nonlinear.continuation import continue_branch
 
 KAPPA_START, KAPPA_STOP = 2.04, 10.0
@@ -137,7 +138,7 @@ def scan_to_accuracy(disc, start: np.ndarray, kappas: np.ndarray, exact: np.ndar
         u = start if not sequential else u
         level = tol
         while True:
-            out = bs.steady_state(disc, u, level, 5000.0, view)
+            out = steady_state(disc, u, level, 5000.0, view)
             u, steps = out.state, steps + out.steps
             err = abs(st.order_parameter(disc, u) - r_exact)
             if err <= target or level < 1e-15:
@@ -206,15 +207,15 @@ def circle_benchmark(points: int, tol: float, n: int) -> None:
           f"r_exact| = {err:.2e}")
     target = max(err for label, (_, err) in runs.items() if "mode_branch" not in label)
 
-    stepper_disc = build("circle", n, KAPPA_START, dt=bs.AUTO_DT)
+    stepper_disc = build("circle", n, KAPPA_START, dt=sm.AUTO_DT)
     view = ss.RealView(stepper_disc, u0)
-    clustered = bs._start_state(stepper_disc, "clustered")
+    clustered = sm._start_state(stepper_disc, "clustered")
     scans = {}
     for name in ("independent", "sequential"):
         elapsed, steps, worst = scan_to_accuracy(stepper_disc, clustered, kappas, exact,
                                                  target, tol, view, name == "sequential")
         scans[name] = elapsed
-        print(f"  scan ({name} starts, dt = {bs.AUTO_DT:g}, ||F|| < {tol:g} and then "
+        print(f"  scan ({name} starts, dt = {sm.AUTO_DT:g}, ||F|| < {tol:g} and then "
               f"tighter until |r - r_exact| <= {target:.1e}, the continuation's): "
               f"{elapsed:.3f} s, {steps} steps; max |r - r_exact| = {worst:.2e}")
     for label, (elapsed, _) in runs.items():

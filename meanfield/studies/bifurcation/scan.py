@@ -53,7 +53,10 @@ spacing below ``bistable_low`` and ``kappa_c`` within one above ``bistable_high`
 Members go through the executor (``meanfield.runs.executor``, serial or dask): one per
 (independent start, value) and one per sweep direction (sequential in itself). Each
 builds its own discretization with one FFT thread, so the numbers are the same serially
-and on a cluster.
+and on a cluster. What one member computes (the starts, the kick, one value integrated,
+polished and classified; ``PERTURBATION``, ``CONCENTRATION``, ``UNIFORM_SNAP``,
+``AUTO_DT``, ``HALVINGS``) is ``meanfield.studies.bifurcation.scan_member``; the time
+integration itself ``steady_state``; the keys checked and the values ``scan_plan``.
 
 They run on the run engine (``ScanTask``, a ``MemberStudy``; ``run_scan`` with an output,
 ``scan`` in memory): with an output the members done are kept in ``<out>.checkpoint.nc``
@@ -76,367 +79,28 @@ and Newton converged), all (sweep, value), and ``bistable`` (value); attrs ``kin
 """
 from __future__ import annotations
 
-import copy
 import functools
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from meanfield import config as cfgmod
-from meanfield.discretizations.base import Discretization, model_value
-from meanfield.errors import ConfigError, SolverError
+from meanfield.discretizations.base import model_value
 from meanfield.runs.engine import Engine, stamp
 from meanfield.runs.executor import Executor
+from meanfield.studies.bifurcation.scan_member import run_member
+from meanfield.studies.bifurcation.scan_plan import (
+    DIRECTIONS,
+    ScanPlan,
+    scan_plan,
+    validated_config,
+)
+from meanfield.studies.bifurcation.stationary_linear import critical_kappa
 from meanfield.studies.members import MemberStudy
-from meanfield.studies.bifurcation.spectral_state import RealView, check_spectral
-from meanfield.studies.bifurcation.stationary import order_parameter, stationary_state
-from meanfield.studies.bifurcation.stationary_linear import critical_kappa, stability
-from solvers.steppers import integrate
 
-STARTS = ("uniform", "clustered")
-DIRECTIONS = ("up", "down")
-PARAMETERS = ("kappa", "beta")
-# Defaults of the scan's keys of [bifurcation] (the section's validator may fill them).
-SCAN_DEFAULTS = {"scan_num": 41, "scan_starts": ["uniform", "clustered"],
-                 "scan_t_max": 2000.0, "scan_tolerance": 1e-9, "tolerance": 1e-10}
-PERTURBATION = 1e-3  # relative amplitude of the mode-1 perturbation of the uniform start
-CONCENTRATION = 5.0  # of the clustered start
-POLISH_TOL = 1e-10  # Newton's tolerance at most: the polished state is stationary to this
-UNIFORM_SNAP = 1e-6  # modes below this fraction of the mean: polished from the uniform
 DISTINCT_RTOL = 1e-6  # spectra differing by more than this: different states
-AUTO_DT = 0.1  # the fixed step of time.dt = "auto" (halved on failure)
-HALVINGS = 6
-
-
-# --- the plan ------------------------------------------------------------------------
-def _validated(cfg: dict) -> dict:
-    """The config validated; should the registry not know ``[bifurcation]``, the other
-    sections validated and it kept as given."""
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"a config must be a dict of sections, got {type(cfg).__name__}")
-    section = cfg.get("bifurcation")
-    if section is not None and not isinstance(section, dict):
-        raise ConfigError("[bifurcation] must be a table of keys", "bifurcation")
-    if "bifurcation" in cfgmod.SECTIONS:
-        # (no task: a config the study validated already holds every section)
-        out = cfgmod.validate(cfg)
-    else:  # (until the section is registered)
-        out = cfgmod.validate({k: v for k, v in cfg.items() if k != "bifurcation"})
-        out["bifurcation"] = copy.deepcopy(section or {})
-    return out
-
-
-def _number(key: str, value, *, positive: bool = False, minimum: float | None = None
-            ) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value):
-        raise ConfigError(f"bifurcation.{key} = {value!r} must be a finite number",
-                          f"bifurcation.{key}")
-    if positive and value <= 0:
-        raise ConfigError(f"bifurcation.{key} = {value!r} must be > 0", f"bifurcation.{key}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"bifurcation.{key} = {value!r} must be >= {minimum:g}",
-                          f"bifurcation.{key}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class ScanPlan:
-    """What a scan does (checked before any work)."""
-
-    parameter: str
-    values: tuple[float, ...]
-    starts: tuple[str, ...]
-    t_max: float
-    tolerance: float
-    polish_tol: float
-    dt: float | None  # None: AUTO_DT, halved on failure
-
-    @property
-    def sweeps(self) -> tuple[str, ...]:
-        return (*self.starts, *DIRECTIONS)
-
-
-def scan_plan(cfg: dict) -> ScanPlan:
-    """The scan of a validated config (``_validated``); ConfigError on bad input."""
-    b = {**SCAN_DEFAULTS, **{k: v for k, v in cfg["bifurcation"].items() if v is not None}}
-    parameter = b.get("parameter", "kappa")
-    if parameter not in PARAMETERS:
-        raise ConfigError(f"bifurcation.parameter = {parameter!r} must be one of "
-                          f"{', '.join(map(repr, PARAMETERS))}", "bifurcation.parameter")
-    for key in ("start", "stop"):
-        if key not in b:
-            raise ConfigError(f"bifurcation.{key} is required (the {parameter} range)",
-                              f"bifurcation.{key}")
-    positive = parameter == "kappa"
-    start = _number("start", b["start"], positive=positive, minimum=0.0)
-    stop = _number("stop", b["stop"], positive=positive, minimum=0.0)
-    if not stop > start:
-        raise ConfigError(f"bifurcation.start = {start:g}, stop = {stop:g}: the range must "
-                          "be increasing and not empty (give start < stop; the scan sweeps "
-                          "both ways)", "bifurcation.stop")
-    num = b["scan_num"]
-    if isinstance(num, bool) or not isinstance(num, int) or num < 2:
-        raise ConfigError(f"bifurcation.scan_num = {num!r} must be an integer >= 2",
-                          "bifurcation.scan_num")
-    starts = b["scan_starts"]
-    if not isinstance(starts, (list, tuple)) or not starts:
-        raise ConfigError(f"bifurcation.scan_starts = {starts!r} must be a non-empty list of "
-                          f"{', '.join(map(repr, STARTS))}", "bifurcation.scan_starts")
-    for i, s in enumerate(starts):
-        if s not in STARTS:
-            raise ConfigError(f"bifurcation.scan_starts[{i}] = {s!r} is not a start; use "
-                              f"{', '.join(map(repr, STARTS))}", "bifurcation.scan_starts")
-    if len(set(starts)) != len(starts):
-        raise ConfigError(f"bifurcation.scan_starts = {starts!r} names a start twice",
-                          "bifurcation.scan_starts")
-    t_max = _number("scan_t_max", b["scan_t_max"], positive=True)
-    tolerance = _number("scan_tolerance", b["scan_tolerance"], positive=True)
-    newton = _number("tolerance", b["tolerance"], positive=True)
-    if parameter == "beta" and not cfg["model"]["normalized"] \
-            and stop > cfgmod.MAX_USA_BETA:
-        raise ConfigError(f"bifurcation.stop = {stop:g}: the USA velocity overflows beyond "
-                          f"beta = {cfgmod.MAX_USA_BETA:g}", "bifurcation.stop")
-    if not math.isfinite(cfg["model"]["kappa"]) and parameter == "beta":
-        raise ConfigError("a scan in beta needs noise: give model.kappa (stationary states "
-                          "of the noisy model)", "model.kappa")
-    if cfg["discretization"]["method"] != "spectral":
-        raise ConfigError("the scan polishes its states by Newton on the spectral "
-                          "discretization: give discretization.method = \"spectral\"",
-                          "discretization.method")
-    cfgmod.check_pde_dim(cfg)
-    # the resolution must carry the kernel at the largest beta (before any work)
-    top_beta = stop if parameter == "beta" else cfg["model"]["beta"]
-    Discretization.from_name(cfg["domain"]["geometry"], "spectral").check_resolution(
-        cfg["discretization"]["resolution"], top_beta)
-    values = tuple(float(v) for v in np.linspace(start, stop, num))
-    dt = cfg["time"]["dt"]
-    return ScanPlan(parameter, values, tuple(starts), t_max, tolerance,
-                    min(newton, POLISH_TOL), None if dt == "auto" else float(dt))
-
-
-# --- one steady state ---------------------------------------------------------------------
-class _Steady(Exception):
-    """Raised from the step check when the residual is below the tolerance."""
-
-    def __init__(self, t: float, u: np.ndarray, norm: float):
-        super().__init__()
-        self.t, self.u, self.norm = t, u, norm
-
-
-@dataclass
-class SteadyResult:
-    """A time integration to steady state.
-
-    Attributes:
-        state: the last state.
-        time: when ``||F|| < tolerance`` (NaN if ``t_max`` came first).
-        residual: ``||F(state)||``.
-        steps: accepted steps.
-    """
-
-    state: np.ndarray
-    time: float
-    residual: float
-    steps: int
-
-
-def residual_norm(disc, u: np.ndarray, view: RealView | None = None) -> float:
-    """``||F(u)||``: the 2-norm over the real components that change the density (as
-    ``stationary_state`` reports it)."""
-    view = view if view is not None else RealView(disc, u)
-    return float(np.linalg.norm(view.to_real(disc.residual(u))))
-
-
-def steady_state(disc, u0: np.ndarray, tolerance: float, t_max: float,
-                 view: RealView | None = None) -> SteadyResult:
-    """Integrate ``u0`` with the discretization's stepper until ``||F(u)|| < tolerance``
-    (checked after every accepted step) or ``t = t_max``.
-
-    Args:
-        disc: the spectral discretization at the wanted parameters.
-        u0: the start (state).
-        tolerance: on ``residual_norm``.
-        t_max: the time limit.
-        view: the ``RealView`` of ``disc`` (made here if None).
-
-    Raises:
-        SolverError: the run became unstable (``disc.check``) or its step underflowed.
-    """
-    view = view if view is not None else RealView(disc, u0)
-    steps = 0
-    norm0 = residual_norm(disc, u0, view)
-    if norm0 < tolerance:
-        return SteadyResult(np.array(u0), 0.0, norm0, 0)
-
-    def check(u: np.ndarray, t: float) -> None:
-        nonlocal steps
-        steps += 1
-        disc.check(u, t)
-        norm = residual_norm(disc, u, view)
-        if norm < tolerance:
-            raise _Steady(t, u, norm)
-
-    saved = {}
-
-    def on_save(t: float, u: np.ndarray, h: float) -> None:
-        saved["u"] = u
-
-    try:
-        res = integrate(disc.stepper(), np.array(u0), 0.0, np.array([t_max]),
-                        disc.first_step(t_max), on_save=on_save, check=check,
-                        h_min=1e-14 * t_max,
-                        underflow_advice="raise discretization.resolution or loosen "
-                                         "time.tolerance")
-    except _Steady as done:
-        return SteadyResult(np.array(done.u), float(done.t), done.norm, steps)
-    if res.status == -1:
-        raise KeyboardInterrupt
-    u = saved["u"]
-    return SteadyResult(np.array(u), math.nan, residual_norm(disc, u, view), steps)
-
-
-# --- starts and members ----------------------------------------------------------------
-def _start_state(disc, name: str) -> np.ndarray:
-    """The state of a named start (module docstring). The clustered density is taken on
-    the grid as it is (not checked for resolution like an ``[initial]`` table: it is only
-    a start, and its truncated modes are never seen by the steady state)."""
-    if name == "uniform":
-        initial = ({"kind": "perturbed", "mode": 1, "amplitude": PERTURBATION}
-                   if disc.geometry == "circle" else
-                   {"kind": "perturbed", "degree": 1, "order": 0, "amplitude": PERTURBATION})
-        dim = 2 if disc.geometry == "circle" else 3
-        initial = cfgmod.validate_initial(initial, disc.geometry, dim)
-        return np.asarray(disc.to_state(disc.initial_density(initial)))
-    grid = disc.grid
-    axis = grid.points[..., 0] if disc.geometry == "circle" else grid.points[..., -1]
-    rho = np.exp(CONCENTRATION * (axis - 1.0))  # about theta = 0 / +z
-    rho = rho / float(grid.integrate(rho))
-    return np.asarray(disc.to_state(rho))
-
-
-def _kick(disc) -> np.ndarray:
-    """The mode-1 perturbation of the uniform start (its state less the uniform one)."""
-    uniform = np.asarray(disc.to_state(np.full(disc.grid.shape, _uniform_value(disc))))
-    return _start_state(disc, "uniform") - uniform
-
-
-def _kicked(disc, u: np.ndarray, kick: np.ndarray) -> np.ndarray:
-    """The state ``u`` times ``1 + f`` (``f = kick / uniform``: ``PERTURBATION`` times the
-    mode-1 profile), renormalised to mass 1. At the uniform state this is ``u + kick``;
-    elsewhere it stays positive where ``u`` is, whereas ``u + kick`` went negative on
-    concentrated states (noisy Kuramoto from kappa = 5 on, where the density's minimum,
-    1.3e-4 at kappa = 5, is below the kick's 1.6e-4), and the sweep stopped there."""
-    relative = np.asarray(disc.to_density(kick)) / _uniform_value(disc)
-    rho = np.asarray(disc.to_density(u)) * (1.0 + relative)
-    return np.asarray(disc.to_state(rho / float(disc.grid.integrate(rho))))
-
-
-def _uniform_value(disc) -> float:
-    return 1 / (2 * math.pi) if disc.geometry == "circle" else 1 / (4 * math.pi)
-
-
-def spectrum_signature(disc, u: np.ndarray) -> np.ndarray:
-    """A rotation-invariant description of a state, relative to its mean coefficient:
-    ``|c_k|`` (S^1) or the root power per degree (S^2)."""
-    u = np.asarray(u)
-    mean = abs(u.flat[0])
-    if disc.geometry == "circle":
-        return np.abs(u) / mean
-    grid = disc.grid
-    weight = np.where(grid.m == 0, 1.0, 2.0)  # (m > 0 stands for +-m)
-    power = np.bincount(grid.l, weights=weight * np.abs(u) ** 2, minlength=grid.lmax + 1)
-    return np.sqrt(power) / mean
-
-
-def _near_uniform(disc, u: np.ndarray) -> bool:
-    return float(np.max(spectrum_signature(disc, u)[1:])) < UNIFORM_SNAP
-
-
-def _member_disc(cfg: dict, dt: float):
-    """The member's discretization with fixed steps ``dt`` (one FFT thread: the same
-    numbers everywhere)."""
-    cfg = {**cfg, "time": {**cfg["time"], "dt": float(dt), "save_every": float(dt)}}
-    disc = Discretization.from_config(cfg, threads=1)
-    check_spectral(disc)
-    # (not finite volumes, which the bifurcation study refuses)
-    disc.other_method = "give a smaller time.dt (the scan's fixed step)"
-    return disc
-
-
-def _set(disc, parameter: str, value: float) -> None:
-    disc.set_parameters(**{parameter: value})
-
-
-def _point(disc, u0: np.ndarray, plan: ScanPlan, view: RealView) -> tuple[dict, np.ndarray]:
-    """One value: integrate, polish, classify. Returns the record and the state to go on
-    from (polished if Newton converged, else the integrated one)."""
-    halvings = 0
-    while True:
-        try:
-            steady = steady_state(disc, u0, plan.tolerance, plan.t_max, view)
-            break
-        except SolverError:  # (StepSizeError is one)
-            if plan.dt is not None or halvings == HALVINGS:
-                raise
-            halvings += 1
-            disc.scheme.dt = disc.scheme.dt / 2  # (kept for the values after this one)
-    u_end = steady.state
-    record = {"steady_time": steady.time, "residual_unpolished": steady.residual,
-              "order_parameter_unpolished": order_parameter(disc, u_end), "steps": steady.steps}
-    guess = (np.asarray(disc.to_state(np.full(disc.grid.shape, _uniform_value(disc))))
-             if _near_uniform(disc, u_end) else u_end)
-    polished = stationary_state(disc, guess, tol=plan.polish_tol)
-    nan = math.nan
-    if polished.converged:
-        stab = stability(disc, polished.state)
-        record.update(order_parameter=polished.order_parameter,
-                      free_energy=polished.free_energy, stable=stab.stable,
-                      leading_eigenvalue=stab.leading, mode=polished.mode,
-                      residual=polished.residual_norm,
-                      converged=math.isfinite(steady.time), message="")
-        signature = spectrum_signature(disc, polished.state)
-        nxt = polished.state
-    else:
-        record.update(order_parameter=nan, free_energy=nan, stable=False,
-                      leading_eigenvalue=nan, mode=-1, residual=polished.residual_norm,
-                      converged=False, message=polished.message)
-        signature = np.full(np.shape(spectrum_signature(disc, u_end)), nan)
-        nxt = u_end
-    record["signature"] = signature
-    return record, nxt
-
-
-def run_member(cfg: dict, plan: ScanPlan, params: dict) -> list[dict]:
-    """One member (``params``: ``sweep`` and, for an independent start, ``index``): the
-    records of its values, in the order of ``plan.values``."""
-    disc = _member_disc(cfg, plan.dt or AUTO_DT)
-    sweep = params["sweep"]
-    if sweep in STARTS:
-        value = plan.values[params["index"]]
-        _set(disc, plan.parameter, value)
-        u0 = _start_state(disc, sweep)
-        record, _ = _point(disc, u0, plan, RealView(disc, u0))
-        return [record]
-    order = range(len(plan.values)) if sweep == "up" else range(len(plan.values))[::-1]
-    records: dict[int, dict] = {}
-    u = None
-    kick = None
-    view = None
-    for i in order:
-        _set(disc, plan.parameter, plan.values[i])
-        if u is None:
-            u = _start_state(disc, "uniform" if sweep == "up" else "clustered")
-            kick = _kick(disc)
-            view = RealView(disc, u)
-        else:
-            u = _kicked(disc, u, kick)
-        records[i], u = _point(disc, u, plan, view)
-    return [records[i] for i in range(len(plan.values))]
 
 
 # --- the scan ------------------------------------------------------------------------
@@ -595,7 +259,7 @@ def run_scan(cfg: dict, out: str | Path | None = None, *, overwrite: bool = Fals
         ConfigError: bad input, before any work.
         TaskFailed: a member failed (named); the others are kept in the checkpoint.
     """
-    cfg = _validated(cfg)
+    cfg = validated_config(cfg)
     plan = scan_plan(cfg)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     own = executor is None

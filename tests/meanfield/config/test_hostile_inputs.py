@@ -87,7 +87,7 @@ def test_contraction_checks_every_beta_before_its_first_member(tmp_path, capsys)
 
 def test_the_bifurcation_scan_never_advises_finite_volumes():
     from meanfield.errors import SolverError
-    from meanfield.studies.bifurcation.scan import _member_disc
+    from meanfield.studies.bifurcation.scan_member import _member_disc
 
     cfg = cfgmod.validate({"discretization": {"resolution": 32}}, "bifurcation")
     disc = _member_disc(cfg, 0.01)

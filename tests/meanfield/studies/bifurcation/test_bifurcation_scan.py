@@ -31,6 +31,7 @@ from meanfield.runs.executor import Executor
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.studies.bifurcation import study as bf
 from meanfield.studies.bifurcation import scan as bs
+from meanfield.studies.bifurcation import scan_member, scan_plan
 
 KURAMOTO = {"domain": {"geometry": "circle"}, "discretization": {"resolution": 64},
             "model": {"beta": 0.0, "kappa": 2.0},
@@ -392,15 +393,15 @@ def test_the_sweeps_go_on_into_concentrated_states():
 
 
 def test_the_kick_is_the_perturbation_at_the_uniform_state_and_keeps_mass_and_sign():
-    disc = bs._member_disc(bs._validated({**KURAMOTO}), 0.1)
-    kick = bs._kick(disc)
+    disc = scan_member._member_disc(scan_plan.validated_config({**KURAMOTO}), 0.1)
+    kick = scan_member._kick(disc)
     uniform = np.asarray(disc.to_state(np.full(disc.grid.shape, 1 / (2 * math.pi))))
-    np.testing.assert_allclose(bs._kicked(disc, uniform, kick), uniform + kick,
+    np.testing.assert_allclose(scan_member._kicked(disc, uniform, kick), uniform + kick,
                                atol=1e-15)
     axis = disc.grid.points[..., 0]  # cos theta
     rho = np.exp(8.0 * (axis - 1.0))  # max / min = e^16: the kick's 1e-3 exceeds the min
     rho = rho / float(disc.grid.integrate(rho))
-    kicked = disc.to_density(bs._kicked(disc, disc.to_state(rho), kick))
+    kicked = disc.to_density(scan_member._kicked(disc, disc.to_state(rho), kick))
     assert float(np.min(kicked)) > 0
     assert float(disc.grid.integrate(kicked)) == pytest.approx(1.0, abs=1e-14)
     assert float(np.min(disc.to_density(disc.to_state(rho) + kick))) < 0

@@ -1,0 +1,163 @@
+"""One member of the bifurcation scan (``meanfield.studies.bifurcation.scan``, whose
+module docstring says what a member does): the named starts, the kick between the values
+of a sweep, and one value integrated to a steady state, polished by Newton and
+classified. A member builds its own discretization with one FFT thread, so its numbers
+are the same serially and on a cluster."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield import config as cfgmod
+from meanfield.discretizations.base import Discretization
+from meanfield.errors import SolverError
+from meanfield.studies.bifurcation.scan_plan import STARTS, ScanPlan
+from meanfield.studies.bifurcation.spectral_state import RealView, check_spectral
+from meanfield.studies.bifurcation.stationary import order_parameter, stationary_state
+from meanfield.studies.bifurcation.stationary_linear import stability
+from meanfield.studies.bifurcation.steady_state import steady_state
+
+PERTURBATION = 1e-3  # relative amplitude of the mode-1 perturbation of the uniform start
+CONCENTRATION = 5.0  # of the clustered start
+UNIFORM_SNAP = 1e-6  # modes below this fraction of the mean: polished from the uniform
+AUTO_DT = 0.1  # the fixed step of time.dt = "auto" (halved on failure)
+HALVINGS = 6
+
+
+def _start_state(disc, name: str) -> np.ndarray:
+    """The state of a named start (module docstring). The clustered density is taken on
+    the grid as it is (not checked for resolution like an ``[initial]`` table: it is only
+    a start, and its truncated modes are never seen by the steady state)."""
+    if name == "uniform":
+        initial = ({"kind": "perturbed", "mode": 1, "amplitude": PERTURBATION}
+                   if disc.geometry == "circle" else
+                   {"kind": "perturbed", "degree": 1, "order": 0, "amplitude": PERTURBATION})
+        dim = 2 if disc.geometry == "circle" else 3
+        initial = cfgmod.validate_initial(initial, disc.geometry, dim)
+        return np.asarray(disc.to_state(disc.initial_density(initial)))
+    grid = disc.grid
+    axis = grid.points[..., 0] if disc.geometry == "circle" else grid.points[..., -1]
+    rho = np.exp(CONCENTRATION * (axis - 1.0))  # about theta = 0 / +z
+    rho = rho / float(grid.integrate(rho))
+    return np.asarray(disc.to_state(rho))
+
+
+def _kick(disc) -> np.ndarray:
+    """The mode-1 perturbation of the uniform start (its state less the uniform one)."""
+    uniform = np.asarray(disc.to_state(np.full(disc.grid.shape, _uniform_value(disc))))
+    return _start_state(disc, "uniform") - uniform
+
+
+def _kicked(disc, u: np.ndarray, kick: np.ndarray) -> np.ndarray:
+    """The state ``u`` times ``1 + f`` (``f = kick / uniform``: ``PERTURBATION`` times the
+    mode-1 profile), renormalised to mass 1. At the uniform state this is ``u + kick``;
+    elsewhere it stays positive where ``u`` is, whereas ``u + kick`` went negative on
+    concentrated states (noisy Kuramoto from kappa = 5 on, where the density's minimum,
+    1.3e-4 at kappa = 5, is below the kick's 1.6e-4), and the sweep stopped there."""
+    relative = np.asarray(disc.to_density(kick)) / _uniform_value(disc)
+    rho = np.asarray(disc.to_density(u)) * (1.0 + relative)
+    return np.asarray(disc.to_state(rho / float(disc.grid.integrate(rho))))
+
+
+def _uniform_value(disc) -> float:
+    return 1 / (2 * math.pi) if disc.geometry == "circle" else 1 / (4 * math.pi)
+
+
+def spectrum_signature(disc, u: np.ndarray) -> np.ndarray:
+    """A rotation-invariant description of a state, relative to its mean coefficient:
+    ``|c_k|`` (S^1) or the root power per degree (S^2)."""
+    u = np.asarray(u)
+    mean = abs(u.flat[0])
+    if disc.geometry == "circle":
+        return np.abs(u) / mean
+    grid = disc.grid
+    weight = np.where(grid.m == 0, 1.0, 2.0)  # (m > 0 stands for +-m)
+    power = np.bincount(grid.l, weights=weight * np.abs(u) ** 2, minlength=grid.lmax + 1)
+    return np.sqrt(power) / mean
+
+
+def _near_uniform(disc, u: np.ndarray) -> bool:
+    return float(np.max(spectrum_signature(disc, u)[1:])) < UNIFORM_SNAP
+
+
+def _member_disc(cfg: dict, dt: float):
+    """The member's discretization with fixed steps ``dt`` (one FFT thread: the same
+    numbers everywhere)."""
+    cfg = {**cfg, "time": {**cfg["time"], "dt": float(dt), "save_every": float(dt)}}
+    disc = Discretization.from_config(cfg, threads=1)
+    check_spectral(disc)
+    # (not finite volumes, which the bifurcation study refuses)
+    disc.other_method = "give a smaller time.dt (the scan's fixed step)"
+    return disc
+
+
+def _set(disc, parameter: str, value: float) -> None:
+    disc.set_parameters(**{parameter: value})
+
+
+def _point(disc, u0: np.ndarray, plan: ScanPlan, view: RealView) -> tuple[dict, np.ndarray]:
+    """One value: integrate, polish, classify. Returns the record and the state to go on
+    from (polished if Newton converged, else the integrated one)."""
+    halvings = 0
+    while True:
+        try:
+            steady = steady_state(disc, u0, plan.tolerance, plan.t_max, view)
+            break
+        except SolverError:  # (StepSizeError is one)
+            if plan.dt is not None or halvings == HALVINGS:
+                raise
+            halvings += 1
+            disc.scheme.dt = disc.scheme.dt / 2  # (kept for the values after this one)
+    u_end = steady.state
+    record = {"steady_time": steady.time, "residual_unpolished": steady.residual,
+              "order_parameter_unpolished": order_parameter(disc, u_end), "steps": steady.steps}
+    guess = (np.asarray(disc.to_state(np.full(disc.grid.shape, _uniform_value(disc))))
+             if _near_uniform(disc, u_end) else u_end)
+    polished = stationary_state(disc, guess, tol=plan.polish_tol)
+    nan = math.nan
+    if polished.converged:
+        stab = stability(disc, polished.state)
+        record.update(order_parameter=polished.order_parameter,
+                      free_energy=polished.free_energy, stable=stab.stable,
+                      leading_eigenvalue=stab.leading, mode=polished.mode,
+                      residual=polished.residual_norm,
+                      converged=math.isfinite(steady.time), message="")
+        signature = spectrum_signature(disc, polished.state)
+        nxt = polished.state
+    else:
+        record.update(order_parameter=nan, free_energy=nan, stable=False,
+                      leading_eigenvalue=nan, mode=-1, residual=polished.residual_norm,
+                      converged=False, message=polished.message)
+        signature = np.full(np.shape(spectrum_signature(disc, u_end)), nan)
+        nxt = u_end
+    record["signature"] = signature
+    return record, nxt
+
+
+def run_member(cfg: dict, plan: ScanPlan, params: dict) -> list[dict]:
+    """One member (``params``: ``sweep`` and, for an independent start, ``index``): the
+    records of its values, in the order of ``plan.values``."""
+    disc = _member_disc(cfg, plan.dt or AUTO_DT)
+    sweep = params["sweep"]
+    if sweep in STARTS:
+        value = plan.values[params["index"]]
+        _set(disc, plan.parameter, value)
+        u0 = _start_state(disc, sweep)
+        record, _ = _point(disc, u0, plan, RealView(disc, u0))
+        return [record]
+    order = range(len(plan.values)) if sweep == "up" else range(len(plan.values))[::-1]
+    records: dict[int, dict] = {}
+    u = None
+    kick = None
+    view = None
+    for i in order:
+        _set(disc, plan.parameter, plan.values[i])
+        if u is None:
+            u = _start_state(disc, "uniform" if sweep == "up" else "clustered")
+            kick = _kick(disc)
+            view = RealView(disc, u)
+        else:
+            u = _kicked(disc, u, kick)
+        records[i], u = _point(disc, u, plan, view)
+    return [records[i] for i in range(len(plan.values))]
