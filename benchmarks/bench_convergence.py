@@ -1,4 +1,4 @@
-"""Wall time of the convergence study (meanfield.studies.convergence) and where it goes.
+"""Wall time of the convergence study (meanfield.studies.transport.convergence) and where it goes.
 
     python benchmarks/bench_convergence.py            # S^1, n = 1e2 .. 1e6, 8 replicas
     python benchmarks/bench_convergence.py --quick    # S^1, n = 1e2 .. 1e4
@@ -48,8 +48,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from meanfield.studies import convergence as conv
-from meanfield.studies import coupling as cp
+from meanfield.studies.transport import convergence as conv
+from meanfield.studies.transport import coupling as cp
 
 # the module (meanfield.metrics re-exports its function under the same name)
 wmod = importlib.import_module("meanfield.metrics.wasserstein")

@@ -51,8 +51,8 @@ import time
 import numpy as np
 
 from meanfield.model.ensemble import uniform_ensemble
-from meanfield.studies import phase_kernels as pk
-from meanfield.studies.phase_diagram import phase_diagram
+from meanfield.studies.tokens import phase_kernels as pk
+from meanfield.studies.tokens.phase_diagram import phase_diagram
 from solvers.particles.direct import normalize_rows, tangent_projection
 
 N, THR = 32, 0.999

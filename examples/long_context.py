@@ -2,7 +2,7 @@
 ==========================================
 
 Long-context limits of one attention layer ([Rig25, Theorem 7], after [CLPR26];
-``meanfield.studies.long_context``).
+``meanfield.studies.tokens.long_context``).
 
 n equiangular input tokens with pairwise cosine rho pass through one self-attention layer
 with beta_n = gamma log n. As n grows the output cosine tends to a limit that depends

@@ -2,7 +2,7 @@
 ======================
 
 Post-LN against Pre-LN: how fast the directions of the tokens cluster (the
-normalization study of the transformer papers; ``meanfield.studies.normalization``).
+normalization study of the transformer papers; ``meanfield.studies.tokens.normalization``).
 
 n = 32 i.i.d. uniform tokens in d = 1024 run by self-attention (beta = 1) with the
 normalization after the attention (Post-LN: the tokens stay on the sphere) and before it

@@ -2,7 +2,7 @@
 =======================================
 
 The (t, beta) clustering phase diagrams of the transformer papers for d = 8, 128 and
-1024, with the equiangular curve (``meanfield.studies.phase_diagram``).
+1024, with the equiangular curve (``meanfield.studies.tokens.phase_diagram``).
 
 ``systems`` independent systems of n = 32 tokens, i.i.d. uniform on S^{d-1}, follow SA at
 inverse temperature beta; the image is the probability that a pair of tokens has
@@ -31,7 +31,7 @@ import meanfield
 from meanfield.plotting import style
 from meanfield.plotting.helpers import _letter_panels, _new_figure
 from meanfield.plotting.phase_diagram import probability_panel
-from meanfield.studies.phase_diagram import equiangular_time
+from meanfield.studies.tokens.phase_diagram import equiangular_time
 
 CONFIG = Path(__file__).resolve().parent / "phase_diagram.toml"
 

@@ -87,28 +87,28 @@ def __getattr__(name: str):
         from meanfield.runs.particles import particles
         return particles
     if name == "compare":
-        from meanfield.studies.compare import compare
+        from meanfield.studies.transport.compare import compare
         return compare
     if name == "convergence":
-        from meanfield.studies.convergence import convergence
+        from meanfield.studies.transport.convergence import convergence
         return convergence
     if name == "contraction":
-        from meanfield.studies.contraction import contraction
+        from meanfield.studies.transport.contraction import contraction
         return contraction
     if name == "bifurcation":
         from meanfield.studies.bifurcation.study import bifurcation
         return bifurcation
     if name == "phase_diagram":
-        from meanfield.studies.phase_diagram import phase_diagram
+        from meanfield.studies.tokens.phase_diagram import phase_diagram
         return phase_diagram
     if name == "normalization":
-        from meanfield.studies.normalization import normalization
+        from meanfield.studies.tokens.normalization import normalization
         return normalization
     if name == "long_context":
-        from meanfield.studies.long_context import long_context
+        from meanfield.studies.tokens.long_context import long_context
         return long_context
     if name == "metastability":
-        from meanfield.studies.metastability import metastability
+        from meanfield.studies.tokens.metastability import metastability
         return metastability
     if name == "plot":  # matplotlib: loaded on first use too
         from meanfield.plotting.output import plot

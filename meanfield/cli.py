@@ -100,21 +100,21 @@ def _run(args) -> int:
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
     progress = not args.no_progress
     if args.command == "compare":
-        from meanfield.studies.compare import compare as task
+        from meanfield.studies.transport.compare import compare as task
     elif args.command == "convergence":
-        from meanfield.studies.convergence import convergence as task
+        from meanfield.studies.transport.convergence import convergence as task
     elif args.command == "contraction":
-        from meanfield.studies.contraction import contraction as task
+        from meanfield.studies.transport.contraction import contraction as task
     elif args.command == "bifurcation":
         from meanfield.studies.bifurcation.study import bifurcation as task
     elif args.command == "normalization":
-        from meanfield.studies.normalization import normalization as task
+        from meanfield.studies.tokens.normalization import normalization as task
     elif args.command == "long-context":
-        from meanfield.studies.long_context import long_context as task
+        from meanfield.studies.tokens.long_context import long_context as task
     elif args.command == "phase-diagram":
-        from meanfield.studies.phase_diagram import phase_diagram as task
+        from meanfield.studies.tokens.phase_diagram import phase_diagram as task
     elif args.command == "metastability":
-        from meanfield.studies.metastability import metastability as task
+        from meanfield.studies.tokens.metastability import metastability as task
     elif args.command == "particles":
         from meanfield.runs.particles import particles as task
     else:

@@ -177,7 +177,7 @@ def run_demo(out_dir: str | Path = "meanfield-demo", overwrite: bool = False,
         results[name] = ds
         written.append(targets[name])
         written += _plot(ds, out_dir, name, report)
-    from meanfield.studies.compare import compare
+    from meanfield.studies.transport.compare import compare
     if progress:
         print("meanfield demo: particles_vs_pde")
     cmp = compare(COMPARE, out=targets["particles_vs_pde"], overwrite=overwrite,

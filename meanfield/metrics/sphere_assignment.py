@@ -14,7 +14,7 @@ dense n x M network simplex. Here instead:
    bracket (numba), both to ~1e-13; 1.9 s for M = 1e5 at L = 33, was 7.6 s by
    bisection). For the uniform density these are exactly the spherical Fibonacci points. Its own error W2(atoms, density)
    decays like M^{-1/2} (no log: a lattice, not a sample); measured, see the docstring of
-   ``meanfield.studies.convergence``.
+   ``meanfield.studies.transport.convergence``.
 2. ``assignment_w2``: the exact W2 between n equal-mass tokens and M = k n equal-mass
    atoms (each token split into k copies: an assignment problem of size k n) by the
    auction algorithm with eps-scaling (Bertsekas) on a sparse candidate graph, each copy

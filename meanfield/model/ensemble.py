@@ -31,7 +31,7 @@ at B = 2048, n = m = 32 on the 2-core machine under load: 60 ms against 63 ms pe
 evaluation, no gain; in numpy the time splits into the two GEMMs (~7 + 9 ms), ``exp``
 (~12 ms) and the elementwise passes. What does pay is compiling a system's WHOLE
 integration (every step in cache, no Python per step): the phase diagram's engine
-(``meanfield.studies.phase_numba``) takes ~12 us per evaluation and system against ~54 us
+(``meanfield.studies.tokens.phase_numba``) takes ~12 us per evaluation and system against ~54 us
 here.
 
 Integrators (``solvers.steppers.batch``): RK4 with retraction at a fixed step (order 4),

@@ -161,7 +161,7 @@ class _Ran(Exception):
 def test_command_line_set_ends_in_status_2_or_runs(name, tmp_path, monkeypatch, capsys):
     import meanfield.runs.evolve
     import meanfield.runs.particles
-    import meanfield.studies.compare
+    import meanfield.studies.transport.compare
     from meanfield.cli import main
 
     def ran(*args, **kwargs):
@@ -169,7 +169,7 @@ def test_command_line_set_ends_in_status_2_or_runs(name, tmp_path, monkeypatch, 
 
     for module, attr in ((meanfield.runs.evolve, "evolve"),
                          (meanfield.runs.particles, "particles"),
-                         (meanfield.studies.compare, "compare")):
+                         (meanfield.studies.transport.compare, "compare")):
         monkeypatch.setattr(module, attr, ran)
     task, base = BASES[name]
     toml = tmp_path / "run.toml"

@@ -11,7 +11,7 @@ import xarray as xr
 from scipy import special
 
 from meanfield.plotting import figure
-from meanfield.studies.compare import BINS_PER_WIDTH, compare, resolving_bins
+from meanfield.studies.transport.compare import BINS_PER_WIDTH, compare, resolving_bins
 
 
 def von_mises_pde(concentration: float) -> xr.Dataset:

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from meanfield.errors import ConfigError
 from meanfield.plotting import SUPPORTED_KINDS, figure, plot_result
 from meanfield.plotting.long_context import cosine_vs_n, distance_vs_n
-from meanfield.studies import long_context as lc
+from meanfield.studies.tokens import long_context as lc
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

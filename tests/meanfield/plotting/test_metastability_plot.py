@@ -16,7 +16,7 @@ from meanfield.plotting.metastability import (
     plateau_vs_beta,
     staircase,
 )
-from meanfield.studies import metastability as ms
+from meanfield.studies.tokens import metastability as ms
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -16,7 +16,7 @@ from meanfield.plotting.normalization import (
     gap_loglog,
     gap_semilog,
 )
-from meanfield.studies import normalization as nm
+from meanfield.studies.tokens import normalization as nm
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 C = -0.5  # synthetic Pre-LN radius r = t + 1 + C: offset c = 1 + C, 1 - rho ~ (t + c)^-2

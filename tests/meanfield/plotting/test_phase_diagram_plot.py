@@ -12,7 +12,7 @@ import xarray as xr
 from meanfield.cli import main
 from meanfield.errors import ConfigError
 from meanfield.plotting import SUPPORTED_KINDS, figure, phase_figure, plot_result
-from meanfield.studies.phase_diagram import equiangular_time
+from meanfield.studies.tokens.phase_diagram import equiangular_time
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

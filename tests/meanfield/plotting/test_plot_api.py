@@ -102,7 +102,7 @@ def test_dir_lists_the_public_names_only():
     assert meanfield.plot is meanfield.plotting.plot
     import importlib  # submodules stay importable
     config = importlib.import_module("meanfield.config")
-    assert importlib.import_module("meanfield.studies.compare").compare is meanfield.compare
+    assert importlib.import_module("meanfield.studies.transport.compare").compare is meanfield.compare
     assert callable(config.load) and meanfield.config is config
 
 

@@ -17,7 +17,7 @@ from meanfield.runs.engine import Engine
 from meanfield.runs.evolve import evolve
 from meanfield.runs.particles import particles
 from meanfield.runs.schedule import save_times
-from meanfield.studies.compare import compare
+from meanfield.studies.transport.compare import compare
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 AVAILABLE = 16 * budget.GiB  # a fixed machine, whatever this one has free
@@ -203,8 +203,8 @@ def test_ensemble_studies_refuse_what_does_not_fit_before_any_work():
     """An ensemble too big for memory (the phase diagram's and the metastability study's
     attention matrices grow as n^2) is a ConfigError naming the key, before any member
     runs; a small one passes with its estimate."""
-    from meanfield.studies.metastability import metastability
-    from meanfield.studies.phase_diagram import phase_diagram
+    from meanfield.studies.tokens.metastability import metastability
+    from meanfield.studies.tokens.phase_diagram import phase_diagram
 
     with pytest.raises(ConfigError, match="particles.n = 100000"):
         phase_diagram({"particles": {"n": 100000}, "phase_diagram": {"systems": 4}})

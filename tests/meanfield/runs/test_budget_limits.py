@@ -143,7 +143,7 @@ def test_times_of_1e12_are_refused_by_their_step_count(tmp_path, capsys, command
 
 
 def test_the_default_times_pass_the_step_count():
-    from meanfield.studies.normalization import check_normalization_config
+    from meanfield.studies.tokens.normalization import check_normalization_config
 
     check_normalization_config(cfgmod.validate({"normalization": {"dim": 8}},
                                                "normalization"))  # times up to 1e4

@@ -18,7 +18,7 @@ from meanfield import ConfigError
 from meanfield.runs import executor as executor_module
 from meanfield.runs import threads
 from meanfield.runs.executor import Executor
-from meanfield.studies.compare import compare
+from meanfield.studies.transport.compare import compare
 
 ENSEMBLE = {"model": {"beta": 1.0, "kappa": 10.0},
             "initial": {"kind": "von_mises", "concentration": 2.0},

@@ -22,8 +22,8 @@ from meanfield.io import read_netcdf
 from meanfield.runs import output as output_module
 from meanfield.runs.output import Output, lock_path
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import metastability as ms
-from meanfield.studies import phase_diagram as pd
+from meanfield.studies.tokens import metastability as ms
+from meanfield.studies.tokens import phase_diagram as pd
 
 EVOLVE = {"model": {"beta": 1.0, "kappa": 4.0}, "discretization": {"resolution": 32},
           "time": {"t_final": 0.4, "save_every": 0.1}}

@@ -31,7 +31,7 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   mean), the variance decays at twice the rate and the mean moves only at third order in
   the cluster's size, so taking ``x = m`` at the last save biases nothing at first order.
 - ``local_rate`` and ``mean_field_rate`` (beta): the two rates of
-  ``meanfield.studies.contraction_rates`` (docs/contraction.md): near the cluster 1 (SA) or
+  ``meanfield.studies.transport.contraction_rates`` (docs/contraction.md): near the cluster 1 (SA) or
   ``e^beta`` (USA), and for a density with mass near the antipode of the cluster
   ``min(lambda_att, (d - 1) lambda_rep / 2)`` (1/2 for SA on S^1, ``e^{-beta}/2`` for USA);
   with noise both are ``|sigma|`` of the slowest mode of the uniform state
@@ -47,7 +47,7 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   ``status`` 1), "none" without a window. ``predicted_rate`` (beta, source) is that rate.
 - ``[contraction] pde``: ``"grid"`` (the ``[discretization]``) or, on S^1 without noise,
   ``"characteristics"``: the density carried by its labels along the characteristics
-  (``meanfield.studies.contraction_reference``), which resolves the far side for as long
+  (``meanfield.studies.transport.contraction_reference``), which resolves the far side for as long
   as the run lasts (a grid loses it: the cluster's core narrows like
   ``e^{-lambda_att t}`` while ``W_2`` decays at the mean-field rate; no ``other`` there).
 - With ``[contraction] other`` (a second initial density): ``pair_distance``, ``W_2``
@@ -81,13 +81,12 @@ from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
-from meanfield.studies import contraction_reference as ref
-from meanfield.studies import coupling as cp
-from meanfield.studies.convergence import frame_dataset
-from meanfield.studies.contraction_dataset import study_dataset
-from meanfield.studies.contraction_rates import (  # noqa: F401 (fit_rate: normalization)
+from meanfield.studies.transport import contraction_reference as ref
+from meanfield.studies.transport import coupling as cp
+from meanfield.studies.transport.convergence import frame_dataset
+from meanfield.studies.transport.contraction_dataset import study_dataset
+from meanfield.studies.transport.contraction_rates import (
     FAR,
-    fit_rate,
     local_rate,
     mean_field_rate,
 )

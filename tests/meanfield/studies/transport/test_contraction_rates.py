@@ -18,9 +18,9 @@ import pytest
 
 from meanfield.errors import ConfigError
 from meanfield.initial.circle import density_function
-from meanfield.studies import contraction as ct
-from meanfield.studies import contraction_rates as rates
-from meanfield.studies import contraction_reference as ref
+from meanfield.studies.transport import contraction as ct
+from meanfield.studies.transport import contraction_rates as rates
+from meanfield.studies.transport import contraction_reference as ref
 
 VON_MISES_1 = {"kind": "von_mises", "center": 0.0, "concentration": 1.0}
 LABELS = {"model": {"normalized": True}, "initial": VON_MISES_1,

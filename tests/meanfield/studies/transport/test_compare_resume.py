@@ -9,7 +9,7 @@ from meanfield.cli import main
 from meanfield.io import read_netcdf
 from meanfield.runs.engine import TaskFailed
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import compare as compare_module
+from meanfield.studies.transport import compare as compare_module
 
 CFG = {"model": {"beta": 1.0, "kappa": 10.0},
        "initial": {"kind": "von_mises", "concentration": 2.0},

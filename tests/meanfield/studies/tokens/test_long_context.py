@@ -14,7 +14,7 @@ import pytest
 from meanfield.cli import main
 from meanfield.errors import ConfigError
 from meanfield.io import read_netcdf
-from meanfield.studies import long_context as lc
+from meanfield.studies.tokens import long_context as lc
 
 
 def _decimal_cosine(n: int, rho: Decimal, gamma: int) -> Decimal:

@@ -2,13 +2,13 @@
 
 Tokens in R^d (``domain.geometry = "euclidean"``, ``initial.kind = "gaussian"``, general
 ``[weights]``) are measured against the exact Gaussian mean field instead:
-``meanfield.studies.gaussian_convergence`` (the errors of the mean and covariance and the
+``meanfield.studies.transport.gaussian_convergence`` (the errors of the mean and covariance and the
 coupling, dims (n, replica, time)).
 
 For each token count n of ``[convergence] n`` and each replica r (i.i.d. samples of the
 initial density with ``particles.seed + r``; on the circle ``points = "quantile"`` takes the
 deterministic quantiles ``(i - 1/2)/n`` instead, one replica), the tokens ``X`` and their
-nonlinear partners ``Y`` run from the same start (``meanfield.studies.coupling``), and at
+nonlinear partners ``Y`` run from the same start (``meanfield.studies.transport.coupling``), and at
 each save time of ``[time]``:
 
 - ``distance``: ``W_p(mu^n_t, mu_t)``, the tokens against the PDE density;
@@ -84,7 +84,7 @@ from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
-from meanfield.studies import coupling as cp
+from meanfield.studies.transport import coupling as cp
 from meanfield.studies.members import MemberStudy, run_study
 
 AUTO_DT = 0.05
@@ -438,7 +438,7 @@ def convergence(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     if cfg["domain"]["geometry"] == "euclidean":  # against the Gaussian mean field
-        from meanfield.studies.gaussian_convergence import gaussian_study
+        from meanfield.studies.transport.gaussian_convergence import gaussian_study
 
         return gaussian_study(cfg, out=out, overwrite=overwrite, resume=resume,
                               progress=progress)

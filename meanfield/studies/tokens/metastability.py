@@ -78,7 +78,7 @@ duration <= ``last_merge_high``).
 Tasks: (beta, chunk of ``chunk`` systems) through the executor (``[parallel]``); a
 checkpoint keeps the tasks done and ``resume`` goes on from them.
 
-Measured (tests/meanfield/studies/test_metastability.py): S^1, SA, n = 256, 8 systems,
+Measured (tests/meanfield/studies/tokens/test_metastability.py): S^1, SA, n = 256, 8 systems,
 beta = 16 .. 256: first plateaus of 4.4, 6.6, 9.1, 12.6, 17.6 clusters against k* = 6,
 8, 11, 16, 23 (0.73 .. 0.83 of k*; on S^1 finite n and the spread of the excited modes
 round the count down), exponent 0.495 (k*: 0.488); the energy's largest relative drop

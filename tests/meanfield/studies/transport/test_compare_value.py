@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from meanfield.studies.compare import compare
+from meanfield.studies.transport.compare import compare
 
 
 def test_compare_repulsive_value_tokens_follow_the_pde():

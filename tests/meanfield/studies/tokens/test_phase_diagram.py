@@ -13,8 +13,8 @@ from meanfield.cli import main
 from meanfield.errors import ConfigError
 from meanfield.io import read_netcdf
 from meanfield.runs.output import checkpoint_path
-from meanfield.studies import phase_diagram as pd
-from meanfield.studies import phase_kernels as pk
+from meanfield.studies.tokens import phase_diagram as pd
+from meanfield.studies.tokens import phase_kernels as pk
 from solvers.steppers.batch import integrate_batch_dopri
 
 TIMES = np.linspace(0.0, 12.0, 25)

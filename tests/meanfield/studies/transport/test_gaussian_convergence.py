@@ -12,7 +12,7 @@ from scipy.linalg import expm
 from meanfield.initial.samplers import gaussian_tokens
 from meanfield.initial.tokens import initial_rng
 from meanfield.model.weighted_attention import Head, pure_velocity
-from meanfield.studies import gaussian_convergence as gc
+from meanfield.studies.transport import gaussian_convergence as gc
 
 
 def weights(d: int) -> tuple[Head, np.ndarray, np.ndarray]:
@@ -125,7 +125,7 @@ def test_errors_fall_like_n_to_minus_one_half(d):
     0.5 / (sqrt(192) 1.15) = 0.031: [-0.6, -0.4] is +-3.2 standard errors. The 99 %
     interval must hold -1/2 (a 95 % one misses it on 1 seed in 20 by design). The slow
     test pins the slope at n = 1e3..1e5."""
-    from meanfield.studies.convergence import fit_slope
+    from meanfield.studies.transport.convergence import fit_slope
 
     head, mean, cov = weights(d)
     assert 0.2 < tilt(head, cov) < 0.5
@@ -190,7 +190,7 @@ def test_config_study_is_the_python_study(tmp_path):
     as ``gaussian_convergence`` with the config's weights and seeds, written as a
     convergence dataset."""
     from meanfield.io import read_netcdf
-    from meanfield.studies.convergence import convergence
+    from meanfield.studies.transport.convergence import convergence
 
     ds = convergence(CFG, out=tmp_path / "g.nc")
     head = Head(np.array([[0.4, 0.1], [0.0, 0.4]]), 0.5 * np.eye(2),
@@ -226,7 +226,7 @@ def test_config_refused_before_any_work(change, key, tmp_path, monkeypatch):
     """Bad input names its key before any member runs (a blow-up of the Gaussian before
     t_final: d = 2, Q = K = V = I, Sigma = 0.7 I blows up at t ~ 0.7)."""
     from meanfield.errors import ConfigError
-    from meanfield.studies.convergence import convergence
+    from meanfield.studies.transport.convergence import convergence
 
     monkeypatch.setattr(gc, "member_errors", lambda *a, **k: pytest.fail("work started"))
     with pytest.raises(ConfigError) as info:
@@ -238,7 +238,7 @@ def test_resume_skips_the_members_done(tmp_path, monkeypatch):
     """Ctrl-C after two members keeps them in the checkpoint; the resumed study runs
     only the others and gives the numbers of an uninterrupted one."""
     from meanfield.runs.schedule import checkpoint_path
-    from meanfield.studies.convergence import convergence
+    from meanfield.studies.transport.convergence import convergence
 
     out = tmp_path / "g.nc"
     real, calls = gc.run_member, []

@@ -1,4 +1,4 @@
-"""The Sznitman coupling (``meanfield.studies.coupling``): its particle path is the
+"""The Sznitman coupling (``meanfield.studies.transport.coupling``): its particle path is the
 particle run's, its nonlinear path is integrated to order 4 (without noise), and the two
 stay together as n grows."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.initial.samplers import sample_tokens
 from meanfield.model.particles import AttentionParticles, simulate
-from meanfield.studies import coupling as cp
+from meanfield.studies.transport import coupling as cp
 
 
 def setup(geometry="circle", normalized=True, kappa=math.inf, tolerance=1e-11):

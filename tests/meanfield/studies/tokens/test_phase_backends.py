@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from meanfield.errors import ConfigError
-from meanfield.studies import phase_diagram as pd
-from meanfield.studies import phase_kernels as pk
+from meanfield.studies.tokens import phase_diagram as pd
+from meanfield.studies.tokens import phase_kernels as pk
 from solvers.steppers.batch import integrate_batch_dopri
 
 TIMES = np.linspace(0.0, 12.0, 25)

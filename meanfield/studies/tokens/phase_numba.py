@@ -14,7 +14,7 @@ The scheme (as ``integrate_batch_dopri``): Dormand-Prince 5(4), FSAL, error ``h
 |sum_j E_j k_j|_rms / tolerance`` over the entries, step factor ``0.9 err^{-1/5}`` in
 [0.2, 5] (at most 1 after a rejection), steps capped at ``h_max``, saves from Shampine's
 order-4 continuous extension; a system stops once every cosine is past ``level`` (the
-freezing of ``meanfield.studies.phase_diagram``), its later saves set to 1. A system's
+freezing of ``meanfield.studies.tokens.phase_diagram``), its later saves set to 1. A system's
 numbers depend on nothing but its state and parameters (not on the block, the threads or
 the order the systems run in).
 

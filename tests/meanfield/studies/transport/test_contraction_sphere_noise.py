@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from meanfield.studies import contraction as ct
+from meanfield.studies.transport import contraction as ct
 
 KAPPA = 2.5
 RATE = 2 * (1 / KAPPA - 1 / 3)  # 2/15

@@ -15,8 +15,8 @@ from meanfield.io import read_netcdf
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs.engine import TaskFailed
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import contraction as ct
-from meanfield.studies import contraction_rates as rates
+from meanfield.studies.transport import contraction as ct
+from meanfield.studies.transport import contraction_rates as rates
 
 # One cluster (von Mises, W_2 ~ 0.18 at t = 0) collapsing; 1024 points resolve it down to
 # 4 spacings = 0.025 rad, below the fitted window's top of 0.1.

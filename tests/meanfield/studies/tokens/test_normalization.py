@@ -17,7 +17,7 @@ from meanfield.io import read_netcdf
 from meanfield.model.ensemble import simulate_ensemble
 from meanfield.model.particles import AttentionParticles, PreLNParticles
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import normalization as nm
+from meanfield.studies.tokens import normalization as nm
 
 # 12 systems of 32 tokens in d = 512 (the span reduction: d costs nothing), beta = 1;
 # saves on a log grid to t = 3000 (the Pre-LN fit needs t >> |c| ~ 1.5).

@@ -23,7 +23,7 @@ from meanfield.metrics.clusters import cluster_count
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles, interaction_energy
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import metastability as ms
+from meanfield.studies.tokens import metastability as ms
 
 # 4 systems of 64 tokens on S^1 at beta = 4 and 6, saves 40 per decade to t = 3000: the
 # clusters form by t ~ 10 and merge, at beta = 4 down to one in 3 of the systems.

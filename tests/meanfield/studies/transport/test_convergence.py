@@ -10,7 +10,7 @@ from meanfield.cli import main
 from meanfield.errors import ConfigError
 from meanfield.io import read_netcdf
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import convergence as conv
+from meanfield.studies.transport import convergence as conv
 
 CFG = {"model": {"beta": 1.0},
        "initial": {"kind": "von_mises", "concentration": 2.0},
@@ -204,7 +204,7 @@ def test_acceptance_sphere_rates():
     """Issue 10, acceptance 4: S^2, beta = 1 (SA), no noise, t in {0, 1}, n = 1e2..1e4
     (5 values x 8 replicas): W2(mu^n_t, mu_t) follows n^{-1/2} (log n)^{1/2}. W2 is the
     exact assignment against 2n equal-mass atoms of the PDE density (module docstring of
-    meanfield.studies.convergence).
+    meanfield.studies.transport.convergence).
 
     The law, with its constant: for n i.i.d. samples of a probability density bounded
     away from zero and Hoelder continuous on a compact 2-dimensional Riemannian manifold

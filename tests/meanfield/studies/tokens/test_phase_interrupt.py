@@ -16,9 +16,9 @@ import pytest
 
 from meanfield.io import read_netcdf
 from meanfield.runs.schedule import checkpoint_path
-from meanfield.studies import phase_kernels as pk
-from meanfield.studies import phase_numba as pn
-from meanfield.studies.phase_diagram import phase_diagram
+from meanfield.studies.tokens import phase_kernels as pk
+from meanfield.studies.tokens import phase_numba as pn
+from meanfield.studies.tokens.phase_diagram import phase_diagram
 
 
 def _block(mode: int, n: int, d: int, count: int):

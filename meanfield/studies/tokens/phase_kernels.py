@@ -171,7 +171,7 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     """Per system (a beta each), the fraction of pairs ``i < j`` with ``<x_i, x_j> >=
     threshold`` at each of ``times``.
 
-    ``engine`` "numba": ``meanfield.studies.phase_numba`` (float64, a system at a time
+    ``engine`` "numba": ``meanfield.studies.tokens.phase_numba`` (float64, a system at a time
     in cache, the systems over the thread policy's threads, in short compiled calls
     that Ctrl-C can stop); "numpy": the batched ``integrate_batch_dopri``
     (``precision`` float64 or float32), the same scheme.
@@ -189,7 +189,7 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     c = max(threshold, 0.0)
     h_max = max(1.0, float(times[-1]) / 8)
     if engine == "numba":
-        from meanfield.studies import phase_numba as pn
+        from meanfield.studies.tokens import phase_numba as pn
 
         frac, steps, _, evals, left, failed = pn.run_systems(
             pn.GRAM if gram else pn.TOKENS, x0, beta,

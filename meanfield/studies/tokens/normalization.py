@@ -96,7 +96,7 @@ from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, unifor
 from meanfield.model.particles import AttentionParticles, PreLNParticles
 from meanfield.runs import limits
 from meanfield.runs.executor import Executor
-from meanfield.studies.contraction import fit_rate
+from meanfield.studies.transport.contraction_rates import fit_rate
 from meanfield.studies.members import MemberList, run_study
 
 ARCHITECTURES = ("post-ln", "pre-ln")
@@ -208,7 +208,8 @@ def equiangular_prediction(architecture: str, n: int, beta: float, normalized: b
 def fit_exponential(times: np.ndarray, gap: np.ndarray, floor: float,
                     ceiling: float) -> tuple[float, ...]:
     """``(rate, low, high, start, stop)``: ``-slope`` of ``log gap`` against ``t`` over
-    the first run of saves with the gap in ``[floor, ceiling]`` (``contraction.fit_rate``)."""
+    the first run of saves with the gap in ``[floor, ceiling]``
+    (``contraction_rates.fit_rate``)."""
     return fit_rate(times, gap, floor, ceiling)
 
 

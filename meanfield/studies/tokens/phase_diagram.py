@@ -25,7 +25,7 @@ normalized = true``, the default) or USA dynamics (docs/conventions.md). At each
   equiangular with ``rho = 0`` to that order (an equiangular set with rho = 0 needs d >=
   n: the curve is a prediction for d >= n only).
 
-How the systems are run (``meanfield.studies.phase_kernels``): for d >= n the span
+How the systems are run (``meanfield.studies.tokens.phase_kernels``): for d >= n the span
 reduction, on the Gram matrices ``G = X X^T`` (n x n per system, whatever d), started
 from ``uniform_span`` (exact in law, no d-dimensional tokens); for d < n the tokens
 themselves (``uniform_ensemble``). System ``s`` starts from the same tokens at every
@@ -100,7 +100,7 @@ from meanfield.model.particles import AttentionParticles
 from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.threads import machine_cores
-from meanfield.studies import phase_kernels as pk
+from meanfield.studies.tokens import phase_kernels as pk
 from meanfield.studies.members import MemberList, run_study
 
 DEFAULT_N = 32

@@ -1,6 +1,6 @@
 """The contraction study's dataset (docs/datasets.md) from its members' distances: the fit
 windows, which rate each window measures, and the problems that make ``status`` 1
-(``meanfield.studies.contraction`` describes the variables; docs/contraction.md the rates).
+(``meanfield.studies.transport.contraction`` describes the variables; docs/contraction.md the rates).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from meanfield.studies.contraction_rates import fit_rate, window_regime
+from meanfield.studies.transport.contraction_rates import fit_rate, window_regime
 
 FIT_NAMES = ("fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start", "fit_stop")
 
