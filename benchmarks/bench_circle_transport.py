@@ -7,7 +7,7 @@ circle solver (``ot.wasserstein_circle``, POT 0.9.7), timed in the same run.
   masses of equal arcs at their midpoints), and POT's closed form for the uniform
   (``semidiscrete_wasserstein2_unif_circle``) beside ours on the uniform density;
   "before": the atoms / density solve as it was until the one-pass sweep (a coarse
-  pre-solve, then cutting planes and secant steps on ``_atoms_panels_cost``, quantiles and
+  pre-solve, then cutting planes and secant steps on ``atoms_panels_cost``, quantiles and
   moments from scratch at each shift, and the stable argsort of the tokens), timed in
   the same run.
 
@@ -23,8 +23,9 @@ import time
 import numpy as np
 import ot
 
-from meanfield.metrics import circle_transport as ct
+from meanfield.metrics import circle_panels as cp
 from meanfield.metrics.circle_measures import CircleMeasure
+from meanfield.metrics.circle_minimise import minimise_with_slope
 from meanfield.metrics.circle_transport import circle_wasserstein
 
 L = 2 * np.pi
@@ -47,13 +48,13 @@ def before(x, dens, p=2):
     """W_p as it was computed before the sweep (see the module docstring)."""
     order = np.argsort(x, kind="stable")
     mu = CircleMeasure.from_points(x[order])
-    idx = np.linspace(0, mu.angles.size, ct.COARSE_GROUPS + 1).astype(int)[:-1]
+    idx = np.linspace(0, mu.angles.size, cp.COARSE_GROUPS + 1).astype(int)[:-1]
     w = np.add.reduceat(mu.weights, idx)
     coarse = CircleMeasure.from_points(np.add.reduceat(mu.weights * mu.angles, idx) / w, w)
-    guess = ct._minimise_with_slope(lambda a: ct._atoms_panels_cost(coarse, dens, a, 0.0, p),
-                                    smooth=True)[1]
-    value = ct._minimise_with_slope(lambda a: ct._atoms_panels_cost(mu, dens, a, 0.0, p),
-                                    guess - 1e-5, guess + 1e-5, smooth=True)[0]
+    guess = minimise_with_slope(lambda a: cp.atoms_panels_cost(coarse, dens, a, 0.0, p),
+                                smooth=True)[1]
+    value = minimise_with_slope(lambda a: cp.atoms_panels_cost(mu, dens, a, 0.0, p),
+                                guess - 1e-5, guess + 1e-5, smooth=True)[0]
     return value ** (1 / p)
 
 

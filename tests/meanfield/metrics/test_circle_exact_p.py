@@ -242,12 +242,12 @@ def test_densities_at_the_largest_p():
     within its rotation (32 points, von Mises of concentration 3)."""
     from meanfield.metrics.arguments import P_MAX
     from meanfield.metrics.circle_quadrature import gl_scaled, node_count
-    from meanfield.metrics.circle_transport import _shift_solve
+    from meanfield.metrics.circle_shift import shift_solve
 
     v = _von_mises(32, 3.0, 1.0)
     f = CircleMeasure.from_density(v, "spectral")
     g = CircleMeasure.from_density(_von_mises(32, 2.0, 4.0), "finite-volume")
-    w, alpha = _shift_solve(f, g, P_MAX)
+    w, alpha = shift_solve(f, g, P_MAX)
     big, value, _ = gl_scaled(f, g, alpha, 0.0, P_MAX, 4 * node_count(P_MAX))
     assert np.exp((big + np.log(value)) / P_MAX) == pytest.approx(w, rel=1e-14)
     rotated = CircleMeasure.from_density(np.roll(v, 1), "spectral")

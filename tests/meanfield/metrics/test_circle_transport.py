@@ -5,13 +5,10 @@ import numpy as np
 import pytest
 
 from meanfield.metrics.circle_measures import CircleMeasure
-from meanfield.metrics.circle_transport import (
-    _gl_cost,
-    _minimise_with_slope,
-    _shift_cost,
-    circle_wasserstein,
-    circle_wasserstein_to_dirac,
-)
+from meanfield.metrics.circle_minimise import minimise_with_slope
+from meanfield.metrics.circle_quadrature import gl_cost
+from meanfield.metrics.circle_shift import shift_cost
+from meanfield.metrics.circle_transport import circle_wasserstein, circle_wasserstein_to_dirac
 
 L = 2 * np.pi
 
@@ -83,7 +80,7 @@ def test_against_emd2_random_instances():
             worst[p] = max(worst.get(p, 0.0), abs(ours - exact))
             if p == 1.0:
                 worst["shift"] = max(worst.get("shift", 0.0),
-                                     abs(_shift_cost(mu, nu, 1.0)[0] - exact))
+                                     abs(shift_cost(mu, nu, 1.0)[0] - exact))
     assert max(worst.values()) < 1e-10, worst
 
 
@@ -145,13 +142,13 @@ def test_quadrature_converged():
     a = CircleMeasure.from_density(von_mises(128, 2.0, 1.0), "spectral")
     b = CircleMeasure.from_density(von_mises(128, 3.0, 4.0), "finite-volume")
     for p in (1.0, 1.5, 2.0, 3.0):
-        v16 = _minimise_with_slope(lambda s, p=p: _gl_cost(a, b, s, 0.0, p, 16))[0]
-        v32 = _minimise_with_slope(lambda s, p=p: _gl_cost(a, b, s, 0.0, p, 32))[0]
+        v16 = minimise_with_slope(lambda s, p=p: gl_cost(a, b, s, 0.0, p, 16))[0]
+        v32 = minimise_with_slope(lambda s, p=p: gl_cost(a, b, s, 0.0, p, 32))[0]
         assert abs(v16 - v32) < (1e-15 if p == int(p) else 1e-12) * v32
     atoms = CircleMeasure.from_points(np.random.default_rng(0).uniform(0, L, 30))
     for p in (1.0, 2.0):
-        moments = _shift_cost(atoms, a, p)[0]
-        quad = _minimise_with_slope(lambda s, p=p: _gl_cost(atoms, a, s, 0.0, p))[0]
+        moments = shift_cost(atoms, a, p)[0]
+        quad = minimise_with_slope(lambda s, p=p: gl_cost(atoms, a, s, 0.0, p))[0]
         assert moments == pytest.approx(quad, abs=1e-14)
 
 
@@ -296,10 +293,10 @@ def test_concentrated_densities_a_rotation_apart(kappa):
 def test_atoms_vs_panels_newton_matches_the_reference(method, p, monkeypatch):
     """Atoms against a density, p = 1, 2: the one-pass sweep (C, C', C'' with warm-started
     quantiles) and Newton from the coarse shift give the minimum of the reference
-    evaluation (``_atoms_panels_cost``: quantiles and moments from scratch) minimised over
+    evaluation (``atoms_panels_cost``: quantiles and moments from scratch) minimised over
     [-1, 1] by the certified cutting planes, to round-off; also C and C' of the two
     evaluations at a few shifts, and with the coarse pre-solve forced on a small n."""
-    from meanfield.metrics import circle_transport as ct
+    from meanfield.metrics import circle_panels as cp
 
     rng = np.random.default_rng(3)
     nu = CircleMeasure.from_density(von_mises(64, kappa=3.0, center=2.0), method)
@@ -307,18 +304,18 @@ def test_atoms_vs_panels_newton_matches_the_reference(method, p, monkeypatch):
         x = rng.vonmises(0.5, 1.0, n) % L
         w = rng.uniform(0.5, 1.5, n) if n == 3000 else None
         mu = CircleMeasure.from_points(x, w)
-        sweep = ct._PanelSweep(mu, nu, phi, p)
+        sweep = cp.PanelSweep(mu, nu, phi, p)
         for alpha in (-0.7, 0.1, 0.1 + 1e-7, 0.45):
             c, s, _ = sweep(alpha)
-            c_ref, s_ref = ct._atoms_panels_cost(mu, nu, alpha, phi, p)
+            c_ref, s_ref = cp.atoms_panels_cost(mu, nu, alpha, phi, p)
             assert c == pytest.approx(c_ref, rel=1e-13, abs=1e-15)
             assert s == pytest.approx(s_ref, rel=1e-9, abs=1e-12)
-        ref = _minimise_with_slope(
-            lambda a, mu=mu, phi=phi: ct._atoms_panels_cost(mu, nu, a, phi, p), smooth=True)
-        monkeypatch.setattr(ct, "COARSE_ABOVE", 1000)
-        monkeypatch.setattr(ct, "COARSE_GROUPS", 256)
-        new = ct._shift_cost(mu, nu, p, phi)
+        ref = minimise_with_slope(
+            lambda a, mu=mu, phi=phi: cp.atoms_panels_cost(mu, nu, a, phi, p), smooth=True)
+        monkeypatch.setattr(cp, "COARSE_ABOVE", 1000)
+        monkeypatch.setattr(cp, "COARSE_GROUPS", 256)
+        new = shift_cost(mu, nu, p, phi)
         monkeypatch.undo()
         assert new[0] == pytest.approx(ref[0], rel=1e-13)
         assert new[1] == pytest.approx(ref[1], abs=1e-6)
-        assert ct._shift_cost(mu, nu, p, phi)[0] == pytest.approx(ref[0], rel=1e-13)
+        assert shift_cost(mu, nu, p, phi)[0] == pytest.approx(ref[0], rel=1e-13)
