@@ -421,7 +421,7 @@ def test_a_bifurcation_with_problems_is_written_once_under_the_lock(tmp_path,
     rewritten with them after the lock was released)."""
     import dataclasses
 
-    from solvers.nonlinear import continuation
+    from solvers.nonlinear import bordered
 
     def failing(real):
         def corrector(*args, **kwargs):
@@ -430,7 +430,7 @@ def test_a_bifurcation_with_problems_is_written_once_under_the_lock(tmp_path,
         return corrector
 
     for name in ("newton_krylov", "chord_newton"):
-        monkeypatch.setattr(continuation, name, failing(getattr(continuation, name)))
+        monkeypatch.setattr(bordered, name, failing(getattr(bordered, name)))
     folder = tmp_path / "o"
     _break_after_release(monkeypatch, folder)
     cfg = {"model": {"beta": 0.0}, "discretization": {"resolution": 32},
