@@ -379,6 +379,35 @@ def _dense_w2(x: np.ndarray, y: np.ndarray, k: int, info: dict | None) -> float:
     return math.sqrt(max(float(cost[rows, cols].mean()), 0.0))
 
 
+def _add_columns(x: np.ndarray, y: np.ndarray, k: int, extra: np.ndarray,
+                 broken: np.ndarray, cand: np.ndarray, cost: np.ndarray,
+                 chosen: np.ndarray, prices: np.ndarray, assign: np.ndarray,
+                 eps: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """One round of column generation of ``assignment_w2``: the atoms ``extra`` (per
+    token, ``EXTRA_COLUMNS`` of them, -1 for none) that break eps-CS join the candidates
+    of the token's k copies, and the ``broken`` copies let go of their atoms (``assign``
+    is changed in place).
+
+    Returns:
+        The widened ``(cand, cost)`` and the eps to start the auction again from.
+    """
+    assign_before = assign.copy()
+    extra = np.repeat(extra, k, axis=0)
+    ok = extra >= 0
+    xe = np.repeat(x, k, axis=0)
+    ye = y[np.where(ok, extra, 0)]
+    dots = np.clip(np.einsum("pd,pcd->pc", xe, ye), -1.0, 1.0)
+    new_cost = np.where(ok, np.arccos(dots) ** 2, np.inf)
+    cand = np.concatenate([cand, np.where(ok, extra, cand[:, :1])], axis=1)
+    cost = np.concatenate([cost, new_cost], axis=1)
+    assign[broken] = -1
+    # eps-scaled again from the largest violation (at the final eps at once, the
+    # released copies start price wars: measured, the bid bound stopped it)
+    gap = (chosen + prices[assign_before])[broken] - np.min(
+        np.where(ok, new_cost + prices[np.where(ok, extra, 0)], np.inf), axis=1)[broken]
+    return cand, cost, max(float(gap.max()) / 4.0, eps)
+
+
 def assignment_w2(x: np.ndarray, y: np.ndarray, *, neighbours: int = DEFAULT_NEIGHBOURS,
                   eps: float = DEFAULT_EPS, info: dict | None = None) -> float:
     """Exact W2 (radians, geodesic cost) between n equal-mass points ``x`` and M = k n
@@ -450,18 +479,5 @@ def assignment_w2(x: np.ndarray, y: np.ndarray, *, neighbours: int = DEFAULT_NEI
             # the transport reaches beyond the candidates of many tokens (measures
             # far apart): more candidates at once rather than a column at a time
             return assignment_w2(x, y, neighbours=2 * neighbours, eps=eps, info=info)
-        assign_before = assign.copy()
-        extra = np.repeat(extra, k, axis=0)
-        ok = extra >= 0
-        xe = np.repeat(x, k, axis=0)
-        ye = y[np.where(ok, extra, 0)]
-        dots = np.clip(np.einsum("pd,pcd->pc", xe, ye), -1.0, 1.0)
-        new_cost = np.where(ok, np.arccos(dots) ** 2, np.inf)
-        cand = np.concatenate([cand, np.where(ok, extra, cand[:, :1])], axis=1)
-        cost = np.concatenate([cost, new_cost], axis=1)
-        assign[broken] = -1
-        # eps-scaled again from the largest violation (at the final eps at once, the
-        # released copies start price wars: measured, the bid bound stopped it)
-        gap = (chosen + prices[assign_before])[broken] - np.min(
-            np.where(ok, new_cost + prices[np.where(ok, extra, 0)], np.inf), axis=1)[broken]
-        eps_start = max(float(gap.max()) / 4.0, eps)
+        cand, cost, eps_start = _add_columns(x, y, k, extra, broken, cand, cost, chosen,
+                                             prices, assign, eps)
