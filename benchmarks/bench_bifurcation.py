@@ -40,7 +40,7 @@ import numpy as np
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
-from meanfield.studies.bifurcation import study as bf
+from meanfield.studies.bifurcation import plan as bp
 from meanfield.studies.bifurcation import branches as bb
 from meanfield.studies.bifurcation import scan_member as sm
 from meanfield.studies.bifurcation import spectral_state as ss
@@ -190,8 +190,8 @@ def circle_benchmark(points: int, tol: float, n: int) -> None:
         "bifurcation": {"parameter": "kappa", "start": 1.5, "stop": KAPPA_STOP,
                         "modes": 1, "ds": ds, "ds_max": ds, "points": points,
                         "tolerance": tol}})
-    plan = bf.check_bifurcation_config(cfg)
-    study_disc = bf.build_discretization(cfg)
+    plan = bp.check_bifurcation_config(cfg)
+    study_disc = bp.build_discretization(cfg)
     uniform = bb.uniform_branch(study_disc, cfg, plan)
     pitch = next(p for p in uniform["special"] if p["mode"] == 1)
     t0 = time.perf_counter()

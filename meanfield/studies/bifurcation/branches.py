@@ -47,7 +47,7 @@ Each branch is a dict (``kind``, ``mode``, ``sign``, the points' ``lam``, ``kapp
 ``beta``, ``order_parameter``, ``free_energy``, ``stable``, ``leading``, the
 ``special`` points, the ``saved`` states, ``status``, ``message``, ``transition``,
 ``fold_lam``): one row of dim ``branch`` of the dataset that
-``bifurcation.study_dataset`` writes.
+``branch_dataset.study_dataset`` writes.
 """
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ from scipy import optimize
 from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
+from meanfield.studies.bifurcation.plan import kappa_beta, set_parameter
 from solvers.nonlinear.dense import DENSE_UP_TO
 
 PITCHFORK_RTOL = 1e-6  # detected kappa_c against the closed form (relative)
@@ -68,19 +69,6 @@ EIG_TOL = 1e-10  # an eigenvalue is unstable when its real part exceeds this
 EIG_COUNT = 24  # leading eigenvalues kept per point of a mode branch
 SWITCH_H = 0.02  # offset along the critical mode of the first point (scaled unknowns)
 DS_MIN_FACTOR = 1e-4  # ds_min = ds * this
-
-
-def _set(disc, parameter: str, value: float) -> None:
-    current = disc.parameters[0 if parameter == "beta" else 1]
-    if current != value:
-        disc.set_parameters(**{parameter: float(value)})
-
-
-def _pair(plan: dict, parameter: str, value: float) -> tuple[float, float]:
-    """(kappa, beta) of a point at parameter value ``value``."""
-    if parameter == "kappa":
-        return float(value), plan["beta"]
-    return plan["kappa"], float(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,7 +113,7 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
     states, energies = [], []
     u = lin._uniform_state(disc)
     for value in values:
-        _set(disc, parameter, value)
+        set_parameter(disc, parameter, value)
         # Every eigenvalue, none dropped: the uniform state has no symmetry zero mode, and
         # ``stability`` would drop the critical one at a point on kappa_c exactly. The
         # same dense computation as ``stability``; a zero eigenvalue (a point on a
@@ -143,7 +131,7 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
     def eig_at(value: float, index: int) -> float:
         # every eigenvalue, none dropped as zero: ``stability`` drops those below
         # ZERO_RTOL of the spectral radius, which near the crossing is the one located
-        _set(disc, parameter, value)
+        set_parameter(disc, parameter, value)
         lam = lin.jacobian_eigenvalues(disc, u)
         # (its zero, not EIG_TOL: the counts only bracket it)
         return float(lam[index].real) if index < lam.size else -math.inf
@@ -162,9 +150,9 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
             root = min(max(root, lo), hi)
         else:
             root = optimize.brentq(eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
-        _set(disc, parameter, root)
+        set_parameter(disc, parameter, root)
         multiplicity, mode, _ = _crossing_mode(disc)
-        kappa, beta = _pair(plan, parameter, root)
+        kappa, beta = kappa_beta(plan, parameter, root)
         analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode,
                                        plan.get("value", 1.0))
                     if mode else math.nan)
@@ -178,12 +166,12 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
         if rest > 0 and depth < 8 and multiplicity > 0:  # more crossings in the interval
             eps = 1e-9 * max(1.0, abs(root))
             if root - eps > lo:
-                _set(disc, parameter, root - eps)
+                set_parameter(disc, parameter, root - eps)
                 n_mid = _unstable(lin.jacobian_eigenvalues(disc, u))
                 if n_mid != n_lo:
                     locate(lo, root - eps, n_lo, n_mid, depth + 1)
             if root + eps < hi:
-                _set(disc, parameter, root + eps)
+                set_parameter(disc, parameter, root + eps)
                 n_mid = _unstable(lin.jacobian_eigenvalues(disc, u))
                 if n_mid != n_hi:
                     locate(root + eps, hi, n_mid, n_hi, depth + 1)
@@ -192,8 +180,8 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
         if counts[i] != counts[i + 1]:
             locate(float(values[i]), float(values[i + 1]), counts[i], counts[i + 1])
     special.sort(key=lambda s: s["lam"])
-    kappa = [_pair(plan, parameter, v)[0] for v in values]
-    beta = [_pair(plan, parameter, v)[1] for v in values]
+    kappa = [kappa_beta(plan, parameter, v)[0] for v in values]
+    beta = [kappa_beta(plan, parameter, v)[1] for v in values]
     saved = sorted({*range(0, num, b["stride"]), num - 1})
     return {"kind": "uniform", "mode": 0, "sign": 0, "lam": values,
             "kappa": np.array(kappa), "beta": np.array(beta),
@@ -279,7 +267,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         return _skipped(mode, sign, f"no pitchfork of mode {mode} in the range "
                                     f"[{b['start']:g}, {b['stop']:g}] of {parameter}{why}")
     lam_c = float(pitchfork["lam"])
-    _set(disc, parameter, lam_c)
+    set_parameter(disc, parameter, lam_c)
     uniform = lin._uniform_state(disc)
     phi = lin.critical_modes(disc, mode)[0]
     # S^2: the branch of a zonal seed stays axisymmetric, and is followed in that
@@ -295,19 +283,19 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     def residual(y: np.ndarray, lam: float) -> np.ndarray:
         if invalid(lam) or not math.isfinite(lam):  # (a predictor beyond the physical
             return np.full(y.size, np.nan)          # range: Newton halves the step)
-        _set(disc, parameter, lam)
+        set_parameter(disc, parameter, lam)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             # (a far predictor can make K*rho negative: SA's log gives NaN, and Newton
             # halves the step on a non-finite residual)
             return system.residual(y / scale)
 
     def jvp_x(y: np.ndarray, lam: float, v: np.ndarray) -> np.ndarray:
-        _set(disc, parameter, lam)
+        set_parameter(disc, parameter, lam)
         return system.jvp(y / scale, v / scale)
 
     def dF_dkappa(y: np.ndarray, lam: float) -> np.ndarray:
         # F = (Delta / kappa) u + N(u): dF/dkappa = -(linear / kappa) u (N has no kappa)
-        _set(disc, parameter, lam)
+        set_parameter(disc, parameter, lam)
         u = system.state(y / scale)
         f = view.to_real(-disc.linear * u / lam)
         return np.concatenate([f, np.zeros(system.p)])
@@ -322,7 +310,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         same point (the continuation forms it at each point for the tangent)."""
         key = (lam, y.tobytes())
         if formed.get("key") != key:
-            _set(disc, parameter, lam)
+            set_parameter(disc, parameter, lam)
             formed["key"], formed["matrix"] = key, system.jacobian(y / scale)
         return formed["matrix"]
 
@@ -333,7 +321,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     last: dict[str, Any] = {}
 
     def eigenvalues(y: np.ndarray, lam: float) -> np.ndarray:
-        _set(disc, parameter, lam)
+        set_parameter(disc, parameter, lam)
         # (the continuation's Jacobian is F' itself on the circle; on the sphere only its
         # axisymmetric block, and stability takes F' by blocks of each order m)
         block = (bordered_jacobian(y, lam)[: view.size, : view.size]
@@ -347,7 +335,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     saved_states: list[tuple[int, np.ndarray]] = []
 
     def callback(index: int, y: np.ndarray, lam: float) -> None:
-        _set(disc, parameter, lam)
+        set_parameter(disc, parameter, lam)
         u = system.state(y / scale)
         stab = last.get("stability")
         points["lam"].append(lam)
@@ -376,11 +364,11 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
         index, u = last["point"]
         saved_states.append((index, disc.to_density(u)))
     lam = np.array(points["lam"], dtype=float)
-    pairs = [_pair(plan, parameter, v) for v in lam]
+    pairs = [kappa_beta(plan, parameter, v) for v in lam]
     special = []
     for s in branch.special:
-        _set(disc, parameter, s.lam)
-        kappa, beta = _pair(plan, parameter, s.lam)
+        set_parameter(disc, parameter, s.lam)
+        kappa, beta = kappa_beta(plan, parameter, s.lam)
         special.append({"type": s.kind, "lam": float(s.lam), "kappa": kappa, "beta": beta,
                         "multiplicity": int(s.multiplicity), "mode": mode,
                         "order_parameter": st.order_parameter(disc,

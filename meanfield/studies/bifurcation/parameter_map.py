@@ -52,11 +52,15 @@ import xarray as xr
 from meanfield.discretizations.base import model_value
 from meanfield.errors import ConfigError
 from meanfield.runs.engine import RunTask
-from meanfield.studies.bifurcation import study as bf
 from meanfield.studies.bifurcation.branches import (
     mode_branch,
     pitchfork_check,
     uniform_branch,
+)
+from meanfield.studies.bifurcation.plan import (
+    build_discretization,
+    check_bifurcation_config,
+    finished_with_problems,
 )
 
 _SCALARS = ("critical_kappa", "analytic_kappa", "fold_kappa", "maxwell_kappa")
@@ -76,7 +80,7 @@ def check_map_config(cfg: dict) -> None:
                           "map_start..map_stop: give bifurcation.parameter = \"kappa\"",
                           "bifurcation.parameter")
     top = float(map_betas(cfg)[-1])
-    bf.check_bifurcation_config(_at_beta(cfg, top))
+    check_bifurcation_config(_at_beta(cfg, top))
 
 
 def _at_beta(cfg: dict, beta: float) -> dict:
@@ -88,8 +92,8 @@ def _at_beta(cfg: dict, beta: float) -> dict:
 def map_point(cfg: dict, beta: float) -> dict:
     """The first bifurcation at one beta (module docstring)."""
     c = _at_beta(cfg, beta)
-    plan = bf.check_bifurcation_config(c)
-    disc = bf.build_discretization(c)
+    plan = check_bifurcation_config(c)
+    disc = build_discretization(c)
     uniform = uniform_branch(disc, c, plan)
     ok, check = pitchfork_check(plan, c, uniform["special"])
     pitch = next((p for p in uniform["special"] if p["mode"] == 1), None)
@@ -151,7 +155,7 @@ def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
     if not sub:
         return out
     beta0 = float(betas[sub[-1]])
-    disc = bf.build_discretization(_at_beta(cfg, float(map_betas(cfg)[-1])))
+    disc = build_discretization(_at_beta(cfg, float(map_betas(cfg)[-1])))
     kappa0, state, message = fc.locate_fold(disc, beta0, kappa_min=b["start"], ds=b["ds"],
                                             ds_max=b["ds_max"], points=b["points"],
                                             tol=b["tolerance"])
@@ -277,7 +281,7 @@ class MapTask(RunTask):
         return map_dataset(self.cfg, done, {**info, "problems": "; ".join(problems)}, fold)
 
     def outcome(self, ds: xr.Dataset) -> tuple[int, str]:
-        return bf.finished_with_problems(ds)
+        return finished_with_problems(ds)
 
     def checkpoint(self, state: Any, frames: list) -> xr.Dataset:
         done = [f for f in frames[1:] if isinstance(f, dict)]

@@ -21,6 +21,7 @@ from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
 from meanfield.runs.schedule import checkpoint_path
+from meanfield.studies.bifurcation import plan as bp
 from meanfield.studies.bifurcation import study as bf
 from meanfield.studies.bifurcation import branches as bb
 from meanfield.studies.bifurcation import parameter_map as bm
@@ -128,8 +129,8 @@ def _uniform_pitchforks(geometry: str, beta: float, normalized: bool):
                            "discretization": {"resolution": resolution},
                            "bifurcation": {"start": 0.9 * kc, "stop": 1.1 * kc,
                                            "ds": 0.01 * kc, "ds_max": 0.05 * kc}})
-    plan = bf.check_bifurcation_config(cfg)
-    disc = bf.build_discretization(cfg)
+    plan = bp.check_bifurcation_config(cfg)
+    disc = bp.build_discretization(cfg)
     branch = bb.uniform_branch(disc, cfg, plan)
     return kc, branch, bb.pitchfork_check(plan, cfg, branch["special"])
 

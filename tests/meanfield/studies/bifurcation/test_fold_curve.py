@@ -25,6 +25,7 @@ import pytest
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.model import landau
+from meanfield.studies.bifurcation import plan as bp
 from meanfield.studies.bifurcation import study as bf
 from meanfield.studies.bifurcation import branches as bb
 from meanfield.studies.bifurcation import fold_curve as fc
@@ -53,8 +54,8 @@ def one_parameter_fold(geometry: str, resolution: int, beta: float) -> float:
                            "bifurcation": {"parameter": "kappa", "start": 0.3,
                                            "stop": 1.02 * kc,
                                            "ds": 0.02, "ds_max": 0.1, "modes": 1}})
-    plan = bf.check_bifurcation_config(cfg)
-    disc = bf.build_discretization(cfg)
+    plan = bp.check_bifurcation_config(cfg)
+    disc = bp.build_discretization(cfg)
     branch = bb.mode_branch(disc, cfg, plan, {"lam": plan["critical_kappa"][0], "side": 1},
                             1, 1)
     assert branch["transition"] == "subcritical", branch["message"]
