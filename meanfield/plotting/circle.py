@@ -53,12 +53,34 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 UNIFORM = 1.0 / TWO_PI
 
 
+_SEAM_WIDTH = 0.5  # rad each side of the frame's edge that must hold no cluster
+
+
 def _centre(ds: xr.Dataset) -> tuple[float, str]:
-    """(θ̄, its description): the mean direction of the last saved density."""
+    """(θ̄, its description): the mean direction of the last saved density; or, when
+    that puts a cluster (density above uniform) within ``_SEAM_WIDTH`` of the frame's
+    edge θ̄ ± π, the middle of the widest arc where the density stays below uniform is
+    put on the edge instead. Several clusters have a mean direction that says little
+    (the three clusters of the demo: r = 0.08), and one of them sat at θ − θ̄ = 2.9, on
+    the frame's right edge."""
     theta = np.asarray(ds["theta"].values, dtype=float)
     t = np.asarray(ds["time"].values, dtype=float)
-    centre = _mean_angle(theta, _density_array(ds)[-1])
-    return centre, f"mean direction at t = {_fmt_time(t[-1])}"
+    last = _density_array(ds)[-1]
+    centre = _mean_angle(theta, last)
+    description = f"mean direction at t = {_fmt_time(t[-1])}"
+    near_seam = np.abs(np.angle(np.exp(1j * (theta - centre - np.pi)))) < _SEAM_WIDTH
+    above = np.isfinite(last) & (last > UNIFORM)
+    if not np.any(above & near_seam) or above.all():
+        return centre, description
+    # the widest run of cells at or below uniform, circularly: its middle goes on the edge
+    order = np.argsort(np.mod(theta, TWO_PI))
+    angles, high = np.mod(theta, TWO_PI)[order], above[order]
+    peaks = angles[high]
+    gaps = np.diff(np.concatenate([peaks, [peaks[0] + TWO_PI]]))
+    k = int(np.argmax(gaps))
+    seam = peaks[k] + gaps[k] / 2
+    centre = float(np.angle(np.exp(1j * (seam + np.pi))))
+    return centre, "opposite the widest gap"  # (of the last density: a long label)
 
 
 def _theta_axis(ax: Axes, ds: xr.Dataset) -> None:

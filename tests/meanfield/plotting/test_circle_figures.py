@@ -154,3 +154,29 @@ def test_beta_zero_is_titled_kuramoto(model):
     title = figure(tokens_dataset(2.0, beta=0.0)).get_suptitle()
     assert "Kuramoto model" in title and "SA" not in title
     assert f"{model} model" in figure(circle_dataset(2.0, model=model)).get_suptitle()
+
+
+def test_several_clusters_keep_off_the_frames_edge():
+    """Looked at: the demo's three clusters (r = 0.08) centred on their mean direction
+    put one at θ − θ̄ = 2.9, on the frame's right edge. Three equal clusters at 0, 2.4
+    and 4 rad: their mean direction (−2.94) puts the one at 0 within 0.21 rad of the
+    edge; the frame is now centred opposite the widest gap between them (0 .. 2.4, the
+    others 1.6 and 2.28 rad: the edge at 1.2 rad), so no density above uniform lies
+    within 0.5 rad of either edge, and the label says how θ̄ was chosen. A single
+    cluster keeps its mean direction."""
+    from meanfield.plotting.circle import _centre
+
+    theta = np.linspace(0.0, 2 * np.pi, 240, endpoint=False)
+    rho = sum(von_mises(theta, c, 60.0) for c in (0.0, 2.4, 4.0)) / 3
+    ds = circle_dataset(0.0, n_theta=240).isel(time=[0])
+    ds["density"] = (("time", "theta"), rho[None], {"units": "1/rad"})
+    mean = float(np.angle(np.sum(rho * np.exp(1j * theta))))
+    assert abs(np.angle(np.exp(1j * (0.0 - mean - np.pi)))) < 0.21  # the old edge
+    centre, what = _centre(ds)
+    assert what == "opposite the widest gap"
+    assert abs(np.angle(np.exp(1j * (centre + np.pi - 1.2)))) < 2 * np.pi / 240
+    edge = np.abs(np.angle(np.exp(1j * (theta - centre - np.pi)))) < 0.5
+    assert rho[edge].max() < 1 / (2 * np.pi)
+    one = circle_dataset(1.0)
+    assert _centre(one)[1].startswith("mean direction")
+    assert _centre(one)[0] == pytest.approx(1.0, abs=1e-9)
