@@ -32,8 +32,8 @@ themselves (``uniform_ensemble``). System ``s`` starts from the same tokens at e
 beta (common random numbers: the beta dependence is not blurred by the draw) and its
 numbers do not depend on the batch it runs in (per-system steps and seeds
 ``system_rng(seed, s)``). The integrator is Dormand-Prince 5(4) with one adaptive step
-per system (``solvers.steppers.batch.integrate_batch_dopri``, order 5, saves from its
-order-4 continuous extension), all betas of a member in one batch (a beta per system).
+per system (``solvers.steppers.dormand_prince.integrate_batch_dopri``, order 5, saves
+from its order-4 continuous extension), all betas of a member in one batch (a beta per system).
 
 Engines (``[phase_diagram] engine``): "numba" (default) runs each system compiled, a
 system at a time in cache (``phase_numba``); "numpy" runs the batch as arrays; "torch"

@@ -1,7 +1,7 @@
 """The batched fields and the run of a block of systems for the phase diagram.
 
-Two states, both stepped by ``solvers.steppers.batch.integrate_batch_dopri`` with a
-``beta`` per system (row ``k`` of a batch is system ``index[k]``):
+Two states, both stepped by ``solvers.steppers.dormand_prince.integrate_batch_dopri``
+with a ``beta`` per system (row ``k`` of a batch is system ``index[k]``):
 
 - d >= n: the Gram matrices ``G`` (B, n, n) of the span reduction (``meanfield.model.
   ensemble``): ``G' = AG + (AG)^T - DG - GD``, ``D = diag(AG)``, with SA ``A =
@@ -36,7 +36,7 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.model.ensemble import uniform_ensemble, uniform_span
 from solvers.errors import StepSizeError
-from solvers.steppers.batch import _host, integrate_batch_dopri
+from solvers.steppers.dormand_prince import integrate_batch_dopri, to_host
 
 H0 = 0.05  # first step (then adapted per system)
 
@@ -218,7 +218,7 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
 
     def observe(k: int, index: np.ndarray, x: Any) -> None:
         hit = xp.astype(cosines(x) >= thr, xp.float64)
-        fractions[index, k] = _host(xp.mean(hit, axis=1))
+        fractions[index, k] = to_host(xp.mean(hit, axis=1))
 
     level = xp.asarray(c + (1 - c) / 2, dtype=dtype, device=dev)
 

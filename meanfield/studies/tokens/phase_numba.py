@@ -1,6 +1,6 @@
 """The compiled engine of the phase diagram: each system integrated on its own, in cache.
 
-The numpy engine (``phase_kernels`` with ``solvers.steppers.batch.
+The numpy engine (``phase_kernels`` with ``solvers.steppers.dormand_prince.
 integrate_batch_dopri``) steps a batch as arrays ``(B, n, n)``: every stage combination
 streams the whole batch through memory, and its time goes as much into that traffic and
 Python's dispatch as into the field. Here one compiled function integrates one system
@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from meanfield.runs.signals import DeferredSignals
-from solvers.steppers.batch import DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P
+from solvers.steppers.dormand_prince import DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P
 
 # (rows padded with zeros: a rectangular array numba can hold as a constant)
 _A = np.zeros((6, 5))

@@ -13,7 +13,7 @@ import pytest
 from meanfield.errors import ConfigError
 from meanfield.studies.tokens import phase_diagram as pd
 from meanfield.studies.tokens import phase_kernels as pk
-from solvers.steppers.batch import integrate_batch_dopri
+from solvers.steppers.dormand_prince import integrate_batch_dopri
 
 TIMES = np.linspace(0.0, 12.0, 25)
 BETA = np.array([0.5, 2.0, 4.0, 1.0, 3.0, 6.0])

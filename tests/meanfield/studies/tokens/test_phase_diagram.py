@@ -15,7 +15,7 @@ from meanfield.io import read_netcdf
 from meanfield.runs.output import checkpoint_path
 from meanfield.studies.tokens import phase_diagram as pd
 from meanfield.studies.tokens import phase_kernels as pk
-from solvers.steppers.batch import integrate_batch_dopri
+from solvers.steppers.dormand_prince import integrate_batch_dopri
 
 TIMES = np.linspace(0.0, 12.0, 25)
 SMALL = {"particles": {"n": 8, "seed": 3},
