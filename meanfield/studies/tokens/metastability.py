@@ -75,6 +75,11 @@ phase, from the first save ``t_a`` with two clusters (``phi_0``, ``m_1``, ``m_2`
 there) to the first save with one, bracketed by the saves (``last_merge_low`` <
 duration <= ``last_merge_high``).
 
+The theory and the readings above (``most_unstable_mode``, ``energy_rate``,
+``cluster_labels``, ``first_plateau``, ``pairing_times``, ...) are in
+``metastability_theory``; this module checks the config, runs the tasks and writes the
+dataset.
+
 Tasks: (beta, chunk of ``chunk`` systems) through the executor (``[parallel]``); a
 checkpoint keeps the tasks done and ``resume`` goes on from them.
 
@@ -100,8 +105,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy import integrate as sint
-from scipy.sparse import csgraph, csr_matrix
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
@@ -110,7 +113,17 @@ from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles
 from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
+from meanfield.studies.dataset import assemble, gather, model_name, variable
 from meanfield.studies.members import MemberList, run_study
+from meanfield.studies.tokens.metastability_theory import (
+    cluster_labels,
+    first_plateau,
+    fit_exponent,
+    most_unstable_mode,
+    pairing_tau,
+    pairing_times,
+    scaled_energy,
+)
 
 DEFAULT_N = 256
 # per (time, system) and per system; the checkpoint pads a short chunk with NaN
@@ -118,140 +131,6 @@ SERIES = ("clusters", "energy_scaled", "mass_square_sum", "cluster_energy")
 SCALARS = ("plateau_clusters", "plateau_time", "steps", "merge_start", "merge_low",
            "merge_high", "merge_gap", "merge_mass_ratio", "merge_hardmax",
            "merge_two_cluster", "merge_tau")
-
-
-# ---------------------------------------------------------------------------------------
-# Theory.
-
-def most_unstable_mode(beta: float, geometry: str = "circle", normalized: bool = True
-                       ) -> tuple[int, float]:
-    """``(k*, sigma_{k*})``: the mode (S^1) or degree (S^2) of largest growth rate at the
-    uniform state without noise (docs/conventions.md), searched over ``1..K`` with ``K``
-    well past ``sqrt(2 beta)``."""
-    top = int(8 * math.sqrt(2 * max(beta, 1.0))) + 16
-    k = np.arange(1, top + 1)
-    rate = (kernels.growth_rate if geometry == "circle" else kernels.sphere_growth_rate)(
-        k, float(beta), math.inf, normalized)
-    i = int(np.argmax(rate))
-    return int(k[i]), float(rate[i])
-
-
-def energy_rate(x: np.ndarray, beta: float, normalized: bool = True) -> float:
-    """``dS/dt`` of ``S = (1/n^2) sum_ij e^{beta(<x_i, x_j> - 1)}`` along the flow
-    (module docstring): ``(2 beta e^{-beta}/n^2) sum_i w_i |v_i|^2`` with ``w_i = Z_i``
-    (SA) or ``n`` (USA); ``>= 0``. Dense, O(n^2 d)."""
-    x = np.asarray(x, dtype=float)
-    n = x.shape[0]
-    k = np.exp(beta * (x @ x.T - 1.0))
-    a = k @ x
-    z = k.sum(axis=1)
-    tangent = a - np.einsum("ij,ij->i", a, x)[:, None] * x  # e^{-beta} Z_i v_i (SA)
-    v2 = np.einsum("ij,ij->i", tangent, tangent)
-    if normalized:  # Z_i |v_i|^2 e^{-beta} = |tangent|^2 / z
-        return float(2 * beta * np.sum(v2 / z) / n**2)
-    return float(2 * beta * math.exp(beta) * np.sum(v2) / n**3)  # v_i = e^beta t_i/n
-
-
-def scaled_energy(x: np.ndarray, beta: float) -> np.ndarray:
-    """``S`` of tokens ``(..., n, d)`` (leading dims kept)."""
-    g = np.matmul(x, np.swapaxes(x, -1, -2))
-    return np.exp(beta * (np.minimum(g, 1.0) - 1.0)).mean(axis=(-1, -2))
-
-
-def cluster_labels(x: np.ndarray, threshold: float) -> np.ndarray:
-    """Single-linkage labels ``0..k-1`` of unit vectors ``(n, d)`` at chordal distance
-    ``threshold`` (the components of ``meanfield.metrics.cluster_count``). S^1: the sorted
-    angles cut at gaps of chord ``>= threshold``; else the components of the dense graph
-    (O(n^2) memory)."""
-    x = np.asarray(x, dtype=float)
-    n = x.shape[0]
-    if x.shape[1] == 2:
-        theta = np.arctan2(x[:, 1], x[:, 0])
-        order = np.argsort(theta)
-        gaps = np.diff(np.concatenate([theta[order], [theta[order[0]] + 2 * np.pi]]))
-        cut = 2 * np.sin(np.minimum(gaps, np.pi) / 2) >= threshold  # after sorted j
-        if not cut.any():
-            return np.zeros(n, dtype=np.int64)
-        run = np.concatenate([[0], np.cumsum(cut[:-1])])
-        if not cut[-1]:  # the last run wraps around into the first
-            run[run == run[-1]] = 0
-        labels = np.empty(n, dtype=np.int64)
-        labels[order] = np.unique(run, return_inverse=True)[1]
-        return labels
-    d2 = np.maximum(2.0 - 2.0 * (x @ x.T), 0.0)
-    _, labels = csgraph.connected_components(csr_matrix(d2 < threshold * threshold),
-                                             directed=False)
-    return labels.astype(np.int64)
-
-
-def pairing_times(beta: float, gap: float, m1: float, m2: float, threshold: float,
-                  normalized: bool = True) -> tuple[float, float]:
-    """``(T_hardmax, T_two_cluster)``: the time two collapsed clusters (token fractions
-    ``m1``, ``m2``, angle ``gap``) take to come within chord ``threshold`` (module
-    docstring). USA: both are the exact two-cluster time."""
-    end = 2 * math.asin(min(threshold / 2, 1.0))
-    if gap <= end:
-        return 0.0, 0.0
-    rho = m2 / m1
-    if normalized:
-        r = rho + 1 / rho
-
-        def hardmax(phi):
-            return math.exp(beta * (1 - math.cos(phi))) / (r * math.sin(phi))
-
-        def exact(phi):
-            eps = math.exp(-beta * (1 - math.cos(phi)))
-            return 1 / (math.sin(phi) * eps * (rho / (1 + rho * eps)
-                                               + 1 / (rho * (1 + eps / rho))))
-    else:
-        def hardmax(phi):
-            return math.exp(-beta * math.cos(phi)) / ((m1 + m2) * math.sin(phi))
-        exact = hardmax
-    out = []
-    for f in (hardmax, exact):
-        # the integrand peaks at phi_0 with width ~1/(beta sin phi_0): help quad there
-        width = 1 / max(beta * math.sin(gap), 1e-12)
-        points = [p for p in (gap - 3 * width, gap - 30 * width) if end < p < gap]
-        val, _ = sint.quad(f, end, gap, points=points or None, limit=400, epsabs=0,
-                           epsrel=1e-10)
-        out.append(float(val))
-    return out[0], out[1]
-
-
-def pairing_tau(gap: float, m1: float, m2: float, threshold: float,
-                normalized: bool = True) -> float:
-    """The hardmax pairing time in the rescaled clock (``d tau = e^{-beta(1 - <x_1,
-    x_2>)} dt``, USA ``e^beta`` times that): ``tau = ln(tan(phi_0/2)/tan(phi_e/2)) / r``
-    from ``d phi/d tau = -r sin phi`` (module docstring), independent of beta."""
-    end = 2 * math.asin(min(threshold / 2, 1.0))
-    if gap <= end:
-        return 0.0
-    r = (m2 / m1 + m1 / m2) if normalized else (m1 + m2)
-    return math.log(math.tan(gap / 2) / math.tan(end / 2)) / r
-
-
-def first_plateau(times: np.ndarray, counts: np.ndarray, collapsed: np.ndarray,
-                  ratio: float) -> tuple[float, float]:
-    """``(count, t)`` of the first plateau (module docstring); NaNs if none is seen (the
-    window ``[t, ratio t]`` must end within the saves)."""
-    for i, t in enumerate(times):
-        if t * ratio > times[-1]:
-            break
-        if not collapsed[i]:
-            continue
-        window = counts[i:np.searchsorted(times, t * ratio, side="right")]
-        if np.all(window == counts[i]):
-            return float(counts[i]), float(t)
-    return math.nan, math.nan
-
-
-def fit_exponent(beta: np.ndarray, values: np.ndarray) -> float:
-    """Least-squares slope of ``log values`` on ``log beta`` (finite positive values;
-    NaN with fewer than two)."""
-    ok = np.isfinite(values) & (values > 0)
-    if ok.sum() < 2:
-        return math.nan
-    return float(np.polyfit(np.log(beta[ok]), np.log(values[ok]), 1)[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -408,22 +287,70 @@ class MetastabilityTask(MemberList):
         return frames[-1], frames
 
 
+def _task_arrays(cfg: dict, plan: dict, done: list) -> tuple[dict, dict]:
+    """The series on (beta, time, system) and the scalars on (beta, system) of the tasks
+    done (NaN elsewhere)."""
+    c = cfg["metastability"]
+    betas = np.asarray(c["beta"], dtype=float)
+    nb, nt, ns = betas.size, len(c["times"]), c["systems"]
+
+    def where(i: int, *middle) -> tuple:
+        task = plan["tasks"][i]
+        return (int(np.searchsorted(betas, task["beta"])), *middle,
+                slice(task["first"], task["first"] + task["count"]))
+
+    series = gather(done, SERIES, (nb, nt, ns), lambda i: where(i, slice(None)))
+    scalars = gather(done, SCALARS, (nb, ns), where)
+    return series, scalars
+
+
+def _variables(cfg: dict, series: dict, scalars: dict, derived: dict) -> dict:
+    """The data variables (module docstring) of the gathered arrays and the derived ones
+    (``energy``, ``log_time_over_beta``, ``modes``, ``rates``, ``plateau_mean``)."""
+    ts, bs = ("beta", "time", "system"), ("beta", "system")
+    threshold = cfg["particles"]["cluster_threshold"]
+    return {
+        "clusters": variable(ts, series["clusters"],
+                             f"single-linkage clusters at chord {threshold:g}"),
+        "energy": variable(ts, derived["energy"], "E_beta(mu^n) - E_beta(uniform), "
+                           "E_beta = (1/2beta) iint e^{beta<x,y>}"),
+        "energy_scaled": variable(ts, series["energy_scaled"],
+                                  "(1/n^2) sum_ij e^{beta(<x_i,x_j> - 1)}"),
+        "mass_square_sum": variable(ts, series["mass_square_sum"],
+                                    "sum over clusters of (token fraction)^2"),
+        "cluster_energy": variable(ts, series["cluster_energy"],
+                                   "S of the clusters as points at their means"),
+        "log_time_over_beta": variable(("beta", "time"), derived["log_time_over_beta"],
+                                       "ln(t)/beta"),
+        "most_unstable_mode": variable("beta", derived["modes"], "argmax of the growth "
+                                       "rate at the uniform state"),
+        "most_unstable_rate": variable("beta", derived["rates"]),
+        "first_plateau_clusters": variable(bs, scalars["plateau_clusters"]),
+        "first_plateau_time": variable(bs, scalars["plateau_time"]),
+        "first_plateau_mean": variable("beta", derived["plateau_mean"]),
+        "steps": variable(bs, scalars["steps"]),
+        "last_merge_start": variable(bs, scalars["merge_start"],
+                                     "first save with the last two clusters"),
+        "last_merge_low": variable(bs, scalars["merge_low"]),
+        "last_merge_high": variable(bs, scalars["merge_high"]),
+        "last_merge_gap": variable(bs, scalars["merge_gap"], units="rad"),
+        "last_merge_mass_ratio": variable(bs, scalars["merge_mass_ratio"]),
+        "last_merge_hardmax": variable(bs, scalars["merge_hardmax"], "duration predicted "
+                                       "by the hardmax pairing limit"),
+        "last_merge_two_cluster": variable(bs, scalars["merge_two_cluster"], "duration of "
+                                           "the exact two-point-cluster ODE"),
+        "last_merge_rescaled": variable(bs, scalars["merge_tau"], "hardmax pairing time "
+                                        "in the clock rescaled by e^{-beta(1 - <x_1, "
+                                        "x_2>)}"),
+    }
+
+
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     """The metastability dataset (module docstring) of the tasks done (NaN elsewhere)."""
     c, m = cfg["metastability"], cfg["model"]
     betas, times = np.asarray(c["beta"], dtype=float), np.asarray(c["times"], dtype=float)
-    nb, nt, ns = betas.size, times.size, c["systems"]
-    series = {k: np.full((nb, nt, ns), np.nan) for k in SERIES}
-    scalars = {k: np.full((nb, ns), np.nan) for k in SCALARS}
-    for task, value in zip(plan["tasks"], done):
-        if not isinstance(value, dict):
-            continue
-        b = int(np.searchsorted(betas, task["beta"]))
-        sl = slice(task["first"], task["first"] + task["count"])
-        for k in SERIES:
-            series[k][b, :, sl] = value[k]
-        for k in SCALARS:
-            scalars[k][b, sl] = value[k]
+    ns = c["systems"]
+    series, scalars = _task_arrays(cfg, plan, done)
     n = plan["n"]
     log_uniform = np.array([kernels.log_uniform_pair_integral(plan["d"], b) for b in betas])
     with np.errstate(over="ignore", invalid="ignore"):
@@ -435,49 +362,14 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     with np.errstate(invalid="ignore", divide="ignore"):
         plateau_mean = np.where(seen, scalars["plateau_clusters"], 0.0).sum(axis=1) \
             / seen.sum(axis=1)  # NaN where no system has a plateau yet
-    ts = ("beta", "time", "system")
-    one = {"units": "1"}
-    data = {
-        "clusters": (ts, series["clusters"], {
-            "units": "1", "long_name": f"single-linkage clusters at chord "
-                                       f"{cfg['particles']['cluster_threshold']:g}"}),
-        "energy": (ts, energy, {"units": "1", "long_name":
-                                "E_beta(mu^n) - E_beta(uniform), E_beta = (1/2beta) "
-                                "iint e^{beta<x,y>}"}),
-        "energy_scaled": (ts, series["energy_scaled"], {
-            "units": "1", "long_name": "(1/n^2) sum_ij e^{beta(<x_i,x_j> - 1)}"}),
-        "mass_square_sum": (ts, series["mass_square_sum"], {
-            "units": "1", "long_name": "sum over clusters of (token fraction)^2"}),
-        "cluster_energy": (ts, series["cluster_energy"], {
-            "units": "1", "long_name": "S of the clusters as points at their means"}),
-        "log_time_over_beta": (("beta", "time"), np.log(times)[None, :] / betas[:, None],
-                               {"units": "1", "long_name": "ln(t)/beta"}),
-        "most_unstable_mode": ("beta", modes, {
-            "units": "1", "long_name": "argmax of the growth rate at the uniform state"}),
-        "most_unstable_rate": ("beta", rates, one),
-        "first_plateau_clusters": (("beta", "system"), scalars["plateau_clusters"], one),
-        "first_plateau_time": (("beta", "system"), scalars["plateau_time"], one),
-        "first_plateau_mean": ("beta", plateau_mean, one),
-        "steps": (("beta", "system"), scalars["steps"], one),
-        "last_merge_start": (("beta", "system"), scalars["merge_start"], {
-            "units": "1", "long_name": "first save with the last two clusters"}),
-        "last_merge_low": (("beta", "system"), scalars["merge_low"], one),
-        "last_merge_high": (("beta", "system"), scalars["merge_high"], one),
-        "last_merge_gap": (("beta", "system"), scalars["merge_gap"], {"units": "rad"}),
-        "last_merge_mass_ratio": (("beta", "system"), scalars["merge_mass_ratio"], one),
-        "last_merge_hardmax": (("beta", "system"), scalars["merge_hardmax"], {
-            "units": "1", "long_name": "duration predicted by the hardmax pairing limit"}),
-        "last_merge_two_cluster": (("beta", "system"), scalars["merge_two_cluster"], {
-            "units": "1", "long_name": "duration of the exact two-point-cluster ODE"}),
-        "last_merge_rescaled": (("beta", "system"), scalars["merge_tau"], {
-            "units": "1", "long_name": "hardmax pairing time in the clock rescaled by "
-                                       "e^{-beta(1 - <x_1, x_2>)}"}),
-    }
-    ds = xr.Dataset(data, coords={"beta": ("beta", betas), "time": ("time", times),
-                                  "system": ("system", np.arange(ns))})
-    model = "SA" if m["normalized"] else "USA"
+    data = _variables(cfg, series, scalars, {
+        "energy": energy, "log_time_over_beta": np.log(times)[None, :] / betas[:, None],
+        "modes": modes, "rates": rates, "plateau_mean": plateau_mean})
+    coords = {"beta": ("beta", betas), "time": ("time", times),
+              "system": ("system", np.arange(ns))}
+    model = model_name(m["normalized"])
     geometry = "S^1" if plan["d"] == 2 else "S^2"
-    ds.attrs.update({
+    return assemble(data, coords, {
         "title": f"metastability, {model} on {geometry}, n = {n}, {ns} systems per beta",
         "model": model, "geometry": cfg["domain"]["geometry"], "n": n,
         "systems": ns, "cluster_threshold": cfg["particles"]["cluster_threshold"],
@@ -491,8 +383,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                     "(SA), n (USA)",
         "rescaled_time": "ln(t)/beta (merge at gap phi after ~e^{beta(1 - cos phi)})",
         "tolerance": c["tolerance"], "integrator": "RK4 + retraction, step doubling per "
-                                                   "system", **info})
-    return ds
+                                                   "system"}, info)
 
 
 def metastability(config: dict | None = None, *, out: str | Path | None = None,

@@ -78,6 +78,9 @@ study (256 systems, 281 saves to t = 1e4) takes about a minute of CPU (measured:
 user, 116 s wall on the shared 2-core machine under load; ~350 Post-LN and ~290 Pre-LN
 steps per system), thousands of systems take many minutes, and a checkpoint costs one
 small array per member.
+
+The equiangular model, the diagnostics and the fits are in ``normalization_theory``;
+this module checks the config, runs the members and writes the dataset.
 """
 from __future__ import annotations
 
@@ -88,7 +91,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.integrate import solve_ivp
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
@@ -96,13 +98,19 @@ from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, unifor
 from meanfield.model.particles import AttentionParticles, PreLNParticles
 from meanfield.runs import limits
 from meanfield.runs.executor import Executor
-from meanfield.studies.transport.contraction_rates import fit_rate
+from meanfield.studies.dataset import assemble, gather, model_name, variable
 from meanfield.studies.members import MemberList, run_study
+from meanfield.studies.tokens.normalization_theory import (
+    equiangular_prediction,
+    fit_exponential,
+    fit_power,
+    gaps_and_radii,
+    radius_offset,
+)
 
 ARCHITECTURES = ("post-ln", "pre-ln")
 DEFAULT_N = 32
 PREDICTED_POWER = -2.0
-ODE_TOLERANCE = 1e-12  # relative tolerance of the equiangular ODE (DOP853)
 MEMORY_LIMIT = 2 * 2**30  # bytes a member's saves, or the result, may take
 
 
@@ -152,87 +160,6 @@ def check_normalization_config(cfg: dict) -> dict:
                for a in ARCHITECTURES for first in range(0, c["systems"], c["chunk"])]
     return {"n": n, "dim": d, "reduce": d >= n, "times": times, "members": members,
             "predicted_rate": 2.0 if m["normalized"] else 2.0 * math.exp(m["beta"])}
-
-
-# ---------------------------------------------------------------------------------------
-# Diagnostics and the equiangular ODE.
-
-def gaps_and_radii(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(gap, radius)`` of token systems ``(..., n, m)``: ``mean_{i != j}(1 - <theta_i,
-    theta_j>) = sum_i |theta_i - mean|^2/(n - 1)`` and ``mean_i |x_i|``."""
-    r = np.sqrt(np.einsum("...ij,...ij->...i", states, states))
-    th = states / r[..., None]
-    dev = th - th.mean(axis=-2, keepdims=True)
-    n = states.shape[-2]
-    return np.einsum("...ij,...ij->...", dev, dev) / (n - 1), r.mean(axis=-1)
-
-
-def equiangular_log_rhs(architecture: str, n: int, beta: float, normalized: bool):
-    """``f(t, [log eps, r]) -> [(log eps)', r']`` of the equiangular model in
-    ``eps = 1 - rho`` (module docstring; Post-LN ignores and keeps ``r = 1``)."""
-    pre = architecture == "pre-ln"
-
-    def rhs(t, y):
-        eps, r = math.exp(y[0]), y[1]
-        rho = 1.0 - eps
-        if normalized:  # over e^{beta eps} (w = e^{-beta eps} <= 1): no overflow at any beta
-            w = math.exp(-beta * eps)
-            den = 1.0 + (n - 1) * w
-            rate = 2.0 * (n - (n - 1) * eps) * w / den  # -(log eps)'
-            radial = (1.0 + (n - 1) * rho * w) / den
-        else:
-            e = math.exp(beta * rho)
-            rate = 2.0 / n * e * (n - (n - 1) * eps)
-            radial = (math.exp(beta) + (n - 1) * rho * e) / n
-        return [-rate / r, radial] if pre else [-rate, 0.0]
-
-    return rhs
-
-
-def equiangular_prediction(architecture: str, n: int, beta: float, normalized: bool,
-                           rho0: float, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(eps, r)`` of the equiangular model from ``rho0`` (``r = 1``) at ``times`` (t = 0
-    first); DOP853 at relative tolerance ``ODE_TOLERANCE``."""
-    y0 = [math.log(1.0 - rho0), 1.0]
-    sol = solve_ivp(equiangular_log_rhs(architecture, n, beta, normalized),
-                    (0.0, float(times[-1])), y0, method="DOP853", t_eval=times,
-                    rtol=ODE_TOLERANCE, atol=ODE_TOLERANCE)
-    if not sol.success:  # pragma: no cover - a smooth scalar ODE
-        raise RuntimeError(f"equiangular ODE: {sol.message}")
-    return np.exp(sol.y[0]), sol.y[1]
-
-
-# ---------------------------------------------------------------------------------------
-# Fits.
-
-def fit_exponential(times: np.ndarray, gap: np.ndarray, floor: float,
-                    ceiling: float) -> tuple[float, ...]:
-    """``(rate, low, high, start, stop)``: ``-slope`` of ``log gap`` against ``t`` over
-    the first run of saves with the gap in ``[floor, ceiling]``
-    (``contraction_rates.fit_rate``)."""
-    return fit_rate(times, gap, floor, ceiling)
-
-
-def fit_power(times: np.ndarray, gap: np.ndarray, floor: float, ceiling: float,
-              t_min: float) -> tuple[float, ...]:
-    """``(power, low, high, start, stop)``: the slope of ``log gap`` against ``log t`` over
-    the first run of saves with ``t >= t_min`` (and ``t > 0``) and the gap in ``[floor,
-    ceiling]``, its 95 % interval; NaN with fewer than 3 points."""
-    t = np.asarray(times, dtype=float)
-    g = np.where((t > 0) & (t >= t_min), np.asarray(gap, dtype=float), np.nan)
-    with np.errstate(divide="ignore"):
-        logt = np.log(np.where(t > 0, t, np.nan))
-    rate, low, high, start, stop = fit_rate(logt, g, floor, ceiling)
-    return -rate, -high, -low, math.exp(start), math.exp(stop)
-
-
-def radius_offset(times: np.ndarray, radius: np.ndarray, speed: float = 1.0) -> float:
-    """``c = r(t)/speed - t`` at the last finite save (Pre-LN radii: ``r = speed (t + c)
-    + O(1/t)``, ``speed`` 1 for SA, ``e^beta`` for USA)."""
-    ok = np.flatnonzero(np.isfinite(radius))
-    if ok.size == 0:
-        return math.nan
-    return float(radius[ok[-1]] / speed - times[ok[-1]])
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,67 +248,53 @@ def _quantiles(values: np.ndarray, band: float) -> tuple[np.ndarray, np.ndarray]
     return low, high
 
 
-def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
-    """The normalization dataset of the members done (NaN for the others)."""
-    c, m = cfg["normalization"], cfg["model"]
-    n, systems = plan["n"], c["systems"]
-    times = np.concatenate([[0.0], plan["times"]])
+def _member_arrays(plan: dict, systems: int, times: np.ndarray, done: list
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``gap`` and ``radius`` on (architecture, system, time) (NaN where a member is not
+    done) and ``steps`` on (architecture, system) (0 there)."""
     shape = (len(ARCHITECTURES), systems, times.size)
-    gap, radius = np.full(shape, np.nan), np.full(shape, np.nan)
-    steps = np.zeros(shape[:2], dtype=np.int64)
-    for i, value in enumerate(done):
-        if not isinstance(value, dict):
-            continue
+
+    def where(i: int) -> tuple:
         arch, first, count = plan["members"][i]
-        a = ARCHITECTURES.index(arch)
-        gap[a, first:first + count] = value["gap"]
-        radius[a, first:first + count] = value["radius"]
-        steps[a, first:first + count] = value["steps"]
-    floor, ceiling, band = c["fit_floor"], c["fit_ceiling"], c["band"]
-    data: dict[str, Any] = {}
-    with np.errstate(invalid="ignore"), _quiet_nan_means():
-        gap_mean = np.nanmean(gap, axis=1)
-        start = gap[:, :, 0][np.isfinite(gap[:, :, 0])]
-    rho0 = 1.0 - float(start.mean()) if start.size else 0.0
-    eq_gap = np.full((len(ARCHITECTURES), times.size), np.nan)
-    eq_radius = np.full_like(eq_gap, np.nan)
-    for a, arch in enumerate(ARCHITECTURES):
-        eq_gap[a], eq_radius[a] = equiangular_prediction(arch, n, m["beta"],
-                                                         m["normalized"], rho0, times)
+        return ARCHITECTURES.index(arch), slice(first, first + count)
+
+    curves = gather(done, ("gap", "radius"), shape, where)
+    steps = gather(done, ("steps",), shape[:2], where, fill=0, dtype=np.int64)["steps"]
+    return curves["gap"], curves["radius"], steps
+
+
+def _curve_variables(gap: np.ndarray, gap_mean: np.ndarray, eq_gap: np.ndarray,
+                     eq_radius: np.ndarray, band: float) -> dict:
+    """The curves over time per architecture: the mean gap and cosine with their
+    quantile bands over the systems, and the equiangular model's."""
     bands = [_quantiles(gap[a], band) for a in range(len(ARCHITECTURES))]
     gap_low = np.stack([b[0] for b in bands])
     gap_high = np.stack([b[1] for b in bands])
-    coords = {"architecture": ("architecture", np.array(ARCHITECTURES)),
-              "system": ("system", np.arange(systems)),
-              "time": ("time", times, {"units": "1"})}
-    pair = "mean over pairs i != j of 1 - <theta_i, theta_j>"
-    data["gap"] = (("architecture", "system", "time"), gap,
-                   {"units": "1", "long_name": f"1 - rho: {pair}, per system"})
-    data["radius"] = (("architecture", "system", "time"), radius,
-                      {"units": "1", "long_name": "mean token length |x_i| (1 for Post-LN)"})
-    data["steps"] = (("architecture", "system"), steps,
-                     {"units": "1", "long_name": "accepted RK4 steps"})
-    data["gap_mean"] = (("architecture", "time"), gap_mean,
-                        {"units": "1", "long_name": "1 - rho, mean over the systems"})
-    data["gap_low"] = (("architecture", "time"), gap_low,
-                       {"units": "1", "long_name": f"1 - rho, {(1 - band) / 2:g} quantile"})
-    data["gap_high"] = (("architecture", "time"), gap_high,
-                        {"units": "1", "long_name": f"1 - rho, {(1 + band) / 2:g} quantile"})
-    data["cosine"] = (("architecture", "time"), 1.0 - gap_mean,
-                      {"units": "1", "long_name": "mean pairwise cosine rho, mean over "
-                       "the systems"})
-    data["cosine_low"] = (("architecture", "time"), 1.0 - gap_high,
-                          {"units": "1", "long_name": f"rho, {(1 - band) / 2:g} quantile"})
-    data["cosine_high"] = (("architecture", "time"), 1.0 - gap_low,
-                           {"units": "1", "long_name": f"rho, {(1 + band) / 2:g} quantile"})
-    data["equiangular_gap"] = (("architecture", "time"), eq_gap,
-                               {"units": "1", "long_name": "1 - rho of the equiangular "
-                                "model from rho_0"})
-    data["equiangular_cosine"] = (("architecture", "time"), 1.0 - eq_gap,
-                                  {"units": "1", "long_name": "rho of the equiangular model"})
-    data["equiangular_radius"] = (("architecture", "time"), eq_radius,
-                                  {"units": "1", "long_name": "r of the equiangular model"})
-    # fits (module docstring)
+    at = ("architecture", "time")
+    low, high = f"{(1 - band) / 2:g} quantile", f"{(1 + band) / 2:g} quantile"
+    return {
+        "gap_mean": variable(at, gap_mean, "1 - rho, mean over the systems"),
+        "gap_low": variable(at, gap_low, f"1 - rho, {low}"),
+        "gap_high": variable(at, gap_high, f"1 - rho, {high}"),
+        "cosine": variable(at, 1.0 - gap_mean, "mean pairwise cosine rho, mean over the "
+                           "systems"),
+        "cosine_low": variable(at, 1.0 - gap_high, f"rho, {low}"),
+        "cosine_high": variable(at, 1.0 - gap_low, f"rho, {high}"),
+        "equiangular_gap": variable(at, eq_gap, "1 - rho of the equiangular model from "
+                                    "rho_0"),
+        "equiangular_cosine": variable(at, 1.0 - eq_gap, "rho of the equiangular model"),
+        "equiangular_radius": variable(at, eq_radius, "r of the equiangular model"),
+    }
+
+
+def _fit_variables(cfg: dict, plan: dict, times: np.ndarray, curves: dict) -> dict:
+    """The fits of the module docstring (Post-LN rate, Pre-LN power, the equiangular
+    model's over the same windows) as scalar variables, and the fits per system.
+    ``curves``: ``gap``, ``radius``, ``gap_mean``, ``eq_gap``."""
+    c, m = cfg["normalization"], cfg["model"]
+    floor, ceiling = c["fit_floor"], c["fit_ceiling"]
+    gap, radius, gap_mean, eq_gap = (curves[k] for k in ("gap", "radius", "gap_mean",
+                                                         "eq_gap"))
     post, pre = ARCHITECTURES.index("post-ln"), ARCHITECTURES.index("pre-ln")
     with _quiet_nan_means():
         mean_radius = np.nanmean(radius[pre], axis=0)
@@ -397,6 +310,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     shifted = (fit_power(times + offset, np.where((times >= power[3]) & (times <= power[4]),
                                                   gap_mean[pre], np.nan), floor, ceiling,
                          -math.inf)[0] if math.isfinite(offset) else math.nan)
+    data = {}
     for name, value, text in (
             ("fitted_rate", rate[0], "Post-LN: -slope of log(1 - rho) against t"),
             ("fitted_rate_low", rate[1], "Post-LN rate, 95 % low"),
@@ -420,8 +334,17 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
              "over the same window"))):
         units = "1" if "power" in name or "offset" in name or "start" in name \
             or "stop" in name else "1/time"
-        data[name] = ((), float(value), {"units": units, "long_name": text})
-    # per-system fits
+        data[name] = variable((), float(value), text, units)
+    data.update(_system_fits(cfg, times, gap, radius, speed))
+    return data
+
+
+def _system_fits(cfg: dict, times: np.ndarray, gap: np.ndarray, radius: np.ndarray,
+                 speed: float) -> dict:
+    """The Post-LN rate and the Pre-LN power fitted per system (NaN where not done)."""
+    c = cfg["normalization"]
+    floor, ceiling, systems = c["fit_floor"], c["fit_ceiling"], c["systems"]
+    post, pre = ARCHITECTURES.index("post-ln"), ARCHITECTURES.index("pre-ln")
     sys_rate = np.full(systems, np.nan)
     sys_power = np.full(systems, np.nan)
     for s in range(systems):
@@ -431,21 +354,47 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             c_s = radius_offset(times, radius[pre, s], speed)
             sys_power[s] = fit_power(times, gap[pre, s], floor, ceiling,
                                      abs(c_s) / c["offset_ratio"])[0]
-    data["system_rate"] = ("system", sys_rate, {"units": "1/time", "long_name":
-                                                "Post-LN rate fitted per system"})
-    data["system_power"] = ("system", sys_power, {"units": "1", "long_name":
-                                                  "Pre-LN power fitted per system"})
-    ds = xr.Dataset(data, coords=coords)
-    name = "SA" if m["normalized"] else "USA"
-    ds.attrs.update({
+    return {"system_rate": variable("system", sys_rate, "Post-LN rate fitted per system",
+                                    "1/time"),
+            "system_power": variable("system", sys_power, "Pre-LN power fitted per system")}
+
+
+def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
+    """The normalization dataset of the members done (NaN for the others)."""
+    c, m = cfg["normalization"], cfg["model"]
+    n, systems = plan["n"], c["systems"]
+    times = np.concatenate([[0.0], plan["times"]])
+    gap, radius, steps = _member_arrays(plan, systems, times, done)
+    with np.errstate(invalid="ignore"), _quiet_nan_means():
+        gap_mean = np.nanmean(gap, axis=1)
+        start = gap[:, :, 0][np.isfinite(gap[:, :, 0])]
+    rho0 = 1.0 - float(start.mean()) if start.size else 0.0
+    eq_gap = np.full((len(ARCHITECTURES), times.size), np.nan)
+    eq_radius = np.full_like(eq_gap, np.nan)
+    for a, arch in enumerate(ARCHITECTURES):
+        eq_gap[a], eq_radius[a] = equiangular_prediction(arch, n, m["beta"],
+                                                         m["normalized"], rho0, times)
+    coords = {"architecture": ("architecture", np.array(ARCHITECTURES)),
+              "system": ("system", np.arange(systems)),
+              "time": ("time", times, {"units": "1"})}
+    pair = "mean over pairs i != j of 1 - <theta_i, theta_j>"
+    ast = ("architecture", "system", "time")
+    data: dict[str, Any] = {
+        "gap": variable(ast, gap, f"1 - rho: {pair}, per system"),
+        "radius": variable(ast, radius, "mean token length |x_i| (1 for Post-LN)"),
+        "steps": variable(("architecture", "system"), steps, "accepted RK4 steps"),
+        **_curve_variables(gap, gap_mean, eq_gap, eq_radius, c["band"]),
+        **_fit_variables(cfg, plan, times, {"gap": gap, "radius": radius,
+                                            "gap_mean": gap_mean, "eq_gap": eq_gap})}
+    name = model_name(m["normalized"])
+    return assemble(data, coords, {
         "title": f"Post-LN against Pre-LN ({name}), n = {n}, d = {plan['dim']}, beta = "
                  f"{m['beta']:g}: mean pairwise cosine",
         "model": name, "beta": m["beta"], "n": n, "dim": plan["dim"],
-        "systems": systems, "reduced": int(plan["reduce"]), "band": band,
-        "initial_cosine": rho0, "fit_floor": floor, "fit_ceiling": ceiling,
-        "offset_ratio": c["offset_ratio"], "tolerance": c["tolerance"],
-        "seed": cfg["particles"]["seed"], **info})
-    return ds
+        "systems": systems, "reduced": int(plan["reduce"]), "band": c["band"],
+        "initial_cosine": rho0, "fit_floor": c["fit_floor"],
+        "fit_ceiling": c["fit_ceiling"], "offset_ratio": c["offset_ratio"],
+        "tolerance": c["tolerance"], "seed": cfg["particles"]["seed"]}, info)
 
 
 class _quiet_nan_means:

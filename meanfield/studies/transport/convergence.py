@@ -71,7 +71,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy import stats
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
@@ -85,9 +84,10 @@ from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
 from meanfield.studies.transport import coupling as cp
+from meanfield.studies.transport.coupling import AUTO_DT
+from meanfield.studies.transport.slopes import fit_slope
 from meanfield.studies.members import MemberStudy, run_study
 
-AUTO_DT = 0.05
 MEASURES = ("distance", "coupling", "sampling_floor")
 
 
@@ -330,19 +330,6 @@ class ConvergenceTask(MemberStudy):
 
 # ---------------------------------------------------------------------------------------
 # The dataset.
-
-def fit_slope(n: np.ndarray, values: np.ndarray, level: float = 0.95
-              ) -> tuple[float, float, float]:
-    """Least-squares slope of ``log values`` against ``log n`` and its ``level`` interval
-    (Student t with len - 2 degrees of freedom); NaN where it cannot be fitted."""
-    ok = np.isfinite(values) & (values > 0)
-    x, y = np.log(n[ok]), np.log(values[ok])
-    if x.size < 3 or np.ptp(x) == 0:
-        return math.nan, math.nan, math.nan
-    fit = stats.linregress(x, y)
-    half = stats.t.ppf(0.5 + level / 2, x.size - 2) * fit.stderr
-    return float(fit.slope), float(fit.slope - half), float(fit.slope + half)
-
 
 def study_dataset(cfg: dict, plan: dict, table: cp.PdeTable | None, done: list,
                   info: dict) -> xr.Dataset:

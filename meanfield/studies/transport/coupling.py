@@ -33,6 +33,7 @@ from solvers.particles.direct import normalize_rows
 from solvers.steppers import GeodesicEulerMaruyama, RetractedRK4, integrate
 
 TIME_ROUND = 12  # decimals of the times the PDE table is keyed by
+AUTO_DT = 0.05  # the token step of time.dt = "auto" (convergence and its Gaussian case)
 
 
 def step_grid(save_times: np.ndarray, dt: float, t0: float = 0.0

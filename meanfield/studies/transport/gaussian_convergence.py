@@ -20,7 +20,7 @@ i.i.d. from ``mu_0`` (seed ``seed + replica``), at each save time:
 
 and for each quantity ``q`` the least-squares slope of ``log q`` against ``log n`` over
 all (n, replica) with its 95 % interval (``q_slope``, ``q_slope_low``, ``q_slope_high``;
-``meanfield.studies.transport.convergence.fit_slope``). Every error falls like ``n^{-1/2}``.
+``meanfield.studies.transport.slopes.fit_slope``). Every error falls like ``n^{-1/2}``.
 
 Time stepping: both ``X`` and ``Y`` by the classical RK4 (order 4) with equal steps of at
 most ``dt`` between the save times (``coupling.step_grid``); ``Y``'s stages take
@@ -288,7 +288,7 @@ def gaussian_dataset(ns: list[int], replicas: int, times: np.ndarray, results: d
                      attrs: dict) -> xr.Dataset:
     """The dataset (dims ``(n, replica, time)``) of ``results[(n, replica)]`` (member
     dicts; members missing are NaN), with the fitted slopes per quantity and time."""
-    from meanfield.studies.transport.convergence import fit_slope
+    from meanfield.studies.transport.slopes import fit_slope
 
     shape = (len(ns), replicas, len(times))
     arrays = {name: np.full(shape, np.nan) for name in MEASURES}
@@ -365,7 +365,7 @@ def gaussian_plan(cfg: dict) -> dict:
     from meanfield.errors import ConfigError
     from meanfield.runs import limits
     from meanfield.runs.schedule import save_times
-    from meanfield.studies.transport.convergence import AUTO_DT
+    from meanfield.studies.transport.coupling import AUTO_DT
 
     check_convergence_task(cfg, "convergence")  # (also when validated without the task)
     c, d = cfg["convergence"], cfg["domain"]["dim"]

@@ -24,6 +24,7 @@ from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles, interaction_energy
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.studies.tokens import metastability as ms
+from meanfield.studies.tokens import metastability_theory as mt
 
 # 4 systems of 64 tokens on S^1 at beta = 4 and 6, saves 40 per decade to t = 3000: the
 # clusters form by t ~ 10 and merge, at beta = 4 down to one in 3 of the systems.
@@ -80,7 +81,7 @@ def test_energy_rate_is_nonnegative_and_the_derivative(normalized):
     run = simulate_ensemble(model, x0, [h, 2 * h], dt=h / 4)
     s = ms.scaled_energy(run.states, beta)  # (3, 2)
     for b in range(2):
-        rate = ms.energy_rate(x0[b], beta, normalized)
+        rate = mt.energy_rate(x0[b], beta, normalized)
         fd = (-3 * s[0, b] + 4 * s[1, b] - s[2, b]) / (2 * h)
         assert rate > 0 and fd == pytest.approx(rate, rel=1e-5)
 

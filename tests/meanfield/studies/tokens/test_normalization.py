@@ -18,6 +18,7 @@ from meanfield.model.ensemble import simulate_ensemble
 from meanfield.model.particles import AttentionParticles, PreLNParticles
 from meanfield.runs.schedule import checkpoint_path
 from meanfield.studies.tokens import normalization as nm
+from meanfield.studies.tokens import normalization_theory as nt
 
 # 12 systems of 32 tokens in d = 512 (the span reduction: d costs nothing), beta = 1;
 # saves on a log grid to t = 3000 (the Pre-LN fit needs t >> |c| ~ 1.5).
@@ -118,7 +119,7 @@ def test_log_form_is_the_models_equiangular_rhs(cls, normalized):
     beta, n = 1.7, 9
     model = cls(beta, normalized)
     arch = "pre-ln" if cls is PreLNParticles else "post-ln"
-    log_rhs = nm.equiangular_log_rhs(arch, n, beta, normalized)
+    log_rhs = nt.equiangular_log_rhs(arch, n, beta, normalized)
     ref = model.equiangular_rhs(n)
     for rho in (-0.1, 0.0, 0.3, 0.9, 0.999):
         r = 2.5
