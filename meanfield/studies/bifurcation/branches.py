@@ -21,8 +21,9 @@ pseudo-arclength continuation, with its transition type.
   in the axisymmetric states, so ``branch_sign`` +-1), from its pitchfork:
   ``solvers.nonlinear.switch_branch`` along the critical mode (cosine / zonal), then
   pseudo-arclength continuation (``continue_branch``) of the bordered stationary system
-  of ``meanfield.studies.bifurcation.stationary`` (``BorderedSystem``: mass and phase conditions,
-  exact Jacobian-vector products, the diffusion preconditioner; ``dF/dkappa`` exact,
+  of ``meanfield.studies.bifurcation.stationary`` (the problem: ``shed_branch.ShedBranch``;
+  ``BorderedSystem``: mass and phase conditions, exact Jacobian-vector products, the
+  diffusion preconditioner; ``dF/dkappa`` exact,
   ``dF/dbeta`` by a forward difference). On S^2 the branch (zonal seed) is followed in
   the invariant subspace of axisymmetric states (``RealView(axisymmetric=True)``: the
   ``L + 1`` zonal coefficients, the mass condition only). Systems of at most
@@ -61,6 +62,7 @@ from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
 from meanfield.studies.bifurcation.plan import kappa_beta, set_parameter
+from meanfield.studies.bifurcation.shed_branch import ShedBranch
 from solvers.nonlinear.dense import DENSE_UP_TO
 
 PITCHFORK_RTOL = 1e-6  # detected kappa_c against the closed form (relative)
@@ -109,9 +111,37 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
     parameter = plan["parameter"]
     num = int(min(b["points"], max(2, math.ceil((b["stop"] - b["start"]) / b["ds_max"]) + 1)))
     values = np.linspace(b["start"], b["stop"], num)
-    leading, stable, counts = [], [], []
-    states, energies = [], []
     u = lin._uniform_state(disc)
+    points = _uniform_points(disc, parameter, values, u)
+    counts = points["counts"]
+    search = _PitchforkSearch(disc, plan, u)
+    for i in range(num - 1):
+        if counts[i] != counts[i + 1]:
+            search.locate(float(values[i]), float(values[i + 1]), counts[i], counts[i + 1])
+    special = search.special
+    special.sort(key=lambda s: s["lam"])
+    kappa = [kappa_beta(plan, parameter, v)[0] for v in values]
+    beta = [kappa_beta(plan, parameter, v)[1] for v in values]
+    saved = sorted({*range(0, num, b["stride"]), num - 1})
+    return {"kind": "uniform", "mode": 0, "sign": 0, "lam": values,
+            "kappa": np.array(kappa), "beta": np.array(beta),
+            "order_parameter": np.zeros(num), "amplitude": np.zeros(num),
+            "free_energy": np.array(points["energies"]),
+            "stable": np.array(points["stable"], dtype=np.int8),
+            "leading": np.array(points["leading"]),
+            "special": special, "saved": saved,
+            "states": np.stack([points["states"][i] for i in saved]),
+            "status": "completed", "message": f"{num} points, {len(special)} pitchfork(s)",
+            "transition": "", "fold_lam": math.nan}
+
+
+def _uniform_points(disc, parameter: str, values: np.ndarray, u: np.ndarray
+                    ) -> dict[str, list]:
+    """The uniform state ``u`` at each parameter value: the number of unstable
+    eigenvalues (``counts``), the leading one, whether it is stable, its free energy and
+    its density."""
+    points: dict[str, list] = {name: [] for name in ("counts", "leading", "stable",
+                                                     "energies", "states")}
     for value in values:
         set_parameter(disc, parameter, value)
         # Every eigenvalue, none dropped: the uniform state has no symmetry zero mode, and
@@ -121,77 +151,85 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
         lam = lin.jacobian_eigenvalues(disc, u)
         radius = float(np.max(np.abs(lam))) if lam.size else 0.0
         zero = bool(np.any(np.abs(lam) <= lin.ZERO_RTOL * max(radius, 1.0)))
-        counts.append(_unstable(lam))
-        leading.append(float(lam[0].real) if lam.size else -math.inf)
-        stable.append(counts[-1] == 0 and not zero)
-        energies.append(st.free_energy(disc, u))
-        states.append(disc.to_density(u))
-    special: list[dict] = []
+        points["counts"].append(_unstable(lam))
+        points["leading"].append(float(lam[0].real) if lam.size else -math.inf)
+        points["stable"].append(points["counts"][-1] == 0 and not zero)
+        points["energies"].append(st.free_energy(disc, u))
+        points["states"].append(disc.to_density(u))
+    return points
 
-    def eig_at(value: float, index: int) -> float:
+
+class _PitchforkSearch:
+    """The pitchforks of the uniform state ``u`` (module docstring): the crossing of the
+    eigenvalue that changes sign between two parameter values where the number of
+    unstable eigenvalues differs, located by ``brentq``, and again inside the bracket
+    while it holds more crossings than the one found (``special``: the points, in the
+    order found)."""
+
+    def __init__(self, disc, plan: dict, u: np.ndarray):
+        self.disc, self.plan, self.u = disc, plan, u
+        self.parameter = plan["parameter"]
+        self.special: list[dict] = []
+
+    def eig_at(self, value: float, index: int) -> float:
         # every eigenvalue, none dropped as zero: ``stability`` drops those below
         # ZERO_RTOL of the spectral radius, which near the crossing is the one located
-        set_parameter(disc, parameter, value)
-        lam = lin.jacobian_eigenvalues(disc, u)
+        set_parameter(self.disc, self.parameter, value)
+        lam = lin.jacobian_eigenvalues(self.disc, self.u)
         # (its zero, not EIG_TOL: the counts only bracket it)
         return float(lam[index].real) if index < lam.size else -math.inf
 
-    def locate(lo: float, hi: float, n_lo: int, n_hi: int, depth: int = 0) -> None:
-        index = min(n_lo, n_hi)
-        f_lo, f_hi = eig_at(lo, index), eig_at(hi, index)
+    def unstable_at(self, value: float) -> int:
+        set_parameter(self.disc, self.parameter, value)
+        return _unstable(lin.jacobian_eigenvalues(self.disc, self.u))
+
+    def root(self, lo: float, hi: float, index: int) -> float:
+        """Where eigenvalue ``index`` crosses zero in ``[lo, hi]``."""
+        f_lo, f_hi = self.eig_at(lo, index), self.eig_at(hi, index)
         if f_lo * f_hi > 0:  # an end on the crossing itself (round-off on either side)
-            root = lo if abs(f_lo) < abs(f_hi) else hi
-        elif lo > 0 and hi > 2 * lo:  # a wide bracket (kappa up to 1e300): in log, where
+            return lo if abs(f_lo) < abs(f_hi) else hi
+        if lo > 0 and hi > 2 * lo:  # a wide bracket (kappa up to 1e300): in log, where
             # bisection halves orders of magnitude (brentq's 100 iterations cannot halve
             # [2, 5e297] down to 1e-14)
-            root = math.exp(optimize.brentq(lambda s: eig_at(math.exp(s), index),
+            root = math.exp(optimize.brentq(lambda s: self.eig_at(math.exp(s), index),
                                             math.log(lo), math.log(hi), xtol=1e-15,
                                             rtol=1e-15))
-            root = min(max(root, lo), hi)
-        else:
-            root = optimize.brentq(eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
-        set_parameter(disc, parameter, root)
-        multiplicity, mode, _ = _crossing_mode(disc)
-        kappa, beta = kappa_beta(plan, parameter, root)
+            return min(max(root, lo), hi)
+        return optimize.brentq(self.eig_at, lo, hi, args=(index,), xtol=1e-14, rtol=1e-15)
+
+    def pitchfork(self, root: float, n_lo: int, n_hi: int) -> dict:
+        """The special point at the crossing ``root``: its multiplicity, mode and the
+        closed form's kappa_c there."""
+        plan = self.plan
+        set_parameter(self.disc, self.parameter, root)
+        multiplicity, mode, _ = _crossing_mode(self.disc)
+        kappa, beta = kappa_beta(plan, self.parameter, root)
         analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode,
                                        plan.get("value", 1.0))
                     if mode else math.nan)
-        special.append({"type": "pitchfork", "lam": root, "kappa": kappa, "beta": beta,
-                        "multiplicity": multiplicity, "mode": mode,
-                        "order_parameter": 0.0, "analytic": analytic,
-                        "side": 1 if n_hi > n_lo else -1, "located": True})
+        return {"type": "pitchfork", "lam": root, "kappa": kappa, "beta": beta,
+                "multiplicity": multiplicity, "mode": mode,
+                "order_parameter": 0.0, "analytic": analytic,
+                "side": 1 if n_hi > n_lo else -1, "located": True}
+
+    def locate(self, lo: float, hi: float, n_lo: int, n_hi: int, depth: int = 0) -> None:
+        special = self.special
+        root = self.root(lo, hi, min(n_lo, n_hi))
+        special.append(self.pitchfork(root, n_lo, n_hi))
+        multiplicity = special[-1]["multiplicity"]
         rest = abs(n_hi - n_lo) - multiplicity
         if any(abs(s["lam"] - root) <= 1e-6 * max(1.0, abs(root)) for s in special[:-1]):
             special.pop()  # found again from a sub-bracket (wide brackets): once is enough
         if rest > 0 and depth < 8 and multiplicity > 0:  # more crossings in the interval
             eps = 1e-9 * max(1.0, abs(root))
             if root - eps > lo:
-                set_parameter(disc, parameter, root - eps)
-                n_mid = _unstable(lin.jacobian_eigenvalues(disc, u))
+                n_mid = self.unstable_at(root - eps)
                 if n_mid != n_lo:
-                    locate(lo, root - eps, n_lo, n_mid, depth + 1)
+                    self.locate(lo, root - eps, n_lo, n_mid, depth + 1)
             if root + eps < hi:
-                set_parameter(disc, parameter, root + eps)
-                n_mid = _unstable(lin.jacobian_eigenvalues(disc, u))
+                n_mid = self.unstable_at(root + eps)
                 if n_mid != n_hi:
-                    locate(root + eps, hi, n_mid, n_hi, depth + 1)
-
-    for i in range(num - 1):
-        if counts[i] != counts[i + 1]:
-            locate(float(values[i]), float(values[i + 1]), counts[i], counts[i + 1])
-    special.sort(key=lambda s: s["lam"])
-    kappa = [kappa_beta(plan, parameter, v)[0] for v in values]
-    beta = [kappa_beta(plan, parameter, v)[1] for v in values]
-    saved = sorted({*range(0, num, b["stride"]), num - 1})
-    return {"kind": "uniform", "mode": 0, "sign": 0, "lam": values,
-            "kappa": np.array(kappa), "beta": np.array(beta),
-            "order_parameter": np.zeros(num), "amplitude": np.zeros(num),
-            "free_energy": np.array(energies),
-            "stable": np.array(stable, dtype=np.int8), "leading": np.array(leading),
-            "special": special, "saved": saved,
-            "states": np.stack([states[i] for i in saved]),
-            "status": "completed", "message": f"{num} points, {len(special)} pitchfork(s)",
-            "transition": "", "fold_lam": math.nan}
+                    self.locate(root + eps, hi, n_mid, n_hi, depth + 1)
 
 
 def pitchfork_check(plan: dict, cfg: dict, pitchforks: list[dict]) -> tuple[bool, str]:
@@ -268,134 +306,126 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
                                     f"[{b['start']:g}, {b['stop']:g}] of {parameter}{why}")
     lam_c = float(pitchfork["lam"])
     set_parameter(disc, parameter, lam_c)
-    uniform = lin._uniform_state(disc)
-    phi = lin.critical_modes(disc, mode)[0]
-    # S^2: the branch of a zonal seed stays axisymmetric, and is followed in that
-    # invariant subspace (RealView's docstring): L + 1 unknowns, the mass condition only
-    axisymmetric = disc.geometry == "sphere"
-    view = ss.RealView(disc, uniform, axisymmetric=axisymmetric)
-    system = st.BorderedSystem(disc, view, phi, 0 if axisymmetric else mode)
-    scale = 1.0 / float(view.to_real(uniform)[view.constant])  # the mean coefficient to 1
-    z_bif = np.concatenate([view.to_real(uniform), np.zeros(system.p)])
-    direction = np.concatenate([sign * view.to_real(phi), np.zeros(system.p)]) * scale
-    invalid = (lambda v: v <= 0) if parameter == "kappa" else (lambda v: v < 0)
-
-    def residual(y: np.ndarray, lam: float) -> np.ndarray:
-        if invalid(lam) or not math.isfinite(lam):  # (a predictor beyond the physical
-            return np.full(y.size, np.nan)          # range: Newton halves the step)
-        set_parameter(disc, parameter, lam)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            # (a far predictor can make K*rho negative: SA's log gives NaN, and Newton
-            # halves the step on a non-finite residual)
-            return system.residual(y / scale)
-
-    def jvp_x(y: np.ndarray, lam: float, v: np.ndarray) -> np.ndarray:
-        set_parameter(disc, parameter, lam)
-        return system.jvp(y / scale, v / scale)
-
-    def dF_dkappa(y: np.ndarray, lam: float) -> np.ndarray:
-        # F = (Delta / kappa) u + N(u): dF/dkappa = -(linear / kappa) u (N has no kappa)
-        set_parameter(disc, parameter, lam)
-        u = system.state(y / scale)
-        f = view.to_real(-disc.linear * u / lam)
-        return np.concatenate([f, np.zeros(system.p)])
-
-    def precondition(r: np.ndarray) -> np.ndarray:
-        return scale * system.precondition(r)
-
-    formed: dict[str, Any] = {}
-
-    def bordered_jacobian(y: np.ndarray, lam: float) -> np.ndarray:
-        """The unscaled bordered Jacobian at (y, lam), kept for the eigenvalues of the
-        same point (the continuation forms it at each point for the tangent)."""
-        key = (lam, y.tobytes())
-        if formed.get("key") != key:
-            set_parameter(disc, parameter, lam)
-            formed["key"], formed["matrix"] = key, system.jacobian(y / scale)
-        return formed["matrix"]
-
-    def jacobian(y: np.ndarray, lam: float) -> np.ndarray:
-        return bordered_jacobian(y, lam) / scale
-
-    dense = system.size + 1 <= DENSE_UP_TO
-    last: dict[str, Any] = {}
-
-    def eigenvalues(y: np.ndarray, lam: float) -> np.ndarray:
-        set_parameter(disc, parameter, lam)
-        # (the continuation's Jacobian is F' itself on the circle; on the sphere only its
-        # axisymmetric block, and stability takes F' by blocks of each order m)
-        block = (bordered_jacobian(y, lam)[: view.size, : view.size]
-                 if dense and not axisymmetric else None)
-        stab = lin.stability(disc, system.state(y / scale), count=EIG_COUNT, jacobian=block)
-        last["stability"] = stab
-        return stab.eigenvalues
-
-    points: dict[str, list] = {name: [] for name in ("lam", "order_parameter", "amplitude",
-                                                       "free_energy", "stable", "leading")}
-    saved_states: list[tuple[int, np.ndarray]] = []
-
-    def callback(index: int, y: np.ndarray, lam: float) -> None:
-        set_parameter(disc, parameter, lam)
-        u = system.state(y / scale)
-        stab = last.get("stability")
-        points["lam"].append(lam)
-        points["order_parameter"].append(st.order_parameter(disc, u))
-        points["amplitude"].append(st.mode_amplitude(disc, u, mode))
-        points["free_energy"].append(st.free_energy(disc, u))
-        points["stable"].append(-1 if stab is None else int(stab.stable))
-        points["leading"].append(math.nan if stab is None else stab.leading)
-        if index % b["stride"] == 0:
-            saved_states.append((index, disc.to_density(u)))
-        last["point"] = (index, u)
-
+    problem = ShedBranch(disc, parameter, mode)
+    dense = problem.system.size + 1 <= DENSE_UP_TO
+    record = _BranchRecord(problem, mode, b["stride"], dense)
     ds = b["ds"]
     branch = switch_branch(
-        residual, z_bif * scale, lam_c, direction, h=SWITCH_H, jvp_x=jvp_x,
-        dF_dlam=dF_dkappa if parameter == "kappa" else None, tol=b["tolerance"],
+        problem.residual, problem.uniform * problem.scale, lam_c,
+        problem.direction(sign) * problem.scale, h=SWITCH_H, jvp_x=problem.jvp_x,
+        dF_dlam=problem.dF_dkappa if parameter == "kappa" else None, tol=b["tolerance"],
         ds=ds, ds_min=ds * DS_MIN_FACTOR, ds_max=b["ds_max"],
         lam_bounds=(b["start"], b["stop"]), max_points=b["points"],
-        eigenvalues=eigenvalues, eig_tol=EIG_TOL, precondition=precondition,
+        eigenvalues=record.eigenvalues, eig_tol=EIG_TOL, precondition=problem.precondition,
         # (a Jacobian formed in one batched call is formed anew at each point; one made
         # of products is refined first: the continuation's default)
-        callback=callback, jacobian=jacobian if dense and disc.batched_jvp else None,
+        callback=record.callback,
+        jacobian=problem.jacobian if dense and disc.batched_jvp else None,
         linear_solver="dense" if dense else "krylov")
-    n = len(points["lam"])
-    if n and (not saved_states or saved_states[-1][0] != n - 1):
-        index, u = last["point"]
-        saved_states.append((index, disc.to_density(u)))
-    lam = np.array(points["lam"], dtype=float)
-    pairs = [kappa_beta(plan, parameter, v) for v in lam]
-    special = []
-    for s in branch.special:
-        set_parameter(disc, parameter, s.lam)
-        kappa, beta = kappa_beta(plan, parameter, s.lam)
-        special.append({"type": s.kind, "lam": float(s.lam), "kappa": kappa, "beta": beta,
-                        "multiplicity": int(s.multiplicity), "mode": mode,
-                        "order_parameter": st.order_parameter(disc,
-                                                              system.state(s.x / scale)),
-                        "analytic": math.nan, "side": 0, "located": bool(s.located)})
-    transition, fold_lam = "", math.nan
-    if n:
-        offset = lam[0] - lam_c
-        folds = [s for s in special if s["type"] == "fold"]
-        fold_lam = folds[0]["lam"] if folds else math.nan
-        if abs(offset) <= 1e-12 * max(1.0, abs(lam_c)):
-            transition = "undetermined"
-        elif np.sign(offset) == pitchfork["side"]:
-            transition = "supercritical"
-        else:
-            transition = "subcritical"
+    record.save_last()
+    special = _branch_specials(problem, plan, branch, mode)
+    lam = np.array(record.points["lam"], dtype=float)
+    transition, fold_lam = _transition(lam, lam_c, pitchfork, special)
     message = branch.message
     if branch.status == "failed":
         message = f"Newton failed on the branch of mode {mode}: {branch.message}"
     return {"kind": "mode", "mode": mode, "sign": sign, "lam": lam,
-            "kappa": np.array([p[0] for p in pairs]), "beta": np.array([p[1] for p in pairs]),
-            "order_parameter": np.array(points["order_parameter"]),
-            "amplitude": np.array(points["amplitude"]),
-            "free_energy": np.array(points["free_energy"]),
-            "stable": np.array(points["stable"], dtype=np.int8),
-            "leading": np.array(points["leading"], dtype=float), "special": special,
-            "saved": [i for i, _ in saved_states],
-            "states": np.stack([d for _, d in saved_states]) if saved_states else None,
+            **record.arrays(plan, parameter), "special": special,
             "status": branch.status, "message": message, "transition": transition,
             "fold_lam": fold_lam}
+
+
+class _BranchRecord:
+    """What ``mode_branch`` keeps of each point of the branch: the parameter, order
+    parameter, mode amplitude, free energy, stability (on S^1 from the corrector's own
+    dense Jacobian) and leading eigenvalue, and the density every ``stride`` points."""
+
+    def __init__(self, problem: ShedBranch, mode: int, stride: int, dense: bool):
+        self.problem, self.mode, self.stride, self.dense = problem, mode, stride, dense
+        self.points: dict[str, list] = {name: [] for name in (
+            "lam", "order_parameter", "amplitude", "free_energy", "stable", "leading")}
+        self.saved: list[tuple[int, np.ndarray]] = []
+        self.last: dict[str, Any] = {}
+
+    def eigenvalues(self, y: np.ndarray, lam: float) -> np.ndarray:
+        problem = self.problem
+        set_parameter(problem.disc, problem.parameter, lam)
+        # (the continuation's Jacobian is F' itself on the circle; on the sphere only its
+        # axisymmetric block, and stability takes F' by blocks of each order m)
+        size = problem.view.size
+        block = (problem.bordered_jacobian(y, lam)[:size, :size]
+                 if self.dense and not problem.axisymmetric else None)
+        stab = lin.stability(problem.disc, problem.state(y), count=EIG_COUNT,
+                             jacobian=block)
+        self.last["stability"] = stab
+        return stab.eigenvalues
+
+    def callback(self, index: int, y: np.ndarray, lam: float) -> None:
+        problem, points = self.problem, self.points
+        disc = problem.disc
+        set_parameter(disc, problem.parameter, lam)
+        u = problem.state(y)
+        stab = self.last.get("stability")
+        points["lam"].append(lam)
+        points["order_parameter"].append(st.order_parameter(disc, u))
+        points["amplitude"].append(st.mode_amplitude(disc, u, self.mode))
+        points["free_energy"].append(st.free_energy(disc, u))
+        points["stable"].append(-1 if stab is None else int(stab.stable))
+        points["leading"].append(math.nan if stab is None else stab.leading)
+        if index % self.stride == 0:
+            self.saved.append((index, disc.to_density(u)))
+        self.last["point"] = (index, u)
+
+    def save_last(self) -> None:
+        """The last point's state too, when the stride did not save it."""
+        n = len(self.points["lam"])
+        if n and (not self.saved or self.saved[-1][0] != n - 1):
+            index, u = self.last["point"]
+            self.saved.append((index, self.problem.disc.to_density(u)))
+
+    def arrays(self, plan: dict, parameter: str) -> dict[str, Any]:
+        """The points as the branch dict's arrays (``kappa``, ``beta``, ..., ``saved``,
+        ``states``)."""
+        points = self.points
+        pairs = [kappa_beta(plan, parameter, v)
+                 for v in np.array(points["lam"], dtype=float)]
+        return {"kappa": np.array([p[0] for p in pairs]),
+                "beta": np.array([p[1] for p in pairs]),
+                "order_parameter": np.array(points["order_parameter"]),
+                "amplitude": np.array(points["amplitude"]),
+                "free_energy": np.array(points["free_energy"]),
+                "stable": np.array(points["stable"], dtype=np.int8),
+                "leading": np.array(points["leading"], dtype=float),
+                "saved": [i for i, _ in self.saved],
+                "states": np.stack([d for _, d in self.saved]) if self.saved else None}
+
+
+def _branch_specials(problem: ShedBranch, plan: dict, branch, mode: int) -> list[dict]:
+    """The folds and eigenvalue crossings that the continuation located on the branch,
+    as special points."""
+    special = []
+    for s in branch.special:
+        set_parameter(problem.disc, problem.parameter, s.lam)
+        kappa, beta = kappa_beta(plan, problem.parameter, s.lam)
+        special.append({"type": s.kind, "lam": float(s.lam), "kappa": kappa, "beta": beta,
+                        "multiplicity": int(s.multiplicity), "mode": mode,
+                        "order_parameter": st.order_parameter(problem.disc,
+                                                              problem.state(s.x)),
+                        "analytic": math.nan, "side": 0, "located": bool(s.located)})
+    return special
+
+
+def _transition(lam: np.ndarray, lam_c: float, pitchfork: dict, special: list[dict]
+                ) -> tuple[str, float]:
+    """The transition type of the branch (module docstring) and its first fold (NaN if
+    none)."""
+    if not lam.size:
+        return "", math.nan
+    offset = lam[0] - lam_c
+    folds = [s for s in special if s["type"] == "fold"]
+    fold_lam = folds[0]["lam"] if folds else math.nan
+    if abs(offset) <= 1e-12 * max(1.0, abs(lam_c)):
+        return "undetermined", fold_lam
+    if np.sign(offset) == pitchfork["side"]:
+        return "supercritical", fold_lam
+    return "subcritical", fold_lam

@@ -33,10 +33,10 @@ it passes turning points of the curve). The pieces and their accuracy:
   preconditioned by the inverse diffusion on the ``z`` and ``phi`` blocks.
 - On S^2 ``z`` holds only the zonal coefficients (the invariant subspace of
   axisymmetric states, ``RealView(axisymmetric=True)``, mass condition only), as in
-  ``bifurcation_branches.mode_branch``: ``2(L + 2) + 1`` unknowns, so the continuation
+  ``branches.mode_branch``: ``2(L + 2) + 1`` unknowns, so the continuation
   takes the dense chord corrector (L = 15: 2 s for the curve, against 12-25 s in all components).
 - Unknowns: ``z`` is scaled so that the mean coefficient is 1 (as in
-  ``bifurcation_branches.mode_branch``), ``phi`` has ``<l, phi> = 1`` with ``|l| = 1``, so the
+  ``branches.mode_branch``), ``phi`` has ``<l, phi> = 1`` with ``|l| = 1``, so the
   arclength weighs state, null vector, kappa and beta alike.
 
 The start (``fold_curve``'s ``fold_state``, ``kappa0`` at ``beta0``) is checked before
@@ -46,7 +46,7 @@ the smallest singular value of the dense ``G_z`` (built from ``G_z e_j``), must 
 to a kappa within ``fold_rtol`` (relative) of ``kappa0``; otherwise ``ValueError`` says
 how far it is. ``locate_fold`` gives such a start: the mode-1 branch from the pitchfork
 at ``1/a_1(beta)`` (``switch_branch`` then ``continue_branch`` in kappa, as
-``bifurcation_branches.mode_branch`` does), its fold located by the sign change of the
+``branches.mode_branch`` does), its fold located by the sign change of the
 tangent's kappa component (Brent, ``locate_tol`` 1e-12 in arclength).
 
 The tricritical point. As beta decreases to the tricritical ``beta*`` the fold merges
@@ -81,6 +81,8 @@ from meanfield.errors import ConfigError
 from meanfield.studies.bifurcation import spectral_state as ss
 from meanfield.studies.bifurcation import stationary as st
 from meanfield.studies.bifurcation import stationary_linear as lin
+from meanfield.studies.bifurcation.plan import set_parameter
+from meanfield.studies.bifurcation.shed_branch import ShedBranch
 
 _H_BETA = 1e-5  # relative step of the central difference in beta
 _CBRT_EPS = float(np.finfo(float).eps) ** (1.0 / 3.0)
@@ -222,7 +224,7 @@ def _start(disc, beta0: float, fold_state, kappa0: float) -> tuple[Any, np.ndarr
         raise ValueError(f"the start is not a state of the mode-1 branch: its lowest mode "
                          f"is {mode} (0: uniform)")
     u0 = ss.align(disc, u0)
-    # S^2: the axisymmetric subspace (as bifurcation_branches.mode_branch), no phase condition
+    # S^2: the axisymmetric subspace (as branches.mode_branch), no phase condition
     axisymmetric = disc.geometry == "sphere"
     view = ss.RealView(disc, u0, axisymmetric=axisymmetric)
     x0 = view.to_real(u0)
@@ -267,12 +269,42 @@ def fold_curve(disc, beta0: float, fold_state, kappa0: float, *, beta_stop: floa
             resolution.
     """
     from solvers.nonlinear.continuation import continue_branch
-    from solvers.nonlinear.newton import newton_krylov
 
     if not (0 < ds <= ds_max and points >= 1 and tol > 0 and 0 <= r_min < r_fit):
         raise ValueError("fold_curve: need 0 < ds <= ds_max, points >= 1, tol > 0, "
                          "0 <= r_min < r_fit")
     system, z0, scale = _start(disc, beta0, fold_state, kappa0)
+    fs, first = _fold_at_start(disc, system, z0, scale, float(beta0), kappa0, tol=tol,
+                               start_tol=start_tol, fold_rtol=fold_rtol)
+    rows = _CurveRows(disc, fs, r_min)
+    state_shape = system.state(z0).shape
+    lo, hi = sorted((float(beta0), float(beta_stop)))
+    branch = continue_branch(
+        fs.residual, first.x, float(beta0), jvp_x=fs.jvp, dF_dlam=fs.dbeta, ds=ds,
+        ds_min=ds * 1e-4, ds_max=ds_max, direction=-1 if beta_stop < beta0 else 1,
+        lam_bounds=(lo, hi), max_points=points, tol=tol, precondition=fs.precondition,
+        callback=rows.callback)
+    r = np.array(rows.rows["r"], dtype=float)
+    beta = np.array(rows.rows["beta"], dtype=float)
+    s = np.array(rows.rows["s"], dtype=float)
+    estimate, fit = tricritical_estimate(beta, r, r_fit)
+    return FoldCurve(beta=beta, kappa=np.array(rows.rows["kappa"], dtype=float),
+                     order_parameter=r, amplitude=s,
+                     states=(np.stack(rows.rows["state"]) if rows.rows["state"]
+                             else np.zeros((0, *state_shape), complex)),
+                     tricritical_beta=estimate, tricritical_fit=fit, status=branch.status,
+                     message=_curve_message(branch, beta, r, s, r_min),
+                     newton={"start": first.message})
+
+
+def _fold_at_start(disc, system: st.BorderedSystem, z0: np.ndarray, scale: float,
+                   beta0: float, kappa0: float, *, tol: float, start_tol: float,
+                   fold_rtol: float) -> tuple[_FoldSystem, Any]:
+    """The start checked (module docstring): stationary, and a fold, the fold system's
+    Newton at ``beta0`` converging within ``fold_rtol`` of ``kappa0``. Returns the fold
+    system and that Newton's result (``ValueError`` saying how far otherwise)."""
+    from solvers.nonlinear.newton import newton_krylov
+
     residual0 = float(np.linalg.norm(system.residual(z0)))
     if not residual0 <= start_tol:
         raise ValueError(f"the start is not a stationary state at beta = {beta0:g}, "
@@ -283,8 +315,8 @@ def fold_curve(disc, beta0: float, fold_state, kappa0: float, *, beta_stop: floa
     phi0 = vt[-1] / np.linalg.norm(vt[-1])
     fs = _FoldSystem(disc, system, scale, phi0)
     x0 = np.concatenate([z0 * scale, phi0, [float(kappa0)]])
-    first = newton_krylov(lambda x: fs.residual(x, float(beta0)), x0,
-                          jvp=lambda x, v: fs.jvp(x, float(beta0), v),
+    first = newton_krylov(lambda x: fs.residual(x, beta0), x0,
+                          jvp=lambda x, v: fs.jvp(x, beta0, v),
                           precondition=fs.precondition, tol=tol, max_iter=40)
     ratio = sigma[-1] / sigma[-2]
     if not first.converged:
@@ -300,49 +332,48 @@ def fold_curve(disc, beta0: float, fold_state, kappa0: float, *, beta_stop: floa
                          f"{kappa_found:.10g} (beta = {beta0:g}; fold_rtol = "
                          f"{fold_rtol:g}; smallest singular values of G_z {sigma[-1]:.3g}"
                          f", {sigma[-2]:.3g})")
+    return fs, first
 
-    rows: dict[str, list] = {"beta": [], "kappa": [], "r": [], "s": [], "state": []}
-    state_shape = system.state(z0).shape
 
-    def callback(index: int, x: np.ndarray, beta: float) -> bool:
-        z, _, kappa = fs.split(x)
-        u = system.state(z)
+class _CurveRows:
+    """The points of the fold curve as the continuation accepts them (``callback``),
+    stopping it where the fold's ``r`` falls below ``r_min`` or its signed amplitude
+    changes sign."""
+
+    def __init__(self, disc, fs: _FoldSystem, r_min: float):
+        self.disc, self.fs, self.r_min = disc, fs, r_min
+        self.rows: dict[str, list] = {"beta": [], "kappa": [], "r": [], "s": [],
+                                      "state": []}
+
+    def callback(self, index: int, x: np.ndarray, beta: float) -> bool:
+        rows = self.rows
+        z, _, kappa = self.fs.split(x)
+        u = self.fs.system.state(z)
         rows["beta"].append(beta)
         rows["kappa"].append(kappa)
-        rows["r"].append(st.order_parameter(disc, u))
-        rows["s"].append(signed_amplitude(disc, u))
+        rows["r"].append(st.order_parameter(self.disc, u))
+        rows["s"].append(signed_amplitude(self.disc, u))
         rows["state"].append(u)
         # (a sign change of the amplitude: a step went through r = 0, past the
         # tricritical point, onto the mirror image of the curve)
-        return rows["r"][-1] < r_min or rows["s"][-1] * rows["s"][0] < 0
+        return rows["r"][-1] < self.r_min or rows["s"][-1] * rows["s"][0] < 0
 
-    lo, hi = sorted((float(beta0), float(beta_stop)))
-    branch = continue_branch(
-        fs.residual, first.x, float(beta0), jvp_x=fs.jvp, dF_dlam=fs.dbeta, ds=ds,
-        ds_min=ds * 1e-4, ds_max=ds_max, direction=-1 if beta_stop < beta0 else 1,
-        lam_bounds=(lo, hi), max_points=points, tol=tol, precondition=fs.precondition,
-        callback=callback)
-    r = np.array(rows["r"], dtype=float)
-    beta = np.array(rows["beta"], dtype=float)
-    status, message = branch.status, branch.message
-    s = np.array(rows["s"], dtype=float)
+
+def _curve_message(branch, beta: np.ndarray, r: np.ndarray, s: np.ndarray,
+                   r_min: float) -> str:
+    """What happened to the curve (``FoldCurve.message``)."""
+    status = branch.status
     if status == "stopped" and r.size and r[-1] < r_min:
-        message = (f"the fold's order parameter fell below r_min = {r_min:g} at beta = "
-                   f"{beta[-1]:.10g} (r = {r[-1]:.3g}): near the tricritical point")
-    elif status == "stopped" and s.size and s[-1] * s[0] < 0:
-        message = (f"the fold's amplitude changed sign at beta = {beta[-1]:.10g} (r = "
-                   f"{r[-1]:.3g}): a step went through the tricritical point")
-    elif status == "failed":
-        message = (f"Newton failed on the fold curve after {beta.size} points (last beta "
-                   f"= {beta[-1]:.10g}, r = {r[-1]:.3g}): {branch.message}"
-                   if beta.size else f"Newton failed at the start: {branch.message}")
-    estimate, fit = tricritical_estimate(beta, r, r_fit)
-    return FoldCurve(beta=beta, kappa=np.array(rows["kappa"], dtype=float),
-                     order_parameter=r, amplitude=s,
-                     states=(np.stack(rows["state"]) if rows["state"]
-                             else np.zeros((0, *state_shape), complex)),
-                     tricritical_beta=estimate, tricritical_fit=fit, status=status,
-                     message=message, newton={"start": first.message})
+        return (f"the fold's order parameter fell below r_min = {r_min:g} at beta = "
+                f"{beta[-1]:.10g} (r = {r[-1]:.3g}): near the tricritical point")
+    if status == "stopped" and s.size and s[-1] * s[0] < 0:
+        return (f"the fold's amplitude changed sign at beta = {beta[-1]:.10g} (r = "
+                f"{r[-1]:.3g}): a step went through the tricritical point")
+    if status == "failed":
+        return (f"Newton failed on the fold curve after {beta.size} points (last beta "
+                f"= {beta[-1]:.10g}, r = {r[-1]:.3g}): {branch.message}"
+                if beta.size else f"Newton failed at the start: {branch.message}")
+    return branch.message
 
 
 def tricritical_estimate(beta: np.ndarray, r: np.ndarray, r_fit: float = 0.2
@@ -395,37 +426,7 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
                                 f"{value:g}, V = c I with c <= 0: the uniform state is "
                                 "stable for every kappa)")
     disc.set_parameters(beta=float(beta), kappa=kappa_c)
-    uniform = lin._uniform_state(disc)
-    phi = lin.critical_modes(disc, 1)[0]
-    axisymmetric = disc.geometry == "sphere"
-    view = ss.RealView(disc, uniform, axisymmetric=axisymmetric)
-    system = st.BorderedSystem(disc, view, phi, 0 if axisymmetric else 1)
-    scale = 1.0 / float(view.to_real(uniform)[view.constant])
-    z_bif = np.concatenate([view.to_real(uniform), np.zeros(system.p)]) * scale
-    direction = np.concatenate([view.to_real(phi), np.zeros(system.p)])
-
-    def set_kappa(kappa: float) -> bool:
-        if not (math.isfinite(kappa) and kappa > 0):
-            return False
-        if disc.parameters[1] != kappa:
-            disc.set_parameters(kappa=float(kappa))
-        return True
-
-    def residual(y: np.ndarray, kappa: float) -> np.ndarray:
-        if not set_kappa(kappa):
-            return np.full(y.size, np.nan)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            return system.residual(y / scale)
-
-    def jvp_x(y: np.ndarray, kappa: float, v: np.ndarray) -> np.ndarray:
-        set_kappa(kappa)
-        return system.jvp(y / scale, v / scale)
-
-    def dkappa(y: np.ndarray, kappa: float) -> np.ndarray:
-        set_kappa(kappa)
-        f = view.to_real(-disc.linear * system.state(y / scale) / kappa)
-        return np.concatenate([f, np.zeros(system.p)])
-
+    problem = ShedBranch(disc, "kappa", 1)
     seen: list[float] = []
 
     def callback(index: int, y: np.ndarray, kappa: float) -> bool:
@@ -433,16 +434,16 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
         return len(seen) >= 3 and seen[-1] > seen[-2] and min(seen) < seen[0]
 
     low = kappa_c / 4 if kappa_min is None else float(kappa_min)
-    branch = switch_branch(residual, z_bif, kappa_c, direction, h=SWITCH_H, jvp_x=jvp_x,
-                           dF_dlam=dkappa, tol=tol, ds=ds, ds_min=ds * 1e-4,
+    branch = switch_branch(problem.residual, problem.uniform * problem.scale, kappa_c,
+                           problem.direction(1), h=SWITCH_H, jvp_x=problem.jvp_x,
+                           dF_dlam=problem.dF_dkappa, tol=tol, ds=ds, ds_min=ds * 1e-4,
                            ds_max=ds_max, lam_bounds=(low, 2 * kappa_c),
-                           max_points=points,
-                           precondition=lambda r: scale * system.precondition(r),
+                           max_points=points, precondition=problem.precondition,
                            callback=callback)
     folds = [s for s in branch.special if s.kind == "fold" and s.located]
     if not folds:
         return math.nan, None, (f"no fold on the mode-1 branch at beta = {beta:g}: "
                                 f"{branch.status}, {branch.message}")
     s = folds[0]
-    set_kappa(s.lam)
-    return float(s.lam), system.state(s.x / scale), f"fold at kappa = {s.lam:.12g}"
+    set_parameter(disc, "kappa", s.lam)
+    return float(s.lam), problem.state(s.x), f"fold at kappa = {s.lam:.12g}"
