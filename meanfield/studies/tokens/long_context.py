@@ -63,6 +63,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.initial.tokens import equiangular_tokens
 from meanfield.runs.executor import Executor
+from meanfield.studies.dataset import assemble, gather
 from meanfield.studies.members import MemberList, run_study
 
 CRITICAL_TOLERANCE = 1e-9  # |gamma (1 - rho) - 1| below this: the critical case
@@ -233,11 +234,7 @@ def study_dataset(cfg: dict, done: list, info: dict) -> xr.Dataset:
     names = ("gap", "cosine", "distance", "diagonal", "off_diagonal", "direct_gap",
              "direct_cosine",
              "direct_spread", "direct_diagonal", "direct_off_diagonal")
-    curves = {k: np.full((len(gammas), ns.size), np.nan) for k in names}
-    for i, value in enumerate(done):
-        if isinstance(value, dict):
-            for k in names:
-                curves[k][i] = value[k]
+    curves = gather(done, names, (len(gammas), ns.size), lambda i: i)
     limits = np.array([limit(rho, g) for g in gammas])
     distance = curves["distance"]
     consts = np.array([approach(rho, g) for g in gammas])
@@ -286,14 +283,13 @@ def study_dataset(cfg: dict, done: list, info: dict) -> xr.Dataset:
                      f"smallest n of the grid from which on distance <= {tol:g} (-1: "
                      "never)"}),
     }
-    ds = xr.Dataset(data, coords={"gamma": ("gamma", np.asarray(gammas, dtype=float)),
-                                  "n": ("n", ns, {"units": "1"})})
-    ds.attrs.update({
+    coords = {"gamma": ("gamma", np.asarray(gammas, dtype=float)),
+              "n": ("n", ns, {"units": "1"})}
+    return assemble(data, coords, {
         "title": f"long context: one attention layer, equiangular inputs rho = {rho:g}, "
                  "beta_n = gamma log n",
         "rho": rho, "critical_gamma": 1.0 / (1.0 - rho), "tolerance": tol,
-        "direct_max": c["direct_max"], "n_max": int(ns[-1]), **info})
-    return ds
+        "direct_max": c["direct_max"], "n_max": int(ns[-1])}, info)
 
 
 def long_context(config: dict | None = None, *, out: str | Path | None = None,

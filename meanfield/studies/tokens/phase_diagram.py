@@ -101,6 +101,7 @@ from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.threads import machine_cores
 from meanfield.studies.tokens import phase_kernels as pk
+from meanfield.studies.dataset import assemble, model_name
 from meanfield.studies.members import MemberList, run_study
 
 DEFAULT_N = 32
@@ -287,11 +288,11 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             "units": "1", "long_name": f"time at which the equiangular cosine from 0 "
                                        f"reaches {thr:g} (d >= n)"}),
     }
-    ds = xr.Dataset(data, coords={"dim": ("dim", np.asarray(dims, dtype=np.int64)),
-                                  "beta": ("beta", betas, {"units": "1"}),
-                                  "time": ("time", times, {"units": "1"})})
-    model = "SA" if m["normalized"] else "USA"
-    ds.attrs.update({
+    coords = {"dim": ("dim", np.asarray(dims, dtype=np.int64)),
+              "beta": ("beta", betas, {"units": "1"}),
+              "time": ("time", times, {"units": "1"})}
+    model = model_name(m["normalized"])
+    return assemble(data, coords, {
         "title": f"pair clustering probability, {model}, n = {n}, "
                  f"{p['systems']} systems per beta",
         "model": model, "n": n, "threshold": thr, "systems": p["systems"],
@@ -299,8 +300,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         "tolerance": p["tolerance"], "engine": p["engine"],
         "integrator": "Dormand-Prince 5(4), per-system steps; Gram matrices for d >= n",
         "steps": int(steps), "evaluations_per_system": evaluations / max(count.sum(), 1),
-        "systems_frozen": int(left), **info})
-    return ds
+        "systems_frozen": int(left)}, info)
 
 
 def phase_diagram(config: dict | None = None, *, out: str | Path | None = None,

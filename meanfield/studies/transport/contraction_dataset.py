@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from meanfield.studies.dataset import assemble, model_name
 from meanfield.studies.transport.contraction_rates import fit_rate, window_regime
 
 FIT_NAMES = ("fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start", "fit_stop")
@@ -156,18 +157,18 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     data["mean_field_rate"] = ("beta", mean_field, {"units": "1/time", "long_name": (
         "min(lambda_att, (d - 1) lambda_rep / 2): a density with mass near the antipode"
         if target == "dirac" else "the local rate (the noise fills the far side)")})
-    ds = xr.Dataset(data, coords={"beta": ("beta", np.asarray(betas, dtype=float)),
-                                  "time": ("time", times, {"units": "1"}),
-                                  "source": ("source", np.asarray(sources, dtype=str))})
-    ds.attrs.update({
-        "title": f"contraction of {'SA' if m['normalized'] else 'USA'} on "
+    coords = {"beta": ("beta", np.asarray(betas, dtype=float)),
+              "time": ("time", times, {"units": "1"}),
+              "source": ("source", np.asarray(sources, dtype=str))}
+    ds = assemble(data, coords, {
+        "title": f"contraction of {model_name(m['normalized'])} on "
                  f"{'S¹' if cfg['domain']['geometry'] == 'circle' else 'S²'}, κ = "
                  f"{'∞' if math.isinf(m['kappa']) else format(m['kappa'], 'g')}: W₂ to the "
                  + ("limit point" if target == "dirac" else "stationary state"),
-        "geometry": cfg["domain"]["geometry"], "model": "SA" if m["normalized"] else "USA",
+        "geometry": cfg["domain"]["geometry"], "model": model_name(m["normalized"]),
         "kappa": m["kappa"], "target": target, "fit_below": c["fit_below"],
         "fit_above": c["fit_above"], "dt": plan["dt"], "dim": plan["dim"],
-        "pde": c["pde"], "problems": "; ".join(problems), **info})
+        "pde": c["pde"], "problems": "; ".join(problems)}, info)
     if "particles" in sources:
         ds.attrs["n"] = cfg["particles"]["n"]
     return ds
