@@ -86,6 +86,7 @@ from meanfield.runs.schedule import save_times
 from meanfield.studies.transport import coupling as cp
 from meanfield.studies.transport.coupling import AUTO_DT
 from meanfield.studies.transport.slopes import fit_slope
+from meanfield.studies.dataset import assemble, model_name
 from meanfield.studies.members import MemberStudy, run_study
 
 MEASURES = ("distance", "coupling", "sampling_floor")
@@ -370,17 +371,16 @@ def study_dataset(cfg: dict, plan: dict, table: cp.PdeTable | None, done: list,
                                                              "long_name": what + ", 95 % low"})
         data[f"{prefix}slope_high"] = ("time", fits[:, 2], {"units": "1",
                                                               "long_name": what + ", 95 % high"})
-    ds = xr.Dataset(data, coords={"n": ("n", np.asarray(ns)), "replica": np.arange(replicas),
-                                  "time": ("time", times, {"units": "1"})})
+    coords = {"n": ("n", np.asarray(ns)), "replica": np.arange(replicas),
+              "time": ("time", times, {"units": "1"})}
     m = cfg["model"]
-    ds.attrs.update({
-        "title": f"convergence of {'SA' if m['normalized'] else 'USA'} tokens to the PDE on "
+    return assemble(data, coords, {
+        "title": f"convergence of {model_name(m['normalized'])} tokens to the PDE on "
                  f"the {cfg['domain']['geometry']}, beta = {m['beta']:g}, kappa = "
                  f"{m['kappa']:g}",
-        "geometry": cfg["domain"]["geometry"], "model": "SA" if m["normalized"] else "USA",
+        "geometry": cfg["domain"]["geometry"], "model": model_name(m["normalized"]),
         "beta": m["beta"], "kappa": m["kappa"], "p": c["p"], "points": c["points"],
-        "dt": plan["dt"], **info})
-    return ds
+        "dt": plan["dt"]}, info)
 
 
 def _bound(cfg: dict, table: cp.PdeTable, times: np.ndarray, w1: float) -> np.ndarray:
