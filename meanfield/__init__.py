@@ -33,8 +33,7 @@ from pathlib import Path
 import solvers  # noqa: F401
 from meanfield.errors import ConfigError, SolverError
 from meanfield.runs.evolve import evolve
-
-__version__ = "0.1.0"
+from meanfield.version import __version__
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
            "contraction", "convergence", "evolve", "load_config", "long_context",

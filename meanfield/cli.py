@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from meanfield import __version__
+    from meanfield.version import __version__
 
     p = _Parser(prog="meanfield", description="Mean-field dynamics of self-attention.")
     p.add_argument("--version", action="version", version=f"meanfield {__version__}")
@@ -98,43 +98,55 @@ def _run(args) -> int:
     # (a section of its own) is refused, not run with this one's defaults
     cfg = cfgmod.load(args.config, args.set, args.command.replace("-", "_"))
     out = args.out or cfg["output"]["path"] or str(Path(args.config).with_suffix(".nc"))
-    progress = not args.no_progress
-    if args.command == "compare":
-        from meanfield.studies.transport.compare import compare as task
-    elif args.command == "convergence":
-        from meanfield.studies.transport.convergence import convergence as task
-    elif args.command == "contraction":
-        from meanfield.studies.transport.contraction import contraction as task
-    elif args.command == "bifurcation":
-        from meanfield.studies.bifurcation.study import bifurcation as task
-    elif args.command == "normalization":
-        from meanfield.studies.tokens.normalization import normalization as task
-    elif args.command == "long-context":
-        from meanfield.studies.tokens.long_context import long_context as task
-    elif args.command == "phase-diagram":
-        from meanfield.studies.tokens.phase_diagram import phase_diagram as task
-    elif args.command == "metastability":
-        from meanfield.studies.tokens.metastability import metastability as task
-    elif args.command == "particles":
-        from meanfield.runs.particles import particles as task
-    else:
-        from meanfield.runs.evolve import evolve as task
-    ds = task(cfg, out=out, overwrite=args.overwrite, resume=args.resume, progress=progress)
+    task = _task(args.command)
+    ds = task(cfg, out=out, overwrite=args.overwrite, resume=args.resume,
+              progress=not args.no_progress)
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
         return 130
-    if args.command == "convergence" and ds.attrs.get("reference") == "gaussian":
+    _report(args.command, ds, out)
+    return 0
+
+
+def _task(command: str):
+    """The entry point of a run command (imported here: the CLI starts fast)."""
+    if command == "compare":
+        from meanfield.studies.transport.compare import compare as task
+    elif command == "convergence":
+        from meanfield.studies.transport.convergence import convergence as task
+    elif command == "contraction":
+        from meanfield.studies.transport.contraction import contraction as task
+    elif command == "bifurcation":
+        from meanfield.studies.bifurcation.study import bifurcation as task
+    elif command == "normalization":
+        from meanfield.studies.tokens.normalization import normalization as task
+    elif command == "long-context":
+        from meanfield.studies.tokens.long_context import long_context as task
+    elif command == "phase-diagram":
+        from meanfield.studies.tokens.phase_diagram import phase_diagram as task
+    elif command == "metastability":
+        from meanfield.studies.tokens.metastability import metastability as task
+    elif command == "particles":
+        from meanfield.runs.particles import particles as task
+    else:
+        from meanfield.runs.evolve import evolve as task
+    return task
+
+
+def _report(command: str, ds, out: str) -> None:
+    """The line a finished run prints (its headline numbers), and a study's warning."""
+    if command == "convergence" and ds.attrs.get("reference") == "gaussian":
         fits = [f"{name} {float(ds[name + '_slope'][-1]):.3f} "
                 f"[{float(ds[name + '_slope_low'][-1]):.3f}, "
                 f"{float(ds[name + '_slope_high'][-1]):.3f}]"
                 for name in ("mean_error", "covariance_error")]
         print(f"wrote {out}  (slopes against n at t = {float(ds.time[-1]):g}: "
               + ", ".join(fits) + ")")
-    elif args.command == "convergence":
+    elif command == "convergence":
         print(f"wrote {out}  (slope of W_{ds.attrs['p']:g} against n at t = "
               f"{float(ds.time[-1]):g}: {float(ds.slope[-1]):.3f} "
               f"[{float(ds.slope_low[-1]):.3f}, {float(ds.slope_high[-1]):.3f}])")
-    elif args.command == "contraction":
+    elif command == "contraction":
         import numpy as np
 
         ratio = (ds.fitted_rate / ds.predicted_rate).values
@@ -143,34 +155,33 @@ def _run(args) -> int:
               + (f"{ok.min():.3f} .. {ok.max():.3f})" if ok.size else "none fitted)"))
         if ds.attrs["status"] == 1:  # a member without a rate or over a crossover
             print(f"meanfield: warning: {ds.attrs['message']}", file=sys.stderr)
-    elif args.command == "bifurcation":
+    elif command == "bifurcation":
         print(f"wrote {out}  ({_bifurcation_summary(ds)})")
         if ds.attrs["status"] == 1:
             print(f"meanfield: warning: {ds.attrs['message']}", file=sys.stderr)
-    elif args.command == "normalization":
+    elif command == "normalization":
         print(f"wrote {out}  (Post-LN rate of 1 - rho {float(ds.fitted_rate):.4f} "
               f"(predicted {float(ds.predicted_rate):.4g}), Pre-LN power "
               f"{float(ds.fitted_power):.4f} (predicted -2))")
-    elif args.command == "long-context":
+    elif command == "long-context":
         print(f"wrote {out}  (output cosine at n = {int(ds.n[-1]):.3g}: " + ", ".join(
             f"gamma = {float(g):.4g}: {float(ds.cosine[i, -1]):.6f} (limit "
             f"{float(ds.limit[i]):.6f})" for i, g in enumerate(ds.gamma.values)) + ")")
-    elif args.command == "phase-diagram":
+    elif command == "phase-diagram":
         print(f"wrote {out}  ({_phase_summary(ds)})")
-    elif args.command == "metastability":
+    elif command == "metastability":
         print(f"wrote {out}  (first plateau: "
               + ", ".join(f"beta = {b:g}: {c:.3g} clusters (mode {k})" for b, c, k in
                           zip(ds.beta.values, ds.first_plateau_mean.values,
                               ds.most_unstable_mode.values))
               + f"; exponent {ds.attrs['plateau_exponent']:.3f})")
-    elif args.command == "compare":
+    elif command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "
               f"{float(ds.l1_noise_floor[-1]):.3g})")
     else:
         print(f"wrote {out}  (t = {float(ds.time[-1]):g}, {ds.attrs['steps']} steps, "
               f"{ds.attrs['wall_time_s']:.1f} s)")
-    return 0
 
 
 def _phase_summary(ds) -> str:

@@ -119,6 +119,18 @@ def beta(key: str, value: Any) -> float:
     return x
 
 
+def betas(values: list[float], key: str) -> list[float]:
+    """``values`` (a checked list of beta) with each at most ``MAX_BETA``."""
+    for i, v in enumerate(values):
+        beta(f"{key}[{i}]", v)
+    return values
+
+
+def positive(key: str, value: Any) -> float:
+    """A finite number > 0."""
+    return finite_number(key, value, minimum=0.0, strict=True)
+
+
 def kappa(key: str, value: Any) -> float:
     """A number > 0, or "inf" (no noise) as ``math.inf``."""
     if isinstance(value, str):

@@ -30,7 +30,7 @@ SYMMETRY_TOLERANCE = 1e-12
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
 # A von Mises-Fisher centre is used as given (the density assumes |center| = 1), so it
 # must be a unit vector to round-off of typed decimals: a stricter test than the
-# token arrays' (meanfield.initial.tokens.TOKEN_UNIT_TOLERANCE), which are renormalised.
+# token arrays' (meanfield.model.tokens.TOKEN_UNIT_TOLERANCE), which are renormalised.
 CENTER_UNIT_TOLERANCE = 1e-9
 
 # Parameters each initial kind accepts on each geometry, with defaults (None: required).

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meanfield.config import checkers as ck
+from meanfield.config import discretizations
 from meanfield.config.initial import (
     INITIAL_KINDS,
     PARTICLE_ONLY_KINDS,
@@ -72,7 +73,8 @@ from meanfield.errors import ConfigError
 GEOMETRIES = ("circle", "sphere", "euclidean")
 # "euclidean": tokens in R^d (particle runs only; the PDE is on S^1 and S^2)
 PDE_GEOMETRIES = ("circle", "sphere")
-METHODS = ("spectral", "finite-volume")
+# the built-in methods (discretizations.BUILTIN_PAIRS; a registered entry may add one)
+METHODS = tuple(dict.fromkeys(m for _, m in discretizations.BUILTIN_PAIRS))
 METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS, "euclidean": ()}
 # Finite volumes on the sphere use icosahedral Voronoi meshes of 10 4^k + 2 cells.
 SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
@@ -81,6 +83,7 @@ MASKS = ("none", "causal")  # meanfield.model.weighted_attention.MASKS
 SUM_METHODS = ("auto", "direct", "fourier", "harmonic")
 MAX_SPECTRAL_LMAX = 2047  # band limit of the spectral sphere solver
 MAX_SEED = 2**63 - 1
+DEFAULT_N = 1000  # particles.n when absent and no token file gives the rows
 MAX_USA_BETA = 700.0  # the USA velocity grows like e^beta: beyond, it overflows
 
 
@@ -145,27 +148,19 @@ def _finish_domain(cfg: dict) -> None:
                           "geometry = \"circle\")", "domain.dim")
 
 
-def _registered_methods(geometry: str | None = None) -> tuple[str, ...]:
-    """The methods of the registered discretizations (on ``geometry``): the registry is
-    imported late, as it imports the solvers (and a new entry adds a method)."""
-    from meanfield.discretizations.base import Discretization
-    pairs = Discretization.registered()
-    return tuple(dict.fromkeys(m for g, m in pairs if geometry in (None, g)))
-
-
 def _method(key: str, value: Any) -> str:
     """One of the registered discretization methods ('spectral', 'finite-volume')."""
-    return ck.choice(_registered_methods())(key, value)
+    return ck.choice(discretizations.methods())(key, value)
 
 
 def _finish_discretization(cfg: dict) -> None:
     geometry, method = cfg["domain"]["geometry"], cfg["discretization"]["method"]
     if geometry not in PDE_GEOMETRIES:  # no grid in R^d (a PDE task refuses it: check_pde)
         return
-    if method not in _registered_methods(geometry):
+    if method not in discretizations.methods(geometry):
         raise ConfigError(f"discretization.method = {method!r} is not available on the "
                           f"{geometry} yet; available: "
-                          + ", ".join(repr(m) for m in _registered_methods(geometry)),
+                          + ", ".join(repr(m) for m in discretizations.methods(geometry)),
                           "discretization.method")
     res = cfg["discretization"]["resolution"]
     if geometry == "sphere" and method == "spectral" and res > MAX_SPECTRAL_LMAX:

@@ -33,21 +33,11 @@
                     map_start [0.0], map_stop [4.0], map_num [9] >= 2. Needs
                     discretization.method = "spectral".
 
-    [phase_diagram] dims [[2, 8, 32, 128, 1024]] (token dimensions d >= 2), beta
-                    [{start = 0.1, stop = 9.0, num = 50}] (a list or {start, stop, num},
-                    >= 0, increasing), times [{start = 0.0, stop = 30.0, num = 121}]
-                    (>= 0, increasing), systems [2048] per beta, threshold [0.999] in
-                    (-1, 1), tolerance [1e-5] (error per Dormand-Prince step), engine
-                    ["numba" | "numpy" (the batched reference) | "torch" | "cupy" (the
-                    batched scheme on that library, on its GPU if any; installed by
-                    the user)], batch [4096] ((system,
-                    beta) pairs in one member), freeze [true] (stop a system once every
-                    pair is past the threshold with the margin that keeps it there). n
-                    from particles.n (default 32 here), seed from particles.seed.
-
 Tasks: convergence, contraction, bifurcation (model, domain, discretization, initial,
-time, output, particles, parallel, and their own section); phase_diagram (model,
-output, particles, parallel, phase_diagram: its tokens need no domain or grid).
+time, output, particles, parallel, and their own section). The sections of the token
+studies (phase_diagram, normalization, long_context, metastability) are
+``meanfield.config.token_studies``; ``STUDY_SECTIONS``, ``STUDY_TASKS`` and
+``STUDY_TASK_CHECKS`` here hold those of every study.
 """
 from __future__ import annotations
 
@@ -60,19 +50,14 @@ from meanfield.config.sections import (
     check_pde_task,
     check_sphere_geometry,
 )
-from meanfield.config.weights import head_specs, is_identity
+from meanfield.config.thresholds import critical_kappa
+from meanfield.config.token_studies import TOKEN_STUDY_SECTIONS, TOKEN_STUDY_TASKS
+from meanfield.config.weights import head_specs, is_identity, pde_value_scale
 from meanfield.errors import ConfigError
 
 POINTS = ("iid", "quantile")
 SOURCES = ("pde", "particles")
 PDES = ("grid", "characteristics")  # contraction.pde
-
-
-def _betas(values: list[float], key: str) -> list[float]:
-    """``values`` (a checked list of beta) with each at most ``checkers.MAX_BETA``."""
-    for i, v in enumerate(values):
-        ck.beta(f"{key}[{i}]", v)
-    return values
 
 
 def _token_counts(key: str, value) -> list[int]:
@@ -143,11 +128,6 @@ BIFURCATION_MODES = ("continuation", "scan", "map")
 SCAN_STARTS = ("uniform", "clustered")
 
 
-def _positive(k, v):
-    """A finite number > 0."""
-    return ck.finite_number(k, v, minimum=0.0, strict=True)
-
-
 def _auto_or_number(key: str, value):
     """"auto" or a finite number."""
     if isinstance(value, str) and value == "auto":
@@ -171,10 +151,8 @@ def _auto_range(cfg: dict) -> None:
         return
     low, high = AUTO_FALLBACK
     if b["parameter"] == "kappa":
-        from meanfield.discretizations.base import model_value
-        from meanfield.studies.bifurcation.stationary_linear import critical_kappa
         try:
-            value = model_value(cfg)
+            value = float(pde_value_scale(cfg))
             kcs = [critical_kappa(cfg["domain"]["geometry"], model["beta"],
                                   model["normalized"], k, value)
                    for k in range(1, b["modes"] + 1)]
@@ -239,47 +217,6 @@ def _finish_bifurcation(cfg: dict) -> None:
                           f"{top}; lower modes or raise the resolution", "bifurcation.modes")
 
 
-ENGINES = ("numba", "numpy", "torch", "cupy")
-
-
-def _increasing_grid(key: str, value, minimum: float) -> list[float]:
-    """A non-empty, strictly increasing list (or range) of numbers >= ``minimum``."""
-    values = ck.list_or_range(key, value, minimum=minimum)
-    for i in range(1, len(values)):
-        if values[i] <= values[i - 1]:
-            raise ConfigError(f"{key} = {ck.describe(value)} must be strictly increasing "
-                              f"(entry {i}: {values[i]!r} after {values[i - 1]!r})", key)
-    return values
-
-
-def _dims(key: str, value) -> list[int]:
-    """Distinct integers d >= 2 (a list or a range {start, stop, num}), sorted."""
-    dims = ck.list_or_range(key, value, integers=True)
-    for i, d in enumerate(dims):
-        if d < 2:
-            raise ConfigError(f"{key}[{i}] = {d!r}: tokens live on S^(d-1) with d >= 2", key)
-    if len(set(dims)) != len(dims):
-        raise ConfigError(f"{key} = {ck.describe(value)} names a dimension twice", key)
-    return sorted(dims)
-
-
-def _threshold(key: str, value) -> float:
-    """A finite number in (-1, 1) (a cosine)."""
-    x = ck.finite_number(key, value)
-    if not -1.0 < x < 1.0:
-        raise ConfigError(f"{key} = {ck.describe(value)} must lie in (-1, 1) (a cosine "
-                          "<x_i, x_j>; 1 is reached only in infinite time)", key)
-    return x
-
-
-def _finish_phase_diagram(cfg: dict) -> None:
-    """The defaults given as ranges become lists (as a range given by the user does)."""
-    p = cfg["phase_diagram"]
-    for key in ("beta", "times"):
-        if isinstance(p[key], dict):
-            p[key] = _increasing_grid(f"phase_diagram.{key}", p[key], 0.0)
-
-
 STUDY_SECTIONS: tuple[Section, ...] = (
     Section("convergence", {
         "n": (_token_counts, [100, 1000, 10000]),
@@ -290,7 +227,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_convergence),
     Section("contraction", {
         "beta": (ck.accepting(f"{ck.LIST_TEXT} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {ck.RANGE_TEXT}",
-                              lambda k, v: _betas(ck.list_or_range(k, v, minimum=0.0), k)),
+                              lambda k, v: ck.betas(ck.list_or_range(k, v, minimum=0.0), k)),
                  [0.5, 1.0, 2.0]),
         "sources": (_subset(SOURCES, "source"), ["pde", "particles"]),
         "fit_below": (ck.number_in(0.0, True), 0.1),
@@ -304,35 +241,20 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "stop": (_auto_or_number, "auto"),
         "modes": (ck.integer_in(1), 1),
         "mode": (ck.choice(BIFURCATION_MODES), "continuation"),
-        "ds": (_positive, 0.05),
-        "ds_max": (_positive, 0.1),  # (0.5 drew the branches as polygons of ~11 points)
+        "ds": (ck.positive, 0.05),
+        "ds_max": (ck.positive, 0.1),  # (0.5 drew the branches as polygons of ~11 points)
         "points": (ck.integer_in(2, 1_000_000), 200),
         "stride": (ck.integer_in(1), 10),
-        "tolerance": (_positive, 1e-10),
+        "tolerance": (ck.positive, 1e-10),
         "scan_num": (ck.integer_in(2, ck.MAX_RANGE_NUM), 41),
         "scan_starts": (_subset(SCAN_STARTS, "start"), ["uniform", "clustered"]),
-        "scan_t_max": (_positive, 2000.0),
-        "scan_tolerance": (_positive, 1e-9),
+        "scan_t_max": (ck.positive, 2000.0),
+        "scan_tolerance": (ck.positive, 1e-9),
         "map_start": (ck.finite_number, 0.0),
         "map_stop": (ck.finite_number, 4.0),
         "map_num": (ck.integer_in(2, ck.MAX_RANGE_NUM), 9),
     }, finish=_finish_bifurcation),
-    Section("phase_diagram", {
-        "dims": (_dims, [2, 8, 32, 128, 1024]),
-        "beta": (ck.accepting(f"{ck.INCREASING_TEXT} >= 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {ck.RANGE_TEXT}",
-                              lambda k, v: _betas(_increasing_grid(k, v, 0.0), k)),
-                 {"start": 0.1, "stop": 9.0, "num": 50}),
-        "times": (ck.accepting(f"{ck.INCREASING_TEXT} >= 0, or {ck.RANGE_TEXT}",
-                               lambda k, v: _increasing_grid(k, v, 0.0)),
-                  {"start": 0.0, "stop": 30.0, "num": 121}),
-        "systems": (ck.integer_in(1, 10**7), 2048),
-        "threshold": (_threshold, 0.999),
-        "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-5),
-        "engine": (ck.choice(ENGINES), "numba"),
-        "batch": (ck.integer_in(1, 10**6), 4096),
-        "freeze": (ck.boolean, True),
-    }, finish=_finish_phase_diagram),
-)
+) + TOKEN_STUDY_SECTIONS
 
 # [weights] (V = c I on the PDE): the bifurcation study; the contraction study measures
 # tokens against the PDE with rates of Q = K = V = I, so it takes none; the convergence
@@ -342,169 +264,15 @@ STUDY_TASKS: dict[str, tuple[str, ...]] = {
     "convergence": _TOKENS_AND_PDE + ("weights", "convergence"),
     "contraction": _TOKENS_AND_PDE + ("contraction",),
     "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
-    "phase_diagram": ("model", "output", "particles", "parallel", "phase_diagram"),
+    **TOKEN_STUDY_TASKS,
 }
 
-
-# --- [normalization] and [long_context] (issue 12, items 5 and 6) ----------------------
-#
-#   [normalization] dim [512] (d >= 2), systems [256], chunk [64] (systems per task),
-#                   times [{start = 0.05, stop = 1e4, num = 281, scale = "log"}] (> 0,
-#                   strictly increasing; a list, or a range with scale "linear" | "log"),
-#                   tolerance [1e-9] (error per adaptive RK4 step), fit_floor [1e-14] <
-#                   fit_ceiling [1e-3] (the band of 1 - rho fitted), offset_ratio [0.01]
-#                   (Pre-LN fit from t >= |c|/offset_ratio), band [0.9] (of the systems,
-#                   shaded). n from particles.n (32 when absent), seed from particles.seed,
-#                   beta and normalized from [model] (kappa must be inf).
-#   [long_context]  rho [0.5] in (0, 1), gamma [[0.5, 1, 1.5] / (1 - rho)] (> 0, increasing),
-#                   n [{start = 2, stop = 1e15, num = 57, scale = "log"}] (integers >= 2,
-#                   <= 1e18, increasing), direct_max [1024] (explicit tokens up to this n;
-#                   0: none), seed [0] (their random rotation), tolerance [1e-2].
-
-SCALES = ("linear", "log")
-
-
-def _grid(key: str, value, *, minimum: float, strict: bool = False,
-          integers: bool = False, maximum: float | None = None) -> list:
-    """A non-empty strictly increasing list, or a range ``{start, stop, num, scale}``
-    (``scale`` "linear": ``numpy.linspace``; "log": ``numpy.geomspace``, start > 0;
-    integers: rounded, repeats dropped)."""
-    import numpy as np
-
-    if isinstance(value, dict) and "scale" in value:
-        scale = ck.choice(SCALES)(f"{key}.scale", value["scale"])
-        rest = {k: v for k, v in value.items() if k != "scale"}
-        if scale == "log":
-            start = ck.finite_number(f"{key}.start", rest.get("start"), minimum=0.0,
-                                     strict=True)
-            stop = ck.finite_number(f"{key}.stop", rest.get("stop"), minimum=0.0,
-                                    strict=True)
-            num = ck.integer(f"{key}.num", rest.get("num"), minimum=1,
-                             maximum=ck.MAX_RANGE_NUM)
-            for name in rest:
-                if name not in ck.RANGE_KEYS:
-                    raise ConfigError(f"{key}.{name} is not a key of a range; "
-                                      f"{ck.suggest(name, ck.RANGE_KEYS + ('scale',))}",
-                                      f"{key}.{name}")
-            values = [float(v) for v in np.geomspace(start, stop, num)]
-            if integers:
-                values = sorted({round(v) for v in values})
-            value = values
-        else:
-            value = rest
-    values = ck.list_or_range(key, value, minimum=minimum, strict=strict,
-                              integers=integers)
-    for i in range(1, len(values)):
-        if values[i] <= values[i - 1]:
-            raise ConfigError(f"{key} = {ck.describe(value)} must be strictly increasing "
-                              f"(entry {i}: {values[i]!r} after {values[i - 1]!r})", key)
-    if maximum is not None and values[-1] > maximum:
-        raise ConfigError(f"{key} = {ck.describe(value)}: values must be <= {maximum:g}",
-                          key)
-    return values
-
-
-def _open_unit(key: str, value) -> float:
-    """A finite number in (0, 1)."""
-    x = ck.finite_number(key, value)
-    if not 0.0 < x < 1.0:
-        raise ConfigError(f"{key} = {ck.describe(value)} must lie in (0, 1)", key)
-    return x
-
-
-def _finish_normalization(cfg: dict) -> None:
-    c = cfg["normalization"]
-    if isinstance(c["times"], dict):
-        c["times"] = _grid("normalization.times", c["times"], minimum=0.0, strict=True)
-    if c["fit_floor"] >= c["fit_ceiling"]:
-        raise ConfigError(f"normalization.fit_floor = {c['fit_floor']:g} must be below "
-                          f"normalization.fit_ceiling = {c['fit_ceiling']:g} (the band of "
-                          "1 - rho that is fitted)", "normalization.fit_floor")
-
-
-def _finish_long_context(cfg: dict) -> None:
-    c = cfg["long_context"]
-    if isinstance(c["n"], dict):
-        c["n"] = _grid("long_context.n", c["n"], minimum=2, integers=True, maximum=1e18)
-    if c["gamma"] is None:
-        c["gamma"] = [f / (1.0 - c["rho"]) for f in (0.5, 1.0, 1.5)]
-
-
-STUDY_SECTIONS += (
-    Section("normalization", {
-        "dim": (ck.integer_in(2, 10**7), 512),
-        "systems": (ck.integer_in(1, 10**7), 256),
-        "chunk": (ck.integer_in(1, 10**6), 64),
-        "times": (ck.accepting(f"{ck.INCREASING_TEXT} > 0, or {ck.SCALED_RANGE_TEXT}",
-                               lambda k, v: _grid(k, v, minimum=0.0, strict=True)),
-                  {"start": 0.05, "stop": 1e4, "num": 281, "scale": "log"}),
-        "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
-        "fit_floor": (_positive, 1e-14),
-        "fit_ceiling": (_positive, 1e-3),
-        "offset_ratio": (ck.number_in(0.0, True, 1.0), 0.01),
-        "band": (_open_unit, 0.9),
-    }, finish=_finish_normalization),
-    Section("long_context", {
-        "rho": (_open_unit, 0.5),
-        "gamma": (ck.accepting(f"{ck.INCREASING_TEXT} > 0, or {ck.SCALED_RANGE_TEXT}",
-                               lambda k, v: _grid(k, v, minimum=0.0, strict=True)), None),
-        "n": (ck.accepting(f"a strictly increasing list of integers >= 2 and <= 1e18, or "
-                           f"{ck.SCALED_RANGE_TEXT}",
-                           lambda k, v: _grid(k, v, minimum=2, integers=True, maximum=1e18)),
-              {"start": 2, "stop": 1e15, "num": 57, "scale": "log"}),
-        "direct_max": (ck.integer_in(0, 4096), 1024),
-        "seed": (ck.integer_in(0, 2**63 - 1), 0),
-        "tolerance": (_positive, 1e-2),
-    }, finish=_finish_long_context),
-)
-STUDY_TASKS.update({
-    "normalization": ("model", "output", "particles", "parallel", "normalization"),
-    "long_context": ("output", "parallel", "long_context"),
-})
-
-
-# --- [metastability] (issue 12, item 4) -------------------------------------------------
-#
-#   [metastability] beta [[16, 32, 64, 128, 256]] (> 0, strictly increasing; a list or a
-#                   range), systems [8] per beta, chunk [4] (systems per task), times
-#                   [{start = 0.1, stop = 1000, num = 101, scale = "log"}] (> 0, strictly
-#                   increasing), tolerance [1e-9] (error per adaptive RK4 step),
-#                   plateau_ratio [2.0] > 1 (a plateau keeps its count over [t, ratio t]),
-#                   collapse_tolerance [0.05] in (0, 1). n from particles.n (256 when
-#                   absent), seed and cluster_threshold from [particles], geometry from
-#                   [domain] (circle or sphere, dim <= 3), normalized from [model] (kappa
-#                   must be inf; model.beta is not used).
-
-def _finish_metastability(cfg: dict) -> None:
-    c = cfg["metastability"]
-    for key in ("beta", "times"):
-        if isinstance(c[key], dict):
-            c[key] = _grid(f"metastability.{key}", c[key], minimum=0.0, strict=True)
-
-
-STUDY_SECTIONS += (
-    Section("metastability", {
-        "beta": (ck.accepting(f"{ck.INCREASING_TEXT} > 0 and <= {ck.shown_number(ck.MAX_BETA)}, or {ck.SCALED_RANGE_TEXT}",
-                              lambda k, v: _betas(_grid(k, v, minimum=0.0, strict=True), k)),
-                 [16.0, 32.0, 64.0, 128.0, 256.0]),
-        "systems": (ck.integer_in(1, 10**6), 8),
-        "chunk": (ck.integer_in(1, 10**6), 4),
-        "times": (ck.accepting(f"{ck.INCREASING_TEXT} > 0, or {ck.SCALED_RANGE_TEXT}",
-                               lambda k, v: _grid(k, v, minimum=0.0, strict=True)),
-                  {"start": 0.1, "stop": 1000.0, "num": 101, "scale": "log"}),
-        "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
-        "plateau_ratio": (ck.number_in(1.0, True, 1e6), 2.0),
-        "collapse_tolerance": (_open_unit, 0.05),
-    }, finish=_finish_metastability),
-)
-STUDY_TASKS["metastability"] = ("model", "domain", "output", "particles", "parallel",
-                                "metastability")
 
 def check_convergence_task(cfg: dict, task: str | None = None) -> None:
     """The convergence study: on S^1 and S^2 tokens against the PDE of Q = K = V = I (no
     [weights]: Dobrushin's bound and the rates are those of that model); tokens in R^d
     (geometry "euclidean") against the exact Gaussian mean field, which needs Gaussian
-    tokens and one head without a mask or rescaling (``studies.gaussian_convergence``)."""
+    tokens and one head without a mask or rescaling (``studies.transport.gaussian_convergence``)."""
     if cfg["domain"]["geometry"] != "euclidean":
         check_pde_task(cfg, task)
         if not is_identity(cfg):

@@ -21,8 +21,9 @@ one of, in dimension d = ``domain.dim``:
 ``heads = [{query, key, value}, ...]`` (several heads: the velocity is the sum of the
 single-head velocities; a head's missing matrices are the identity). Absent: one
 identity head, today's models. The clean table keeps the specs (TOML/JSON values, so the
-config stored in a result stays readable), not the arrays: ``build_heads`` and
-``weight_matrix`` build those.
+config stored in a result stays readable), not the arrays: ``head_matrices`` and
+``weight_matrix`` build those (the model's heads: ``meanfield.model.weighted_attention.
+build_heads``).
 
 ``[feedforward]`` takes ``activation`` ("relu" | "tanh"; required once the table has a
 key) and ``weight`` (a matrix spec, ["identity"]): the velocity becomes W sigma(a_i),
@@ -40,6 +41,7 @@ import numpy as np
 
 from meanfield.config import checkers as ck
 from meanfield.errors import ConfigError
+from solvers.matrix_exponential import ShiftedExponential
 
 HEAD_KEYS = ("query", "key", "value")
 WEIGHT_KINDS = ("gaussian", "symmetric")
@@ -297,6 +299,18 @@ def is_identity(cfg: dict) -> bool:
         scalar_of(specs[0][k], d, _head_key(cfg, 0, k)) == 1.0 for k in HEAD_KEYS)
 
 
+def is_weighted(cfg: dict) -> bool:
+    """Whether a particle run moves a model of ``meanfield.model.weighted_particles``:
+    architecture "pure", or "post-ln" with weights other than the identity, a
+    feed-forward layer, a causal mask or saved attention."""
+    p = cfg["particles"]
+    if p["architecture"] == "pure":
+        return True
+    return p["architecture"] == "post-ln" and (
+        not is_identity(cfg) or bool(cfg.get("feedforward")) or p["mask"] != "none"
+        or p["save_attention"])
+
+
 def validate_feedforward_section(given: dict, cfg: dict, name: str = "feedforward"
                                  ) -> dict:
     """The registry's validator of ``[feedforward]``: ``{}`` (no layer) or
@@ -360,19 +374,19 @@ def finish_weights(cfg: dict) -> None:
                           "true: the rescaling z = e^(-tV) x needs a single value matrix; "
                           "give one head or rescaled = false", "weights.heads")
     if "time" in cfg:
-        _check_rescalable(cfg, build_heads(cfg)[0], cfg["time"]["t_final"])
+        _check_rescalable(cfg, cfg["time"]["t_final"])
 
 
-def _check_rescalable(cfg: dict, head, t_final: float) -> None:
-    """The rescaled logits at ``t_final`` (``rescaled_logits``: e^{t(V - cI)}, c the
-    spectral abscissa of V) are finite."""
-    from meanfield.model.weighted_attention import rescaled_logits
-
+def _check_rescalable(cfg: dict, t_final: float) -> None:
+    """The rescaled logits at ``t_final`` (``meanfield.model.weighted_attention.
+    rescaled_logits``: ``E^T Q^T K E``, ``E = e^{t(V - cI)}``, c the spectral abscissa of
+    V, by ``solvers.matrix_exponential`` as the rescaled run forms it) are finite."""
     key = _head_key(cfg, 0, "value")
-    d = cfg["domain"]["dim"]
+    query, key_matrix, value = head_matrices(cfg)[0]
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            logits, _ = rescaled_logits(np.eye(d), t_final, head)  # = E^T Q^T K E
+            e = ShiftedExponential(value)(t_final)
+            logits = e.T @ (query.T @ key_matrix) @ e  # the logits of the unit vectors
     except ValueError as exc:
         raise ConfigError(f"{key} with particles.rescaled = true: {exc} (time.t_final = "
                           f"{t_final:g})", key) from None
@@ -398,18 +412,13 @@ def finish_feedforward(cfg: dict) -> None:
 # ---------------------------------------------------------------------------------------
 # What the runs build from a validated config.
 
-def build_heads(cfg: dict) -> tuple:
-    """The heads of a validated config (absent ``[weights]``: one identity head of
-    dimension ``domain.dim``).
-
-    Returns:
-        A tuple of ``meanfield.model.weighted_attention.Head``.
-    """
-    from meanfield.model.weighted_attention import Head  # (model imports config)
-
+def head_matrices(cfg: dict) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The ``(query, key, value)`` matrices of each head of a validated config (absent
+    ``[weights]``: one identity head of dimension ``domain.dim``); the model makes its
+    heads of them (``meanfield.model.weighted_attention.build_heads``)."""
     d = cfg["domain"]["dim"]
-    return tuple(Head(*(weight_matrix(spec[k], d, _head_key(cfg, i, k)) for k in HEAD_KEYS))
-                 for i, spec in enumerate(head_specs(cfg)))
+    return [tuple(weight_matrix(spec[k], d, _head_key(cfg, i, k)) for k in HEAD_KEYS)
+            for i, spec in enumerate(head_specs(cfg))]
 
 
 def build_feedforward(cfg: dict) -> tuple[np.ndarray, str] | None:

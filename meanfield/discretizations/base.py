@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from meanfield import config as cfgmod
+from meanfield.config import discretizations as config_discretizations
 from meanfield.errors import ConfigError, SolverError
 from solvers.steppers import ETDRK4, SSPRK3, StepDoubling
 
@@ -75,6 +76,7 @@ class Discretization:
             raise ValueError(f"the discretization {key} is already registered by "
                              f"{old.__module__}.{old.__qualname__}; unregister it first")
         Discretization._registry[key] = cls
+        config_discretizations.announce(*key)  # the config learns the method from here
 
     # --- the registry ---------------------------------------------------------------------
     @staticmethod
@@ -100,6 +102,7 @@ class Discretization:
     def unregister(geometry: str, method: str) -> None:
         """Remove an entry (for experiments and tests; the built-ins come back on reload)."""
         Discretization._registry.pop((geometry, method), None)
+        config_discretizations.withdraw(geometry, method)
 
     @staticmethod
     def from_config(cfg: dict, threads: int | None = None) -> Discretization:

@@ -53,12 +53,8 @@ import numpy as np
 from meanfield.errors import ConfigError
 from meanfield.initial import circle as circle_initial
 from meanfield.initial import sphere as initial_sphere
-from meanfield.initial.tokens import (
-    TOKEN_UNIT_TOLERANCE,
-    check_size,
-    equiangular_tokens,
-    initial_rng,
-)
+from meanfield.initial.tokens import equiangular_tokens
+from meanfield.model.tokens import TOKEN_UNIT_TOLERANCE, check_size, initial_rng
 from solvers.grids.coordinates import unit_vectors
 
 ANY_DIM_KINDS = ("uniform", "von_mises", "mixture", "equiangular", "tokens")
@@ -90,7 +86,7 @@ def sample_tokens(initial: dict, n: int, dim: int,
         n: number of tokens, >= 2.
         dim: ambient dimension d >= 2 (tokens on S^{d-1}).
         rng: the Generator of the initial tokens (an int seed goes through
-            ``meanfield.initial.tokens.initial_rng``). The same state gives the same tokens, bit
+            ``meanfield.model.tokens.initial_rng``). The same state gives the same tokens, bit
             for bit.
         geometry: ``domain.geometry``; ``"euclidean"``: tokens in R^dim (dim >= 1, the
             kinds of ``EUCLIDEAN_KINDS``; see the module docstring), else on S^{dim-1}.

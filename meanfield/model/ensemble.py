@@ -41,7 +41,7 @@ the batch), geodesic Euler-Maruyama with noise ``kappa`` (strong order 1/2, weak
 
 Seeds: system ``s`` of a run with seed ``seed`` uses the child seed
 ``SeedSequence(seed, spawn_key=(s,))``, split into streams for its initial tokens and its
-noise as ``meanfield.initial.tokens`` splits a seed (``system_rng``): system ``s`` is the
+noise as ``meanfield.model.tokens`` splits a seed (``system_rng``): system ``s`` is the
 single-system run ``simulate(model, x0[s], seed=system_rng(seed, s))``, and splitting a
 batch (``first``) changes nothing.
 
@@ -216,7 +216,7 @@ def gram_velocity(model, g: np.ndarray) -> np.ndarray:
 def system_rng(seed: int, s: int, stream: str = "noise") -> np.random.Generator:
     """The generator of system ``s`` of a run with integer ``seed`` (independent of the
     batch size): the child seed ``SeedSequence(seed, spawn_key=(s,))`` split as
-    ``meanfield.initial.tokens`` splits a seed, ``stream`` "initial" (its child 0),
+    ``meanfield.model.tokens`` splits a seed, ``stream`` "initial" (its child 0),
     "noise" (child 1) or "frame" (child 2, the frames of ``haar_frames``)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise ConfigError(f"an ensemble needs an integer seed (its systems derive theirs "
@@ -385,44 +385,10 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     _check_size(x0.shape[1], x0.shape[2], x0.shape[0], 2 if built_in else 1)
     if not np.all(np.isfinite(x0)):
         raise ConfigError("initial: tokens must be finite", "initial")
-    if dt is not None and not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
-        raise ConfigError(f"time.dt must be a number > 0 or \"auto\", got {dt!r}", "time.dt")
-    if noisy and not model.on_sphere:
-        raise ConfigError("noise is defined for tokens on the sphere only; use kappa = inf "
-                          "with Pre-LN", "model.kappa")
-    if noisy and dt is None:
-        raise ConfigError("runs with noise need a fixed time.dt", "time.dt")
-    if reduce:
-        _check_built_in(model, "the span reduction")
-    if reduce and noisy:
-        raise ConfigError("the span reduction holds for deterministic runs only: the "
-                          "Brownian increments leave the span of the initial tokens; run "
-                          "the full tokens or set kappa = inf", "model.kappa")
-    save_times = np.atleast_1d(np.asarray(save_times, dtype=float))
-    if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= 0 \
-            or np.any(np.diff(save_times) <= 0):
-        raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
-    if isinstance(frame, numbers.Integral) and not isinstance(frame, bool):
-        if not reduce or x0.shape[2] != x0.shape[1] or frame < x0.shape[1]:
-            raise ConfigError(f"frame = d goes with reduce = True, coefficients (B, n, n) "
-                              f"and d >= n; got d = {frame}, shape {x0.shape}", "domain.dim")
-        frame = int(frame)
-    elif frame is not None:
-        frame = np.asarray(frame, dtype=float)
-        if not reduce or frame.ndim != 3 or frame.shape[:2] != x0.shape[:2] \
-                or x0.shape[2] != x0.shape[1] or frame.shape[2] < x0.shape[1]:
-            raise ConfigError(f"a frame (B, n, d) goes with reduce = True and coefficients "
-                              f"(B, n, n); got {frame.shape} and {x0.shape}", "initial")
-    elif reduce:
-        x0, frame = reduce_span(x0)
-    if model.on_sphere:
-        norms = np.sqrt(np.einsum("bij,bij->bi", x0, x0))
-        if np.max(np.abs(norms - 1.0)) > 1e-6:
-            raise ConfigError("initial: tokens must be unit vectors", "initial")
-        x0 = x0 / norms[..., None]
-    elif isinstance(model, PreLNParticles) and \
-            np.any(np.einsum("bij,bij->bi", x0, x0) == 0):
-        raise ConfigError("initial: tokens must be non-zero", "initial")
+    _check_options(model, noisy, dt, reduce)
+    save_times = _checked_save_times(save_times)
+    x0, frame = _tokens_and_frame(x0, frame, reduce)
+    x0 = _checked_norms(model, x0)
     check_batched(model, x0)
 
     def velocity(x):
@@ -439,6 +405,66 @@ def simulate_ensemble(model, x0: np.ndarray, save_times, *, kappa: float = math.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return _run(model, x0, save_times, kappa, dt, tolerance, seed, first, reduce,
                     frame, velocity, finite)
+
+
+def _check_options(model, noisy: bool, dt: float | None, reduce: bool) -> None:
+    """``dt``, the noise and the span reduction against the model (before any work)."""
+    if dt is not None and not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
+        raise ConfigError(f"time.dt must be a number > 0 or \"auto\", got {dt!r}", "time.dt")
+    if noisy and not model.on_sphere:
+        raise ConfigError("noise is defined for tokens on the sphere only; use kappa = inf "
+                          "with Pre-LN", "model.kappa")
+    if noisy and dt is None:
+        raise ConfigError("runs with noise need a fixed time.dt", "time.dt")
+    if reduce:
+        _check_built_in(model, "the span reduction")
+    if reduce and noisy:
+        raise ConfigError("the span reduction holds for deterministic runs only: the "
+                          "Brownian increments leave the span of the initial tokens; run "
+                          "the full tokens or set kappa = inf", "model.kappa")
+
+
+def _checked_save_times(save_times) -> np.ndarray:
+    """The save times as a float array: finite, increasing and > 0."""
+    save_times = np.atleast_1d(np.asarray(save_times, dtype=float))
+    if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= 0 \
+            or np.any(np.diff(save_times) <= 0):
+        raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
+    return save_times
+
+
+def _tokens_and_frame(x0: np.ndarray, frame, reduce: bool) -> tuple[np.ndarray, object]:
+    """``(x0, frame)`` checked: a frame (an integer d, or ``(B, n, d)`` rows) goes with
+    the reduction and coefficients ``(B, n, n)``; the reduction without one reduces the
+    tokens here (``reduce_span``)."""
+    if isinstance(frame, numbers.Integral) and not isinstance(frame, bool):
+        if not reduce or x0.shape[2] != x0.shape[1] or frame < x0.shape[1]:
+            raise ConfigError(f"frame = d goes with reduce = True, coefficients (B, n, n) "
+                              f"and d >= n; got d = {frame}, shape {x0.shape}", "domain.dim")
+        frame = int(frame)
+    elif frame is not None:
+        frame = np.asarray(frame, dtype=float)
+        if not reduce or frame.ndim != 3 or frame.shape[:2] != x0.shape[:2] \
+                or x0.shape[2] != x0.shape[1] or frame.shape[2] < x0.shape[1]:
+            raise ConfigError(f"a frame (B, n, d) goes with reduce = True and coefficients "
+                              f"(B, n, n); got {frame.shape} and {x0.shape}", "initial")
+    elif reduce:
+        x0, frame = reduce_span(x0)
+    return x0, frame
+
+
+def _checked_norms(model, x0: np.ndarray) -> np.ndarray:
+    """Unit tokens on the sphere (renormalised: the check admits 1e-6), non-zero ones
+    for Pre-LN."""
+    if model.on_sphere:
+        norms = np.sqrt(np.einsum("bij,bij->bi", x0, x0))
+        if np.max(np.abs(norms - 1.0)) > 1e-6:
+            raise ConfigError("initial: tokens must be unit vectors", "initial")
+        x0 = x0 / norms[..., None]
+    elif isinstance(model, PreLNParticles) and \
+            np.any(np.einsum("bij,bij->bi", x0, x0) == 0):
+        raise ConfigError("initial: tokens must be non-zero", "initial")
+    return x0
 
 
 def _run(model, x0, save_times, kappa, dt, tolerance, seed, first, reduce, frame,

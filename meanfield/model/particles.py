@@ -27,8 +27,8 @@ right side divided by ``r`` with ``r' = <theta_i, A_i>``, hardmax
 
 ``simulate`` runs a model: RK4 with retraction (fixed ``dt``, or step doubling when
 ``dt`` is None) without noise, geodesic Euler-Maruyama with noise (fixed ``dt``; the
-noise stream of a seed: ``meanfield.initial.tokens.noise_rng``). Token checks and token
-sets (uniform, equiangular): ``meanfield.initial.tokens``.
+noise stream of a seed: ``meanfield.model.tokens.noise_rng``). Token checks:
+``meanfield.model.tokens``; token sets (uniform, equiangular): ``meanfield.initial.tokens``.
 """
 from __future__ import annotations
 
@@ -40,14 +40,14 @@ import numpy as np
 
 from meanfield.config import MAX_USA_BETA  # USA speeds carry e^beta: beyond, overflow
 from meanfield.errors import ConfigError, SolverError
-from meanfield.initial.tokens import check_tokens, noise_rng
 from meanfield.model import kernels
+from meanfield.model.tokens import check_tokens, noise_rng
 from solvers import steppers
 from solvers.particles import direct as sp
 from solvers.steppers import StepDoubling, integrate
 
 # ---------------------------------------------------------------------------------------
-# Validation (token checks and random streams: meanfield.initial.tokens).
+# Validation (token checks and random streams: meanfield.model.tokens).
 
 def check_beta(beta: float, key: str = "model.beta") -> float:
     """``beta`` as a float, finite and >= 0, else ``ConfigError``."""

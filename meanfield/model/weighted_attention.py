@@ -43,9 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import expm
 
+from meanfield.config.weights import head_matrices
 from meanfield.model.particles import check_beta
+from solvers.matrix_exponential import ShiftedExponential
 from solvers.particles.direct import normalize_rows, tangent_projection
 
 MASKS = ("none", "causal")
@@ -57,12 +58,8 @@ LOG_SCALE_DIRECT = 700.0
 # through memory), against 1.2-1.8x through the full n x n matrix (1024-row blocks or
 # more: as slow as the full matrix); benchmarks/bench_weighted_attention.py
 BLOCK = 2**20
-# RescaledForm: its methods; the eigen path where the eigenvector matrix P of V has at
-# most this condition number (its E errs by ~ cond(P) eps; measured against 40-digit
-# mpmath, d <= 8, t <= 30: within 1e-13 like expm); the times kept (a step-doubling RK4
-# attempt evaluates 12 stages at 5 or 6 distinct times)
-RESCALED_METHODS = ("auto", "eigen", "expm")
-EIGEN_COND = 1e2
+# RescaledForm: the times kept (a step-doubling RK4 attempt evaluates 12 stages at 5 or
+# 6 distinct times)
 CACHED_TIMES = 8
 ACTIVATIONS = {"relu": lambda a: np.maximum(a, 0.0), "tanh": np.tanh}
 
@@ -99,6 +96,12 @@ def check_head(head: Head, d: int) -> Head:
             raise ValueError(f"head {name} must be finite (found NaN or inf)")
         mats[name] = m
     return Head(**mats)
+
+
+def build_heads(cfg: dict) -> tuple[Head, ...]:
+    """The heads of a validated config (absent ``[weights]``: one identity head of
+    dimension ``domain.dim``; the matrices: ``meanfield.config.weights.head_matrices``)."""
+    return tuple(Head(*matrices) for matrices in head_matrices(cfg))
 
 
 def _heads(heads: Head | Sequence[Head], d: int) -> list[Head]:
@@ -333,7 +336,7 @@ class RescaledForm:
 
     Made once for the many times of a run (``RescaledParticles``): V is decomposed once,
     ``V = P diag(lambda) P^{-1}`` (``eigh`` for a symmetric V: P orthogonal), and where
-    P is well conditioned (``cond(P) <= EIGEN_COND``: every normal V, most others)
+    P is well conditioned (``cond(P) <= EIGEN_COND`` of ``solvers.matrix_exponential``)
     ``E = P diag(e^{t(lambda - c)}) P^{-1}``, a few d x d products; a defective or
     nearly defective V takes ``scipy.linalg.expm`` (Pade with scaling and squaring).
     Both give E to round-off (relative ~ (t |V| + cond(P)) eps; tests: 1e-13 against
@@ -357,44 +360,19 @@ class RescaledForm:
         d = np.shape(seq[0].value)[0] if seq and np.ndim(seq[0].value) else 0
         self.head = _single_head(seq, d)
         self.dim = d
-        if method not in RESCALED_METHODS:
-            raise ValueError(f"method must be one of {', '.join(RESCALED_METHODS)}, got "
-                             f"{method!r}")
-        value = self.head.value
+        self._exponential = ShiftedExponential(self.head.value, method)
+        self.abscissa, self.method = self._exponential.abscissa, self._exponential.method
         self._qk = self.head.query.T @ self.head.key
         self._cache: dict[float, tuple[np.ndarray, float]] = {}
-        if np.array_equal(value, value.T):
-            lam, vec = np.linalg.eigh(value)
-            inverse, cond = vec.T, 1.0
-        else:
-            lam, vec = np.linalg.eig(value)
-            cond = float(np.linalg.cond(vec))
-            inverse = np.linalg.inv(vec) if cond <= EIGEN_COND else None
-        self.abscissa = float(np.max(lam.real))
-        if method == "eigen" and inverse is None:
-            raise ValueError(f"method 'eigen': the eigenvectors of V have condition number "
-                             f"{cond:.3g} > {EIGEN_COND:g} (V defective or nearly so); "
-                             "use 'expm' or 'auto'")
-        self.method = "expm" if method == "expm" or inverse is None else "eigen"
-        self._eigen = (lam - self.abscissa, vec, inverse)
 
     def exponential(self, t: float) -> np.ndarray:
-        """``E = e^{t(V - cI)}`` (``(d, d)``).
+        """``E = e^{t(V - cI)}`` (``(d, d)``; ``solvers.matrix_exponential``).
 
         Raises:
             ValueError: E passes the double range (non-normal growth; expm path only:
                 the eigen path's E is bounded by cond(P)).
         """
-        if self.method == "eigen":
-            lam, vec, inverse = self._eigen
-            e = (vec * np.exp(t * lam)) @ inverse
-            return e.real if np.iscomplexobj(e) else e
-        value = self.head.value
-        e = expm(t * (value - self.abscissa * np.eye(self.dim)))
-        if not np.all(np.isfinite(e)):
-            raise ValueError(f"e^(tV) cannot be formed at t = {t:g} (non-normal growth "
-                             "beyond the double range); integrate to a smaller time")
-        return e
+        return self._exponential(t)
 
     def __call__(self, t: float) -> tuple[np.ndarray, float]:
         """``(B, s)`` at time ``t`` (B read-only: it may be the cached array)."""

@@ -51,7 +51,7 @@ def _run_of(ds: Any) -> dict:
     out = {"beta": float(cfg.get("model", {}).get("beta", 1.0)),
            "mask": str(p.get("mask", "none")), "rescaled": bool(p.get("rescaled", False))}
     try:
-        from meanfield.config.weights import build_heads
+        from meanfield.model.weighted_attention import build_heads
 
         out["heads"] = tuple(build_heads(cfg))
     except Exception:  # noqa: BLE001 - an optional panel: any failure leaves it out

@@ -6,8 +6,8 @@ and, where it is cheap to say, time (a warning for runs of hours).
 seconds where a cheap lower bound exists. ``check(cfg, task)`` compares the total with the
 available memory (``/proc/meminfo`` MemAvailable, else ``os.sysconf``; ``MEMORY_MARGIN`` of
 it) and raises ``ConfigError`` naming the dominant key, the estimate in GiB and the value
-of that key that would fit; a run estimated above ``LONG_RUN_S`` is warned about
-(``LongRunWarning``), never refused. With ``out`` the saved frames must also fit on the
+of that key that would fit (``meanfield.runs.fits``); a run estimated above
+``LONG_RUN_S`` is warned about (``LongRunWarning``), never refused. With ``out`` the saved frames must also fit on the
 disk (``check_disk``). The ensemble studies check theirs with ``check_ensemble``; the
 counts of the work (time steps, members, local workers) are ``meanfield.runs.limits``.
 
@@ -77,6 +77,7 @@ from pathlib import Path
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
+from meanfield.runs import fits as fit_advice
 
 GiB = 2**30
 MiB = 2**20
@@ -222,12 +223,11 @@ def _fv_time(cfg: dict, budget: Budget) -> None:
 def _particle_size(cfg: dict) -> tuple[int, int, str]:
     """(n, d, the key of the larger of the two) without reading more than the config
     (and the row count of a token file)."""
-    from meanfield.runs.particles import DEFAULT_N
     n, dim = cfg["particles"]["n"], cfg["domain"]["dim"]
     if n is None and cfg["initial"]["kind"] == "tokens":
         from meanfield.initial import samplers
         n = samplers.token_count(cfg["initial"]["path"])
-    n = DEFAULT_N if n is None else n
+    n = cfgmod.DEFAULT_N if n is None else n
     return n, dim, "domain.dim" if dim > n else "particles.n"
 
 
@@ -414,12 +414,13 @@ def check_disk(cfg: dict, task: str, out: str | Path, free: int | None = None) -
         section, name = key.split(".")
         t_final = cfg["time"]["t_final"]
         most = int(free // (DISK_COPIES * size))  # frames that fit
+        every = fit_advice.round_up(t_final / (most - 1)) if most >= 2 else None
         raise ConfigError(
             f"{key} = {cfg[section][name]!r}: the result would take about {need / GiB:.3g} "
             f"GiB on disk ({frames} frames of {size / MiB:.3g} MiB, {DISK_COPIES} copies "
             f"while its parts are assembled) but {free / GiB:.3g} GiB are free beside "
-            f"{str(out)!r}; " + (f"time.save_every >= {_round_up(t_final / (most - 1)):.3g} "
-                                 "fits" if most >= 2 else "even two frames do not fit")
+            f"{str(out)!r}; " + (f"time.save_every >= {every:.3g} fits" if most >= 2
+                                 else "even two frames do not fit")
             + ", or another --out", key)
     return need
 
@@ -427,44 +428,13 @@ def check_disk(cfg: dict, task: str, out: str | Path, free: int | None = None) -
 def _what_fits(cfg: dict, task: str, key: str, limit: float, streamed: bool = False) -> str:
     """The value of ``key`` (the others kept) whose run fits in ``limit`` bytes."""
     section, name = key.split(".")
-    value = cfg[section][name]
 
     def fits(v) -> bool:
         trial = copy.deepcopy(cfg)
         trial[section][name] = v
         return estimate(trial, task, streamed).bytes <= limit
 
-    if key == "time.save_every":
-        t_final = cfg["time"]["t_final"]
-        count = _largest(lambda c: fits(t_final / c), 1, frame_count(cfg))
-        if count is None:
-            return "even a single saved interval does not fit"
-        return (f"{key} >= {_round_up(t_final / count):.3g} fits (or a shorter time.t_final: "
-                f"at most {count + 1} frames)")
-    if key == "discretization.resolution" and cfg["domain"]["geometry"] == "sphere" \
-            and cfg["discretization"]["method"] == "finite-volume":
-        good = [c for c in cfgmod.SPHERE_MESH_CELLS if c < value and fits(c)]
-        return f"{key} = {good[-1]} fits" if good else "no mesh fits"
-    low = {"discretization.resolution": 8, "domain.dim": 3, "particles.n": 2,
-           "bifurcation.points": 2}[key]
-    best = _largest(fits, low, value)
-    return f"{key} <= {best} fits" if best is not None else f"even {key} = {low} does not fit"
-
-
-def _largest(fits, low: int, high: int) -> int | None:
-    """The largest integer in [low, high] with ``fits`` (monotone: true, then false)."""
-    if not fits(low):
-        return None
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid)
-    return high if fits(high) else low
-
-
-def _round_up(x: float) -> float:
-    """``x`` rounded up to 2 significant digits (a value to type in)."""
-    scale = 10 ** (math.floor(math.log10(x)) - 1)
-    return math.ceil(x / scale) * scale
+    return fit_advice.what_fits(cfg, key, fits, frame_count(cfg))
 
 
 ENSEMBLE_ARRAYS = 24  # n x max(n, m) arrays a system holds in a step: 7 Dormand-Prince

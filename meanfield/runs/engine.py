@@ -59,13 +59,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-import meanfield
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError, SolverError
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.frames import FrameStore, frames_path, streaming
 from meanfield.runs.output import Output, reason
 from meanfield.runs.schedule import progress_bar, save_times
+from meanfield.version import __version__
 
 
 class TaskFailed(SolverError):
@@ -249,7 +249,7 @@ class StepHook:
 def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str) -> xr.Dataset:
     """Set the attrs every result carries (docs/datasets.md)."""
     ds.attrs.update({"kind": kind, "config": cfgmod.to_json(cfg),
-                     "version": meanfield.__version__, "status": int(status),
+                     "version": __version__, "status": int(status),
                      "message": message})
     return ds
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from meanfield.config.weights import head_specs, scalar_of
+from meanfield.config.weights import head_specs, is_weighted, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.diagnostics import summarize
@@ -19,8 +19,6 @@ from meanfield.model import particles as pm
 def attention_heads(cfg: dict) -> int:
     """The heads whose n x n attention matrices a particle run forms (0: a model of the
     kernel sums, ``meanfield.model.particles``)."""
-    from meanfield.config.weights import head_specs
-    from meanfield.runs.particles import is_weighted
     return len(head_specs(cfg)) if is_weighted(cfg) else 0
 
 

@@ -73,10 +73,11 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.config import weights as wmod
 from meanfield.initial import samplers as sampling
-from meanfield.initial import tokens
 from meanfield.metrics import clusters as cl
 from meanfield.model import kernels
 from meanfield.model import particles as pm
+from meanfield.model import tokens
+from meanfield.model import weighted_attention as wa
 from meanfield.model import weighted_particles as wp
 from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
@@ -84,7 +85,6 @@ from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from meanfield.runs.particle_dataset import diagnostics, to_dataset
 from solvers.particles.multipliers import FAST_METHOD
 
-DEFAULT_N = 1000
 # n^2 d below which a weighted model steps on one BLAS thread (ParticlesTask._blas_threads)
 SMALL_ATTENTION = 2**22
 # method -> the only dimension it serves
@@ -110,7 +110,7 @@ def check_config(cfg: dict) -> dict:
                               f"{cfg['initial']['path']!r} has {rows} rows; leave particles.n "
                               "out to take them all", "particles.n")
         n = rows
-    n = DEFAULT_N if n is None else n
+    n = cfgmod.DEFAULT_N if n is None else n
     if cfg["domain"]["geometry"] != "euclidean":  # (in R^d: n >= 2 and d >= 1, validated)
         tokens.check_size(n, dim)
     noisy = not math.isinf(m["kappa"])
@@ -124,7 +124,7 @@ def check_config(cfg: dict) -> dict:
                           "(Euler-Maruyama has no error estimate); give e.g. time.dt = 0.01",
                           "time.dt")
     method = p["sum_method"]
-    if is_weighted(cfg):
+    if wmod.is_weighted(cfg):
         return _weighted_plan(cfg, n, dim, dt)
     if p["architecture"] == "hardmax" and method not in ("auto", "direct"):
         raise ConfigError(f"particles.sum_method = {method!r}: the hardmax model has no fast sum "
@@ -158,18 +158,6 @@ def check_config(cfg: dict) -> dict:
             "heads": 1, "energy": True}
 
 
-def is_weighted(cfg: dict) -> bool:
-    """Whether the run moves a model of ``meanfield.model.weighted_particles``:
-    architecture "pure", or "post-ln" with weights other than the identity, a
-    feed-forward layer, a causal mask or saved attention."""
-    p = cfg["particles"]
-    if p["architecture"] == "pure":
-        return True
-    return p["architecture"] == "post-ln" and (
-        not wmod.is_identity(cfg) or bool(cfg.get("feedforward")) or p["mask"] != "none"
-        or p["save_attention"])
-
-
 def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
     """``check_config`` for the weighted models (dense attention, no fast sums)."""
     p, m = cfg["particles"], cfg["model"]
@@ -188,7 +176,7 @@ def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
             raise ConfigError(f"particles.{key} = true needs a dense SVD of the n x n "
                               f"attention matrix at each frame: n = {n} > "
                               f"{cl.MAX_RANK_TOKENS}; use fewer tokens", f"particles.{key}")
-    heads = wmod.build_heads(cfg)
+    heads = wa.build_heads(cfg)
     eye = np.eye(dim)
     return {"n": n, "dim": dim, "kappa": m["kappa"], "dt": None if dt == "auto" else dt,
             "beta": m["beta"], "sum_method": "direct", "sum_order": 0, "weighted": True,
@@ -201,8 +189,8 @@ def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
 def build_model(cfg: dict, plan: dict, threads: int | None = None):
     """The model object of ``particles.architecture`` (and of the weights)."""
     p, m = cfg["particles"], cfg["model"]
-    if plan.get("weighted", is_weighted(cfg)):
-        heads, beta = wmod.build_heads(cfg), m["beta"]
+    if plan.get("weighted", wmod.is_weighted(cfg)):
+        heads, beta = wa.build_heads(cfg), m["beta"]
         if p["rescaled"]:
             return wp.RescaledParticles(heads, beta, p["mask"])
         return wp.WeightedParticles(heads, beta, p["mask"], wmod.build_feedforward(cfg),

@@ -6,9 +6,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-import meanfield
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import model_value
+from meanfield.version import __version__
 from solvers.grids import Grid
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
@@ -69,7 +69,7 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
         "geometry": geometry, "method": cfg["discretization"]["method"],
         "model": "SA" if m["normalized"] else "USA", "beta": m["beta"], "kappa": m["kappa"],
         "resolution": cfg["discretization"]["resolution"], "config": cfgmod.to_json(cfg),
-        "version": meanfield.__version__, "status": 0, "message": "finished",
+        "version": __version__, "status": 0, "message": "finished",
     })
     ds.attrs.update(attrs or {})
     return ds

@@ -76,7 +76,7 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
-from meanfield.initial.tokens import initial_rng
+from meanfield.model.tokens import initial_rng
 from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config

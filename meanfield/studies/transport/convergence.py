@@ -77,8 +77,8 @@ from meanfield.discretizations.base import Discretization
 from meanfield.config.studies import check_convergence_task
 from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
-from meanfield.initial.tokens import initial_rng
 from meanfield.model.lipschitz import dobrushin_bound
+from meanfield.model.tokens import initial_rng
 from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config

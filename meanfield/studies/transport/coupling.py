@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meanfield.initial.tokens import noise_rng
+from meanfield.model.tokens import noise_rng
 from solvers.particles.direct import normalize_rows
 from solvers.steppers import GeodesicEulerMaruyama, RetractedRK4, integrate
 

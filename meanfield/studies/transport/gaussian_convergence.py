@@ -49,9 +49,9 @@ import numpy as np
 import xarray as xr
 
 from meanfield.initial.samplers import gaussian_tokens
-from meanfield.initial.tokens import initial_rng
 from meanfield.model.gaussian import gaussian_mean_field
-from meanfield.model.weighted_attention import Head, check_head
+from meanfield.model.tokens import initial_rng
+from meanfield.model.weighted_attention import Head, build_heads, check_head
 from meanfield.studies.transport.coupling import TIME_ROUND, step_grid, table_times
 from meanfield.studies.members import MemberList, run_study
 
@@ -369,7 +369,7 @@ def gaussian_plan(cfg: dict) -> dict:
 
     check_convergence_task(cfg, "convergence")  # (also when validated without the task)
     c, d = cfg["convergence"], cfg["domain"]["dim"]
-    head = cfgmod.build_heads(cfg)[0]
+    head = build_heads(cfg)[0]
     initial = cfg["initial"]
     mean = np.asarray(initial["mean"], dtype=float)
     cov = initial["covariance"]

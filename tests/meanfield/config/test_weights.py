@@ -13,11 +13,11 @@ from meanfield import config as cfgmod
 from meanfield.cli import main
 from meanfield.config.weights import (
     build_feedforward,
-    build_heads,
     pde_value_scale,
     weight_matrix,
 )
 from meanfield.errors import ConfigError
+from meanfield.model.weighted_attention import build_heads
 
 EUCLID = {"domain": {"geometry": "euclidean", "dim": 2}}
 

@@ -8,7 +8,7 @@ import pytest
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
-from meanfield.initial.tokens import initial_rng
+from meanfield.model.tokens import initial_rng
 
 
 def _initial(dim: int, **initial) -> dict:

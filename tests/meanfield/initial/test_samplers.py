@@ -307,7 +307,7 @@ def test_same_seed_same_tokens(initial, dim):
     assert a.dtype == np.float64 and a.shape == (10, dim)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
     assert np.abs(np.linalg.norm(a, axis=1) - 1).max() < 1e-15
-    # an integer seed goes through meanfield.initial.tokens.initial_rng
+    # an integer seed goes through meanfield.model.tokens.initial_rng
     assert np.array_equal(sample_tokens(initial, 10, dim, 5), sample_tokens(initial, 10, dim, 5))
 
 

@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 from meanfield.cli import main
 from meanfield.config import to_json
 from meanfield.config.registry import validate
-from meanfield.config.weights import build_heads
+from meanfield.model.weighted_attention import build_heads
 from meanfield.errors import ConfigError
 from meanfield.metrics.limit_geometry import hull_vertices, hyperplane_values
 from meanfield.model.weighted_attention import (

@@ -86,7 +86,7 @@ def test_rescaled_run_mapped_back_is_the_pure_run_and_its_attention():
     assert "z_i = e^(-tV) x_i" in rescaled.position.attrs["long_name"]
     np.testing.assert_array_equal(rescaled.position.values[0], pure.position.values[0])
     from meanfield.config import validate
-    from meanfield.config.weights import build_heads
+    from meanfield.model.weighted_attention import build_heads
     head = build_heads(validate(PURE, "particles"))[0]
     for k, t in enumerate(pure.time.values):
         x = rescaled.position.values[k] @ expm(t * head.value).T
@@ -104,7 +104,7 @@ def test_saved_attention_is_row_stochastic_and_that_of_the_saved_tokens():
     np.testing.assert_allclose(p.sum(axis=-1), 1.0, rtol=0, atol=1e-14)
     assert np.all(p[:, np.triu_indices(16, 1)[0], np.triu_indices(16, 1)[1]] == 0.0)
     from meanfield.config import validate
-    from meanfield.config.weights import build_heads
+    from meanfield.model.weighted_attention import build_heads
     head = build_heads(validate(PURE, "particles"))[0]
     for k in range(ds.sizes["time"]):
         ref = attention_matrix(ds.position.values[k], head, 1.0, "causal")

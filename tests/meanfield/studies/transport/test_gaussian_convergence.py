@@ -10,7 +10,7 @@ import pytest
 from scipy.linalg import expm
 
 from meanfield.initial.samplers import gaussian_tokens
-from meanfield.initial.tokens import initial_rng
+from meanfield.model.tokens import initial_rng
 from meanfield.model.weighted_attention import Head, pure_velocity
 from meanfield.studies.transport import gaussian_convergence as gc
 
