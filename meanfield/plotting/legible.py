@@ -109,7 +109,8 @@ def _distinct_snapshots(t: np.ndarray, values: np.ndarray, n: int) -> np.ndarray
     noisy Kuramoto demo at κ = 4: t = 20, 30, 40). Falls back to even times when the
     state does not change; where one save is nearest to several targets (a large change
     between two saves), the missing snapshots come from the saves nearest to even
-    times. Indices sorted, without repeats, as many as asked (at most the saves)."""
+    times (before the state stops changing). Indices sorted, without repeats, as many as
+    asked where the run changes at that many saves."""
     t = np.asarray(t, dtype=float)
     count = min(int(n), t.size)
     even = np.unique(np.rint(np.linspace(0, t.size - 1, count)).astype(int))
@@ -121,10 +122,14 @@ def _distinct_snapshots(t: np.ndarray, values: np.ndarray, n: int) -> np.ndarray
     done = np.concatenate([[0.0], np.cumsum(step)])
     targets = np.linspace(0.0, total, count)
     idx = np.abs(done[None, :] - targets[:, None]).argmin(axis=1)
-    idx[-1] = t.size - 1  # the settled state, labelled with the run's last time
+    # the final state once, labelled with the run's last time: no other snapshot from
+    # where the state has stopped changing (it would draw the same picture again)
+    settled = int(np.argmax(done >= total * (1 - 1e-12)))
+    idx = np.minimum(idx, max(settled - 1, 0))
+    idx[-1] = t.size - 1
     idx = np.unique(idx)
     if idx.size < count:  # one save held several targets: fill in from even times
-        spare = [i for i in range(t.size) if i not in idx]
+        spare = [i for i in range(min(settled, t.size - 1)) if i not in idx]
         spare = sorted(spare, key=lambda i: np.min(np.abs(even - i)))[:count - idx.size]
-        idx = np.union1d(idx, spare)
+        idx = np.union1d(idx, spare).astype(int)
     return idx

@@ -49,7 +49,7 @@ from meanfield.plotting.helpers import (
     _snapshot_indices,
     style,
 )
-from meanfield.plotting.legible import _count_ticks
+from meanfield.plotting.legible import _count_ticks, _distinct_snapshots
 from meanfield.plotting.tokens import (  # noqa: F401  (gram, token_map, trajectories: public)
     MAX_GRAM,
     MAX_LINES,
@@ -225,7 +225,9 @@ def _tokens_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
             ax = fig.add_subplot()
             trajectories(ds, ax, log=log)
         else:
-            idx = _snapshot_indices(t, None, 5)
+            # spread over the tokens' motion (four identical settled Gram matrices at
+            # t = 7.5 .. 30 was what even times gave for 64 tokens that cluster by t = 11)
+            idx = _distinct_snapshots(t, x, _snapshot_indices(t, None, 5).size)
             fig = _new_figure((1.6 * idx.size + 0.6, 2.3 if d == 3 else 2.0))
             axes = list(fig.subplots(1, idx.size, squeeze=False)[0])
             if d == 3:

@@ -456,3 +456,21 @@ def test_bad_compare_datasets():
     assert info.value.key == "bin_lat"
     with pytest.raises(ConfigError, match="geometry = 'circle' or 'sphere'"):
         figure(ds.assign_attrs(geometry="torus"))
+
+
+def test_gram_page_of_a_settled_run_shows_the_motion_not_the_settled_state():
+    """Looked at: 64 tokens on S^15 that cluster by t = 11 of 30 drew four identical
+    Gram matrices (t = 7.5 .. 30). The Gram page now spreads its five times over the
+    tokens' motion: tokens frozen from the middle save on appear in one panel only."""
+    from meanfield.plotting import plot
+
+    ds = particles_dataset(n=12, d=5, n_time=9)
+    frozen = ds["position"].values.copy()
+    frozen[4:] = frozen[4]
+    ds["position"] = (ds["position"].dims, frozen)
+    fig = plot(ds)["tokens"]
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title().startswith("t = ")]
+    times = [float(title.split("= ")[1]) for title in titles]
+    settled = float(ds.time.values[4])
+    assert len(times) == 5 and times[-1] == float(ds.time.values[-1])
+    assert sum(v >= settled for v in times) == 1, times
