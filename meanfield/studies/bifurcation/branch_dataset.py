@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield.studies.bifurcation.plan import kappa_beta
+from meanfield.studies.dataset import assemble, model_name, variable
 
 
 _TEXT = ("kind", "status", "message", "transition")
@@ -41,9 +42,7 @@ def study_dataset(cfg: dict, plan: dict, grid, branches: list[dict], info: dict
     data.update(_special_variables([{**s, "branch": i} for i, br in enumerate(branches)
                                     for s in br["special"]]))
     data.update(_state_variables(grid, branches))
-    ds = xr.Dataset(data, coords=grid.coords())
-    ds.attrs.update(_attrs(cfg, plan, info))
-    return ds
+    return assemble(data, grid.coords(), _attrs(cfg, plan), info)
 
 
 def _point_variables(branches: list[dict]) -> dict[str, Any]:
@@ -57,11 +56,10 @@ def _point_variables(branches: list[dict]) -> dict[str, Any]:
         for name, (key, _, _) in _POINT_VARIABLES.items():
             arrays[name][i, :n] = br[key]
         stable[i, :n] = br["stable"]
-    data: dict[str, Any] = {name: (("branch", "point"), arrays[name],
-                                   {"units": units, "long_name": long})
+    data: dict[str, Any] = {name: variable(("branch", "point"), arrays[name], long, units)
                             for name, (_, units, long) in _POINT_VARIABLES.items()}
-    data["stable"] = (("branch", "point"), stable,
-                      {"units": "1", "long_name": "1 stable, 0 unstable, -1 unknown/none"})
+    data["stable"] = variable(("branch", "point"), stable,
+                              "1 stable, 0 unstable, -1 unknown/none")
     return data
 
 
@@ -70,22 +68,22 @@ def _branch_variables(plan: dict, branches: list[dict]) -> dict[str, Any]:
     transition and first fold."""
     parameter = plan["parameter"]
     data: dict[str, Any] = {}
-    data["branch_points"] = ("branch", np.array([len(br["lam"]) for br in branches],
-                                                 dtype=np.int64), {"units": "1"})
-    data["branch_mode"] = ("branch", np.array([br["mode"] for br in branches], dtype=np.int64),
-                           {"units": "1", "long_name": "Fourier mode k (S^1) or degree l "
-                                                       "(S^2) shed; 0: the uniform branch"})
-    data["branch_sign"] = ("branch", np.array([br["sign"] for br in branches], dtype=np.int64),
-                           {"units": "1", "long_name": "sign of the critical mode at the "
-                                                       "start (0: uniform)"})
+    data["branch_points"] = variable("branch", np.array([len(br["lam"]) for br in branches],
+                                                        dtype=np.int64))
+    data["branch_mode"] = variable(
+        "branch", np.array([br["mode"] for br in branches], dtype=np.int64),
+        "Fourier mode k (S^1) or degree l (S^2) shed; 0: the uniform branch")
+    data["branch_sign"] = variable(
+        "branch", np.array([br["sign"] for br in branches], dtype=np.int64),
+        "sign of the critical mode at the start (0: uniform)")
     for name in _TEXT:
         data[f"branch_{name}" if name != "transition" else "transition"] = (
             "branch", np.array([br[name] for br in branches], dtype=str))
     fold_pairs = [kappa_beta(plan, parameter, br["fold_lam"])
                   if math.isfinite(br["fold_lam"]) else (math.nan, math.nan)
                   for br in branches]
-    data["fold_kappa"] = ("branch", np.array([p[0] for p in fold_pairs]), {"units": "1"})
-    data["fold_beta"] = ("branch", np.array([p[1] for p in fold_pairs]), {"units": "1"})
+    data["fold_kappa"] = variable("branch", np.array([p[0] for p in fold_pairs]))
+    data["fold_beta"] = variable("branch", np.array([p[1] for p in fold_pairs]))
     return data
 
 
@@ -97,17 +95,16 @@ def _special_variables(specials: list[dict]) -> dict[str, Any]:
 
     return {
         "special_type": ("special", column("type", str)),
-        "special_kappa": ("special", column("kappa"), {"units": "1"}),
-        "special_beta": ("special", column("beta"), {"units": "1"}),
-        "special_branch": ("special", column("branch", np.int64), {"units": "1"}),
-        "special_multiplicity": ("special", column("multiplicity", np.int64), {"units": "1"}),
-        "special_order_parameter": ("special", column("order_parameter"), {"units": "1"}),
-        "special_mode": ("special", column("mode", np.int64), {"units": "1"}),
-        "special_analytic_kappa": ("special", column("analytic"),
-                                   {"units": "1", "long_name": "closed-form kappa_c = 1/a "
-                                                               "at the point's beta"}),
-        "special_side": ("special", column("side", np.int64), {"units": "1"}),
-        "special_located": ("special", column("located", np.int8), {"units": "1"}),
+        "special_kappa": variable("special", column("kappa")),
+        "special_beta": variable("special", column("beta")),
+        "special_branch": variable("special", column("branch", np.int64)),
+        "special_multiplicity": variable("special", column("multiplicity", np.int64)),
+        "special_order_parameter": variable("special", column("order_parameter")),
+        "special_mode": variable("special", column("mode", np.int64)),
+        "special_analytic_kappa": variable("special", column("analytic"),
+                                           "closed-form kappa_c = 1/a at the point's beta"),
+        "special_side": variable("special", column("side", np.int64)),
+        "special_located": variable("special", column("located", np.int8)),
     }
 
 
@@ -121,24 +118,24 @@ def _state_variables(grid, branches: list[dict]) -> dict[str, Any]:
         if br["states"] is not None:
             density[i, :len(br["saved"])] = br["states"]
             state_point[i, :len(br["saved"])] = br["saved"]
-    return {"state_density": (("branch", "saved", *grid.dims), density,
-                              {"units": "1/area", "long_name": "stationary density"}),
-            "state_point": (("branch", "saved"), state_point,
-                            {"units": "1", "long_name": "point index of the saved state"})}
+    return {"state_density": variable(("branch", "saved", *grid.dims), density,
+                                      "stationary density", units="1/area"),
+            "state_point": variable(("branch", "saved"), state_point,
+                                    "point index of the saved state")}
 
 
-def _attrs(cfg: dict, plan: dict, info: dict) -> dict[str, Any]:
-    """The dataset's attrs: title, geometry, model, parameter, the closed-form critical
-    points, value and the run engine's ``info``."""
+def _attrs(cfg: dict, plan: dict) -> dict[str, Any]:
+    """The study's attrs: title, geometry, model, parameter, the closed-form critical
+    points and value (the run engine's ``info`` follows them)."""
     parameter = plan["parameter"]
-    m = cfg["model"]
-    name = "SA" if m["normalized"] else "USA"
+    model = model_name(cfg["model"]["normalized"])
+    name = model
     if parameter == "kappa" and plan["beta"] == 0:
         name = "the noisy Kuramoto model"  # (beta = 0: e^{beta<x,y>} = 1, SA = USA)
     attrs = {"title": f"bifurcations of {name} on the {plan['geometry']} in {parameter}",
-             "geometry": plan["geometry"], "model": "SA" if m["normalized"] else "USA",
+             "geometry": plan["geometry"], "model": model,
              "parameter": parameter, "critical_kappa": np.array(plan["critical_kappa"]),
-             "value": plan.get("value", 1.0), **info}
+             "value": plan.get("value", 1.0)}
     if parameter == "beta":
         attrs["critical_beta"] = np.array(plan["critical_beta"])
         attrs["kappa"] = plan["kappa"]

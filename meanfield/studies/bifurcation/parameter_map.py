@@ -62,6 +62,7 @@ from meanfield.studies.bifurcation.plan import (
     check_bifurcation_config,
     finished_with_problems,
 )
+from meanfield.studies.dataset import assemble, model_name, variable
 
 _SCALARS = ("critical_kappa", "analytic_kappa", "fold_kappa", "maxwell_kappa")
 
@@ -183,8 +184,7 @@ def map_dataset(cfg: dict, done: list[dict], info: dict,
     kappa = done[0]["kappa"] if done else np.zeros(0)
     data: dict[str, Any] = {}
     for name in _SCALARS:
-        data[f"map_{name}"] = ("beta", np.array([d[name] for d in done], dtype=float),
-                               {"units": "1"})
+        data[f"map_{name}"] = variable("beta", np.array([d[name] for d in done], dtype=float))
     data["map_transition"] = ("beta", np.array([d["transition"] for d in done], dtype=str))
     data["map_check"] = ("beta", np.array([d["check"] for d in done], dtype=np.int8))
     data["map_message"] = ("beta", np.array([d["message"] for d in done], dtype=str))
@@ -197,31 +197,29 @@ def map_dataset(cfg: dict, done: list[dict], info: dict,
     for i, d in enumerate(done):
         order[i, :len(d["kappa"])] = d["order_parameter"]
         bistable[i, :len(d["kappa"])] = d["bistable"]
-    data["map_order_parameter"] = (("beta", "kappa"), order,
-                                   {"units": "1", "long_name": "order parameter of the "
-                                    "stable non-uniform state (0: only the uniform one)"})
-    data["map_bistable"] = (("beta", "kappa"), bistable, {"units": "1"})
+    data["map_order_parameter"] = variable(("beta", "kappa"), order,
+                                           "order parameter of the stable non-uniform "
+                                           "state (0: only the uniform one)")
+    data["map_bistable"] = variable(("beta", "kappa"), bistable)
     extra: dict[str, Any] = {}
     if fold is not None:
         for name, long in (("beta", "beta on the fold curve"),
                            ("kappa", "kappa of the fold"),
                            ("order_parameter", "order parameter of the state at the fold")):
-            data[f"fold_curve_{name}"] = ("fold_point", np.asarray(fold[name], dtype=float),
-                                          {"units": "1", "long_name": long})
+            data[f"fold_curve_{name}"] = variable("fold_point",
+                                                  np.asarray(fold[name], dtype=float), long)
         extra = {"tricritical_beta": float(fold["tricritical_beta"]),
                  "tricritical_beta_landau": float(fold["tricritical_beta_landau"]),
                  "tricritical_fit": fold["tricritical_fit"],
                  "fold_curve_status": fold["status"], "fold_curve_message": fold["message"]}
-    ds = xr.Dataset(data, coords={"beta": ("beta", betas), "kappa": ("kappa", kappa[:nk])})
-    m = cfg["model"]
+    model = model_name(cfg["model"]["normalized"])
     value = model_value(cfg)
-    ds.attrs.update({"title": f"first bifurcation of {'SA' if m['normalized'] else 'USA'} "
-                              f"on the {cfg['domain']['geometry']} over (beta, kappa)"
-                              + ("" if value == 1 else f", V = {value:g} I"),
-                     "geometry": cfg["domain"]["geometry"], "mode": "map",
-                     "model": "SA" if m["normalized"] else "USA", "parameter": "kappa",
-                     "value": value, **extra, **info})
-    return ds
+    attrs = {"title": f"first bifurcation of {model} on the {cfg['domain']['geometry']} "
+                      "over (beta, kappa)" + ("" if value == 1 else f", V = {value:g} I"),
+             "geometry": cfg["domain"]["geometry"], "mode": "map", "model": model,
+             "parameter": "kappa", "value": value, **extra}
+    return assemble(data, {"beta": ("beta", betas), "kappa": ("kappa", kappa[:nk])},
+                    attrs, info)
 
 
 def _from_dataset(ds: xr.Dataset) -> list[dict]:

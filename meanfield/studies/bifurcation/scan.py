@@ -98,6 +98,7 @@ from meanfield.studies.bifurcation.scan_plan import (
     validated_config,
 )
 from meanfield.studies.bifurcation.stationary_linear import critical_kappa
+from meanfield.studies.dataset import assemble
 from meanfield.studies.members import MemberStudy
 
 DISTINCT_RTOL = 1e-6  # spectra differing by more than this: different states
@@ -335,9 +336,8 @@ def _dataset(cfg: dict, plan: ScanPlan, table: dict) -> xr.Dataset:
              "bistable_low": float(flagged.min()) if flagged.size else math.nan,
              "bistable_high": float(flagged.max()) if flagged.size else math.nan,
              }
-    ds = xr.Dataset(data, coords={"sweep": list(sweeps), "value": values,
-                                  "kappa": ("value", kappa), "beta": ("value", beta)},
-                    attrs=attrs)
+    ds = assemble(data, {"sweep": list(sweeps), "value": values, "kappa": ("value", kappa),
+                         "beta": ("value", beta)}, attrs, {})
     stamp(ds, "bifurcation", cfg, 0, "; ".join([summary, *messages]))
     ds["steady_time"].attrs["description"] = "time at which ||F|| < scan_tolerance"
     ds["residual"].attrs["description"] = "||F|| of the Newton-polished state"

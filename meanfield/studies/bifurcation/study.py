@@ -138,7 +138,7 @@ class BifurcationTask(RunTask):
 
 def _scan(run_scan, cfg: dict, out, overwrite: bool, resume: bool, progress: bool
           ) -> xr.Dataset:
-    """``mode = "scan"``: the scan on the run engine (``bifurcation_scan.run_scan``),
+    """``mode = "scan"``: the scan on the run engine (``scan.run_scan``),
     written to ``out``; its checkpoint keeps the members done, ``resume`` runs only the
     others."""
     return run_scan(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
