@@ -26,10 +26,11 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 import meanfield
 from meanfield.plotting import style
-from meanfield.plotting.helpers import _letter_panels, _new_figure
 from meanfield.plotting.phase_diagram import probability_panel
 from meanfield.studies.tokens.phase_diagram import equiangular_time
 
@@ -82,7 +83,8 @@ def main(argv=None) -> dict:
     fine = np.linspace(beta[0], beta[-1], 200)
     curve = np.array([equiangular_time(b, n, threshold) for b in fine])
     with style():
-        fig = _new_figure((3.0 * len(dims) + 3.6, 3.9))
+        fig = Figure(figsize=(3.0 * len(dims) + 3.6, 3.9), layout="constrained")
+        FigureCanvasAgg(fig)
         grid = fig.add_gridspec(1, len(dims) + 1, width_ratios=[1.0] * len(dims) + [1.15])
         axes = [fig.add_subplot(grid[0, j]) for j in range(len(dims))]
         for j, ax in enumerate(axes):
@@ -103,7 +105,9 @@ def main(argv=None) -> dict:
         ax.set_ylim(0.0, 1.05 * t[-1])
         ax.set_title("where half the pairs have clustered", fontsize=8)
         ax.legend(loc="upper left", fontsize=6.5)  # (the curve rises to the right)
-        _letter_panels(axes + [ax])
+        for letter, panel in zip("abcdefgh", axes + [ax]):  # (a), (b), ... on the left
+            panel.set_title(f"({letter}) {panel.get_title()}", loc="left")
+            panel.set_title("")
         fig.suptitle(f"SA, n = {n} uniform tokens, {int(ds.attrs['systems'])} systems per "
                      f"β: P(⟨xᵢ, xⱼ⟩ ≥ {threshold:g}) over (β, t); white: the "
                      "equiangular time (dashed where d < n), black: P = 1/2", fontsize=9)
