@@ -133,7 +133,7 @@ def test_equiangular_right_hand_sides_hold_past_the_exponential_overflow(beta):
     normalization's model.beta = 710 raised OverflowError): the scaled forms against the
     original formulas evaluated in 50-digit decimal arithmetic (no overflow there)."""
     from meanfield.model.particles import AttentionParticles
-    from meanfield.studies.tokens.normalization import equiangular_log_rhs
+    from meanfield.studies.tokens.normalization_theory import equiangular_log_rhs
 
     with localcontext(Context(prec=50, Emax=10**9, Emin=-10**9)):
         _compare_equiangular(beta, AttentionParticles(beta, True).equiangular_rhs(32),
