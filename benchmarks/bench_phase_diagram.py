@@ -51,6 +51,7 @@ import time
 import numpy as np
 
 from meanfield.model.ensemble import uniform_ensemble
+from meanfield.studies import array_engines as ae
 from meanfield.studies.tokens import phase_kernels as pk
 from meanfield.studies.tokens.phase_diagram import phase_diagram
 from solvers.particles.direct import normalize_rows, tangent_projection
@@ -81,7 +82,7 @@ def main():
     ap.add_argument("--workers", type=int, default=1,
                     help="1: the numba threads of this process (CPU time measured)")
     ap.add_argument("--skip-full", action="store_true")
-    ap.add_argument("--engine", choices=pk.ENGINES, default="numba",
+    ap.add_argument("--engine", choices=ae.ENGINES, default="numba",
                     help="items 1 and 2: numba (compiled), numpy, torch, cupy")
     ap.add_argument("--systems", type=int, default=2048, help="per beta in item 1")
     ap.add_argument("--batch", type=int, default=4096,
@@ -90,7 +91,7 @@ def main():
     args = ap.parse_args()
     eng = args.engine
     print(f"load: {os.getloadavg()}; cores: {os.cpu_count()}; engine {eng} on "
-          f"{pk.device_name(eng)}")
+          f"{ae.device_name(eng)}")
     # compile (cached) / warm the device before timing
     for d in (64, 8):
         pk.pair_fractions(n=N, d=d, beta=np.ones(2), systems=np.arange(2),

@@ -101,6 +101,7 @@ from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.threads import machine_cores
 from meanfield.studies.tokens import phase_kernels as pk
+from meanfield.studies.array_engines import backend
 from meanfield.studies.dataset import assemble, model_name
 from meanfield.studies.members import MemberList, run_study
 
@@ -141,7 +142,7 @@ def check_phase_config(cfg: dict) -> dict:
     n = cfg["particles"]["n"] or DEFAULT_N
     if n < 2:
         raise ConfigError(f"particles.n = {n}: a pair needs n >= 2", "particles.n")
-    pk.backend(p["engine"])  # torch / cupy: installed (ConfigError saying what to install)
+    backend(p["engine"])  # torch / cupy: installed (ConfigError saying what to install)
     if p["times"][-1] > 1e6:
         raise ConfigError(f"phase_diagram.times ends at {p['times'][-1]:g}: give times up "
                           "to 1e6", "phase_diagram.times")

@@ -59,7 +59,6 @@ REFERENCE_RTOL = 1e-10
 # Token pairs (exponentials) of a whole study refused above this: numba on 16 cores does
 # about 1e9 per second (10.8 s per evaluation at n = 1e5), so 1e14 is a day of them
 MAX_PAIRS = 1e14
-ENGINES = ("numba", "numpy", "torch", "cupy")
 BLOCK_BYTES = 2**27  # logits of one block of rows, numpy: 128 MiB
 GPU_BLOCK_BYTES = 2**31  # torch / CuPy: 2 GiB (fewer, larger kernels; GPUs hold 16+ GiB)
 MEASURES = ("mean_error", "covariance_error", "coupling", "mean_sampling_floor",
@@ -119,10 +118,10 @@ def _numba_kernel():
 
 
 def engine_backend(engine: str, key: str = "engine"):
-    """The array namespace and device of ``engine`` (``phase_kernels.backend``: torch on
+    """The array namespace and device of ``engine`` (``array_engines.backend``: torch on
     CUDA when available, CuPy on its device), with errors naming ``key``."""
     from meanfield.errors import ConfigError
-    from meanfield.studies.tokens.phase_kernels import backend
+    from meanfield.studies.array_engines import ENGINES, backend
 
     if engine not in ENGINES:
         raise ConfigError(f"{key} = {engine!r}: give one of {', '.join(ENGINES)}", key)

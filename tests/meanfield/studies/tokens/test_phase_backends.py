@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from meanfield.errors import ConfigError
+from meanfield.studies import array_engines as ae
 from meanfield.studies.tokens import phase_diagram as pd
 from meanfield.studies.tokens import phase_kernels as pk
 from solvers.steppers.dormand_prince import integrate_batch_dopri
@@ -151,14 +152,14 @@ def test_cupy_without_a_device_is_refused(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setitem(sys.modules, "array_api_compat.cupy", types.ModuleType("x"))
     with pytest.raises(ConfigError, match="no CUDA device") as err:
-        pk.backend("cupy")
+        ae.backend("cupy")
     assert err.value.key == "phase_diagram.engine"
 
 
 def test_numpy_backend_is_on_the_cpu():
-    xp, dev = pk.backend("numpy")
+    xp, dev = ae.backend("numpy")
     assert xp.__name__ == "array_api_compat.numpy" and dev == "cpu"
-    assert pk.device_name("numpy") == "cpu"
+    assert ae.device_name("numpy") == "cpu"
 
 
 @pytest.mark.parametrize("d", [3, 16])
