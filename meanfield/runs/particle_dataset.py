@@ -204,7 +204,8 @@ def _model_title(cfg: dict, plan: dict) -> tuple[str, str]:
                                    for k in ("query", "key")):
             c = scalar_of(specs[0]["value"], dim, "weights.value")
             if c is not None and c != 1.0:  # say V = c I (c < 0: repulsive) in the title
-                model = f"SA with V = {c:g} I" + (" (repulsive)" if c < 0 else "")
+                scaled = {1.0: "I", -1.0: "-I"}.get(c, f"{c:g}I")  # -I, not -1 I
+                model = f"SA with V = {scaled}" + (" (repulsive)" if c < 0 else "")
     else:
         model = {"post-ln": "SA" if m["normalized"] else "USA",
                  "pre-ln": f"Pre-LN {'SA' if m['normalized'] else 'USA'}",

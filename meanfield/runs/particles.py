@@ -283,11 +283,11 @@ class ParticlesTask(SteppingTask):
         return TokenState(x, h, self.noise.bit_generator.state, at=float(point))
 
     def _blas_threads(self):
-        """One BLAS thread for a small weighted model: its d x d algebra (the rescaled
-        flow's e^{t(V - cI)} at every stage) and small products gain nothing from threads,
-        and beside other jobs OpenBLAS's spinning threads made scipy's expm of a 2 x 2
-        matrix take 24 ms instead of 0.012 (a rescaled run of 16 tokens: 3.2 s against
-        0.17 s with one thread, the same numbers)."""
+        """One BLAS thread for a small weighted model: its small products and d x d
+        algebra gain nothing from threads, and beside other jobs OpenBLAS's spinning
+        threads made small LAPACK calls slow (scipy's expm of a 2 x 2 matrix: 24 ms
+        instead of 0.012; the rescaled flow now takes e^{t(V - cI)} from a cached
+        eigendecomposition, ``RescaledForm``, but its small products remain)."""
         n, d = self.plan["n"], self.plan["dim"]
         if self.plan["weighted"] and n * n * d <= SMALL_ATTENTION:
             return thread_policy.one_blas_thread()

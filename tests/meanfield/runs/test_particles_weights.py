@@ -282,5 +282,5 @@ def test_the_title_names_v_equal_c_identity():
     ds = meanfield.particles({"domain": {"geometry": "sphere", "dim": 3},
                               "weights": {"value": -1.0}, "particles": {"n": 4},
                               "time": {"t_final": 0.5, "save_every": 0.5}})
-    assert ds.attrs["model"] == "SA with V = -1 I (repulsive)"
+    assert ds.attrs["model"] == "SA with V = -I (repulsive)"
     assert "repulsive" in ds.attrs["title"]
