@@ -11,7 +11,7 @@
    preconditioner (what the study used before), and the dense chord method
    (``solvers.nonlinear.dense``, the Jacobian from ``BorderedSystem.jacobian``: what the
    study uses now), without and with the stability of every point; and the study's own
-   branch (``bifurcation_branches.mode_branch``: switch at the pitchfork, stability, free
+   branch (``bifurcation.branches.mode_branch``: switch at the pitchfork, stability, free
    energy and states of every point) over the same range and number of points. Against: the
    brute-force scan of the SAME kappa values (those the continuation landed on) at
    EQUAL ACCURACY: fixed-step ETDRK4 (``bifurcation.steady_state.steady_state``, dt =
@@ -183,7 +183,7 @@ def circle_benchmark(points: int, tol: float, n: int) -> None:
               f"{kappas[0]:.3f} .. {kappas[-1]:.3f} ({branch.status}), Newton tol {tol:g}, "
               f"{label}: {elapsed:.3f} s ({1e3 * elapsed / kappas.size:.2f} ms/point); "
               f"max |r - r_exact| = {err:.2e}")
-    # the study's own branch: bifurcation_branches.mode_branch from the pitchfork at kappa = 2
+    # the study's own branch: bifurcation.branches.mode_branch from the pitchfork at kappa = 2
     cfg = cfgmod.validate({
         "domain": {"geometry": "circle"}, "model": {"beta": 0.0, "kappa": 2.0},
         "discretization": {"method": "spectral", "resolution": n},

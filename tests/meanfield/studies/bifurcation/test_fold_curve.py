@@ -2,7 +2,7 @@
 for USA on S^1 (64 points) and S^2 (L = 15), against independent results:
 
 - points of the fold curve against the fold kappa that
-  ``bifurcation_branches.mode_branch`` finds by one-parameter continuation in kappa at
+  ``bifurcation.branches.mode_branch`` finds by one-parameter continuation in kappa at
   that point's beta (a different method: the sign change of the tangent's kappa
   component located by Brent on the branch), to 1e-9 relative (both solve to Newton
   tolerances 1e-9 / 1e-10; observed 1e-12 to 3e-11);
@@ -44,7 +44,7 @@ def make_disc(geometry: str, resolution: int, beta: float):
 
 
 def one_parameter_fold(geometry: str, resolution: int, beta: float) -> float:
-    """The fold kappa of the mode-1 branch at ``beta`` by ``bifurcation_branches.mode_branch``
+    """The fold kappa of the mode-1 branch at ``beta`` by ``bifurcation.branches.mode_branch``
     (the map's ``fold_kappa``), from the pitchfork at the closed form ``1/a_1``."""
     kc = lin.critical_kappa(geometry, beta, False)
     # (the branch is followed past its fold up to 1.02 kappa_c: the fold is all it needs)
