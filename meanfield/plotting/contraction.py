@@ -141,55 +141,20 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
     predicted slope). Every line gets a ``gid``:
     ``"{variable}:{source}:{β}"``, ``"fit:{variable}:{source}:{β}"``,
     ``"predicted:{source}:{β}"``."""
-    from matplotlib.lines import Line2D
-
-    t = ds["time"].values.astype(float)
     beta = ds["beta"].values.astype(float)
     colors, mappable = _colors(ds)
     pair = variable != "distance"
-    prefix = "pair_" if pair else ""
-    fit_names = (f"{prefix}fitted_rate", f"{prefix}fit_start", f"{prefix}fit_stop")
-    has_fit = all(name in ds.data_vars for name in fit_names)
     shown: list[np.ndarray] = []
     sources = _sources(ds, variable)
     drawn_fit = False
     drawn_regimes: set[str] = set()
-    for i, b in enumerate(beta):
+    for i in range(beta.size):
         for source in sources:
-            d = ds[variable].isel(beta=i).sel(source=source).values.astype(float)
-            d = np.where(np.isfinite(d) & (d > 0), d, np.nan)
-            if not np.isfinite(d).any():
-                continue
-            shown.append(d[np.isfinite(d)])
-            gid = f"{variable}:{source}:{b:g}"
-            if source == "pde":
-                ax.semilogy(t, d, "-", color=colors[i], lw=1.3, gid=gid)
-            else:
-                ax.semilogy(t, d, linestyle="none", marker=".", ms=4, color=colors[i],
-                            alpha=0.85, gid=gid)
-            if not has_fit:
-                continue
-            rate, start, stop = (float(ds[name].isel(beta=i).sel(source=source))
-                                 for name in fit_names)
-            if not (np.isfinite(rate) and np.isfinite(start) and np.isfinite(stop)):
-                continue
-            c = _intercept(t, d, rate, start, stop)
-            if c is None:
-                continue
-            tt = np.linspace(start, stop, 50)
-            ax.semilogy(tt, np.exp(c - rate * tt), **_FIT_STYLE, color=colors[i],
-                        gid=f"fit:{variable}:{source}:{b:g}")
-            drawn_fit = True
-            predicted, regime = _predicted(ds, i, source)
-            if pair:
-                continue
-            if np.isfinite(predicted) and regime in REGIME_STYLES:
-                d0 = np.exp(c - rate * start)
-                ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), REGIME_STYLES[regime],
-                            color="k", lw=1.0, zorder=4, gid=f"predicted:{source}:{b:g}")
-                drawn_regimes.add(regime)
-            elif regime == "crossover":
-                drawn_regimes |= _crossover_slopes(ax, ds, i, t, d, tt, f"{source}:{b:g}")
+            d, fitted, regimes = _distance_curve(ax, ds, variable, i, source, colors[i])
+            if d is not None:
+                shown.append(d[np.isfinite(d)])
+            drawn_fit |= fitted
+            drawn_regimes |= regimes
     _decade_labels(ax, shown)
     ax.set_xlabel(_time_label(ds))
     if pair:
@@ -199,7 +164,61 @@ def distance_vs_time(ds: xr.Dataset, ax, variable: str = "distance") -> None:
         target = TARGET_LABELS.get(str(ds.attrs.get("target", "")), r"$W_2$ to the target")
         ax.set_ylabel(f"{target} (rad)")
         ax.set_title("distance to the target", fontsize=8)
-    # the styles (which line is which) in one legend, the β colours in another or a bar
+    _distance_legends(ax, ds, sources, drawn_fit, drawn_regimes, colors, mappable)
+
+
+def _distance_curve(ax, ds: xr.Dataset, variable: str, i: int, source: str,
+                    color: Any) -> tuple[np.ndarray | None, bool, set[str]]:
+    """One (β index ``i``, source) curve of ``distance_vs_time`` with its fitted band and
+    predicted slope. Returns the positive distances (None: nothing drawn), whether the
+    fitted band was drawn, and the regimes whose slopes were drawn."""
+    t = ds["time"].values.astype(float)
+    b = float(ds["beta"].values[i])
+    pair = variable != "distance"
+    prefix = "pair_" if pair else ""
+    fit_names = (f"{prefix}fitted_rate", f"{prefix}fit_start", f"{prefix}fit_stop")
+    d = ds[variable].isel(beta=i).sel(source=source).values.astype(float)
+    d = np.where(np.isfinite(d) & (d > 0), d, np.nan)
+    if not np.isfinite(d).any():
+        return None, False, set()
+    gid = f"{variable}:{source}:{b:g}"
+    if source == "pde":
+        ax.semilogy(t, d, "-", color=color, lw=1.3, gid=gid)
+    else:
+        ax.semilogy(t, d, linestyle="none", marker=".", ms=4, color=color,
+                    alpha=0.85, gid=gid)
+    if not all(name in ds.data_vars for name in fit_names):
+        return d, False, set()
+    rate, start, stop = (float(ds[name].isel(beta=i).sel(source=source))
+                         for name in fit_names)
+    if not (np.isfinite(rate) and np.isfinite(start) and np.isfinite(stop)):
+        return d, False, set()
+    c = _intercept(t, d, rate, start, stop)
+    if c is None:
+        return d, False, set()
+    tt = np.linspace(start, stop, 50)
+    ax.semilogy(tt, np.exp(c - rate * tt), **_FIT_STYLE, color=color,
+                gid=f"fit:{variable}:{source}:{b:g}")
+    predicted, regime = _predicted(ds, i, source)
+    if pair:
+        return d, True, set()
+    if np.isfinite(predicted) and regime in REGIME_STYLES:
+        d0 = np.exp(c - rate * start)
+        ax.semilogy(tt, d0 * np.exp(-predicted * (tt - start)), REGIME_STYLES[regime],
+                    color="k", lw=1.0, zorder=4, gid=f"predicted:{source}:{b:g}")
+        return d, True, {regime}
+    if regime == "crossover":
+        return d, True, _crossover_slopes(ax, ds, i, t, d, tt, f"{source}:{b:g}")
+    return d, True, set()
+
+
+def _distance_legends(ax, ds: xr.Dataset, sources: list[str], drawn_fit: bool,
+                      drawn_regimes: set[str], colors: list[Any], mappable: Any) -> None:
+    """The legends of ``distance_vs_time``: the styles (which line is which) in one, the
+    β colours in another (or a colorbar, for many β)."""
+    from matplotlib.lines import Line2D
+
+    beta = ds["beta"].values.astype(float)
     styles = [Line2D([], [], color="0.3", lw=1.3, label=SOURCE_LABELS[s])
               if s == "pde" else
               Line2D([], [], color="0.3", ls="none", marker=".", ms=5, label=SOURCE_LABELS[s])

@@ -127,8 +127,6 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
     Returns:
         The figure.
     """
-    from matplotlib.collections import LineCollection
-
     s = token_series(data, times)
     z, t = s.tokens, s.times
     n, d = z.shape[1:]
@@ -139,7 +137,6 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
     else:
         colours = _colours(_end_groups(z[-1], tolerance))
     keep = np.unique(np.linspace(0, n - 1, min(n, MAX_PATHS)).astype(int))
-    fade = np.linspace(0.12, 1.0, max(t.size - 1, 1))
     with style():
         fig = _new_figure((3.6, 3.3)) if ax is None else ax.figure
         ax = _ax(fig, ax, three_d=d == 3)
@@ -149,49 +146,73 @@ def token_paths(data: Any, ax: Axes | None = None, *, times: Any = None,
             ax.set_xlabel("time t")
             ax.set_ylabel("z" if s.rescaled else "x")
         elif d == 3:
-            from mpl_toolkits.mplot3d.art3d import Line3DCollection
-
-            for i in keep:
-                seg = np.stack([z[:-1, i], z[1:, i]], axis=1)
-                rgba = np.repeat(colours[i][None], seg.shape[0], axis=0)
-                rgba[:, 3] = fade[: seg.shape[0]]
-                ax.add_collection3d(Line3DCollection(seg, colors=rgba, linewidths=0.8))
-            ax.scatter(*z[0].T, s=5, color="0.6", depthshade=False)
-            ax.scatter(*z[-1].T, s=12, color=colours, depthshade=False)
-            letter = "z" if s.rescaled else "x"
-            for k, name in enumerate("xyz"):
-                getattr(ax, f"set_{name}label")(f"{letter}{'₁₂₃'[k]}", labelpad=-2)
-            ax.tick_params(labelsize=6, pad=0)
-            ax.set_box_aspect(None, zoom=0.85)  # room for the labels beside other panels
+            _paths_3d(ax, s, keep, colours)
         else:
-            p = z if d == 2 else z @ _principal(z[-1])
-            for i in keep:
-                seg = np.stack([p[:-1, i], p[1:, i]], axis=1)
-                rgba = np.repeat(colours[i][None], seg.shape[0], axis=0)
-                rgba[:, 3] = fade[: seg.shape[0]]
-                ax.add_collection(LineCollection(seg, colors=rgba, linewidths=0.9))
-            ax.scatter(*p[0].T, s=6, color="0.6", zorder=3, label=f"t = {_fmt_time(t[0])}")
-            ax.scatter(*p[-1].T, s=14, color=colours, zorder=4, edgecolors="k",
-                       linewidths=0.3, label=f"t = {_fmt_time(t[-1])}")
-            ax.autoscale_view()
-            ax.set_aspect("equal", adjustable="datalim")
-            if planes is not None and d == 2:
-                _draw_lines(ax, planes[0], planes[1])
-            name = "z" if s.rescaled else "x"
-            ax.set_xlabel(f"{name}₁" if d == 2 else "principal axis 1 (last time)")
-            ax.set_ylabel(f"{name}₂" if d == 2 else "principal axis 2")
-        if d == 2 or d > 3:  # (the limit lines cross the whole view: legend below it)
-            place = ({"loc": "upper center", "bbox_to_anchor": (0.5, -0.15), "ncol": 3}
-                     if planes is not None and d == 2 else {"loc": "best"})
-            _unique_legend(ax, fontsize=6, markerscale=1.2, handletextpad=0.2, **place)
-            legend = ax.get_legend()
-            for handle, text in zip(legend.legend_handles, legend.get_texts()):
-                if text.get_text() == f"t = {_fmt_time(t[-1])}":  # many colours: one
-                    handle.set_facecolor("0.25")
+            _paths_plane(ax, s, keep, colours, planes)
         ax.set_title("token paths" + ("" if d != 3 else
                                       f", coloured\nby end point (grey: t = "
                                       f"{_fmt_time(t[0])})"))
     return fig
+
+
+def _fading(colour: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The segments of one token's path (T, k) and their colours, fading from the first
+    time (light) to the last (dark)."""
+    seg = np.stack([path[:-1], path[1:]], axis=1)
+    fade = np.linspace(0.12, 1.0, max(path.shape[0] - 1, 1))
+    rgba = np.repeat(colour[None], seg.shape[0], axis=0)
+    rgba[:, 3] = fade[: seg.shape[0]]
+    return seg, rgba
+
+
+def _paths_3d(ax: Axes, s: Any, keep: np.ndarray, colours: np.ndarray) -> None:
+    """``token_paths`` in d = 3: the paths on 3D axes, grey starts, coloured ends."""
+    from mpl_toolkits.mplot3d.art3d import Line3DCollection
+
+    z = s.tokens
+    for i in keep:
+        seg, rgba = _fading(colours[i], z[:, i])
+        ax.add_collection3d(Line3DCollection(seg, colors=rgba, linewidths=0.8))
+    ax.scatter(*z[0].T, s=5, color="0.6", depthshade=False)
+    ax.scatter(*z[-1].T, s=12, color=colours, depthshade=False)
+    letter = "z" if s.rescaled else "x"
+    for k, name in enumerate("xyz"):
+        getattr(ax, f"set_{name}label")(f"{letter}{'₁₂₃'[k]}", labelpad=-2)
+    ax.tick_params(labelsize=6, pad=0)
+    ax.set_box_aspect(None, zoom=0.85)  # room for the labels beside other panels
+
+
+def _paths_plane(ax: Axes, s: Any, keep: np.ndarray, colours: np.ndarray,
+                 planes: Any) -> None:
+    """``token_paths`` in d = 2 (or d > 3, projected on the last configuration's two
+    principal axes): the paths, the first and last times, the limit lines (d = 2, with
+    ``planes``) and a legend."""
+    from matplotlib.collections import LineCollection
+
+    z, t = s.tokens, s.times
+    d = z.shape[2]
+    p = z if d == 2 else z @ _principal(z[-1])
+    for i in keep:
+        seg, rgba = _fading(colours[i], p[:, i])
+        ax.add_collection(LineCollection(seg, colors=rgba, linewidths=0.9))
+    ax.scatter(*p[0].T, s=6, color="0.6", zorder=3, label=f"t = {_fmt_time(t[0])}")
+    ax.scatter(*p[-1].T, s=14, color=colours, zorder=4, edgecolors="k",
+               linewidths=0.3, label=f"t = {_fmt_time(t[-1])}")
+    ax.autoscale_view()
+    ax.set_aspect("equal", adjustable="datalim")
+    if planes is not None and d == 2:
+        _draw_lines(ax, planes[0], planes[1])
+    name = "z" if s.rescaled else "x"
+    ax.set_xlabel(f"{name}₁" if d == 2 else "principal axis 1 (last time)")
+    ax.set_ylabel(f"{name}₂" if d == 2 else "principal axis 2")
+    # (the limit lines cross the whole view: legend below it)
+    place = ({"loc": "upper center", "bbox_to_anchor": (0.5, -0.15), "ncol": 3}
+             if planes is not None and d == 2 else {"loc": "best"})
+    _unique_legend(ax, fontsize=6, markerscale=1.2, handletextpad=0.2, **place)
+    legend = ax.get_legend()
+    for handle, text in zip(legend.legend_handles, legend.get_texts()):
+        if text.get_text() == f"t = {_fmt_time(t[-1])}":  # many colours: one
+            handle.set_facecolor("0.25")
 
 
 def attention_snapshots(data: Any, *, times: Any = None, count: int = 4,
