@@ -50,7 +50,9 @@ formatting, colour scales, dataset checks, animation writing, the diagnostics pa
 ``legible`` (plain and integer ticks, Greek titles, legends under panels, caption notes),
 ``circle`` and ``sphere`` (the geometry-specific figures, registered on import; the
 sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``),
-``particles`` and ``comparison`` (the dataset kinds; the token panels in ``tokens``),
+``particles`` and ``comparison`` (the dataset kinds; the token panels in ``tokens``;
+the comparison's data in ``comparison_data``, its density panels in
+``comparison_panels``, its time series in ``comparison_series``),
 ``contraction``, ``convergence`` and ``bifurcation`` (the studies;
 ``bifurcation_figure(ds, scan=...)`` overlays a brute-force scan on a continuation).
 Tokens in R^d (``geometry = "euclidean"``, general weights): ``euclidean`` (the
@@ -60,6 +62,7 @@ Boolean, polytope, hyperplanes).
 from __future__ import annotations
 
 from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
+from meanfield.plotting import comparison as _comparison  # noqa: F401  (registers "compare")
 from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
 from meanfield.plotting import euclidean as _euclidean  # noqa: F401  (tokens in R^d)
 from meanfield.plotting import long_context as _long_context  # noqa: F401  (registers it)
@@ -79,12 +82,8 @@ from meanfield.plotting.common import (
     snapshots,
     spacetime,
 )
-from meanfield.plotting.comparison import (  # registers "compare"
-    density_vs_histogram,
-    histogram_map,
-    l1_distance,
-    order_comparison,
-)
+from meanfield.plotting.comparison_panels import density_vs_histogram, histogram_map
+from meanfield.plotting.comparison_series import l1_distance, order_comparison
 from meanfield.plotting.convergence import error_vs_n, error_vs_time  # "convergence"
 from meanfield.plotting.helpers import style
 from meanfield.plotting.output import FORMATS, figures, plot, plot_result
