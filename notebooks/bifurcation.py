@@ -31,7 +31,6 @@
 # It runs in about 15 s.
 
 # %%
-# %matplotlib inline
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy import optimize, special

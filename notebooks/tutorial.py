@@ -23,12 +23,7 @@
 # `jupytext` installed, or convert it: `jupytext --to ipynb notebooks/tutorial.py`. The
 # whole notebook runs in under a minute on a laptop core.
 
-# %% [markdown]
-# `%matplotlib inline` makes the figures that `meanfield.plot` returns show below the
-# cells (without it, or a `pyplot` import, Jupyter prints `<Figure ...>` instead).
-
 # %%
-# %matplotlib inline
 import numpy as np
 import xarray as xr
 from scipy import optimize, special

@@ -16,6 +16,7 @@ PDE result with diagnostic series. The file of a figure is ``{stem}_{name}.{form
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,8 @@ FORMATS: tuple[str, ...] = ("png", "pdf", "svg")  # the figure file formats writ
 _MAX_DPI = 1200
 _MAX_FRAMES = 100
 _FPS = 12
+# the formats IPython can show a Figure in (those of IPython.core.pylabtools)
+_FIGURE_MIMES = ("image/png", "image/svg+xml", "image/jpeg", "application/pdf")
 
 
 def figures(ds: xr.Dataset, *, log: bool | str = "auto", points: Any = None
@@ -123,7 +126,9 @@ def plot(ds: xr.Dataset, out: str | os.PathLike | None = None, *, stem: str | No
 
     ``meanfield.plot(ds)`` in a notebook returns the figures to show; ``meanfield.plot(ds,
     "figs", stem="run1")`` also writes ``figs/run1_summary.png`` and the others, as
-    ``meanfield plot`` does.
+    ``meanfield plot`` does. In a Jupyter kernel the returned figures display as images
+    without ``%matplotlib inline`` (``plot`` registers IPython's PNG formatter for
+    figures when no image formatter knows them).
 
     Args:
         ds: a result dataset (from ``meanfield.evolve``, ``particles``, ``compare``, a
@@ -148,6 +153,7 @@ def plot(ds: xr.Dataset, out: str | os.PathLike | None = None, *, stem: str | No
         ConfigError: as ``plot_result`` (``ResultExistsError`` for an existing file);
             options are checked before anything is drawn or written.
     """
+    _show_figures_in_kernel()
     if out is None:
         if animate:
             raise ConfigError("animate = True writes a GIF file: give out (a folder)",
@@ -158,6 +164,35 @@ def plot(ds: xr.Dataset, out: str | os.PathLike | None = None, *, stem: str | No
     figs = _build(pages, ds, log, extra)
     _write(figs, pages, ds, Path(out), stem, animate, dpi, format, overwrite, log, extra)
     return figs
+
+
+def _show_figures_in_kernel() -> None:
+    """In an IPython kernel (Jupyter), have a returned ``Figure`` display as a PNG.
+
+    IPython registers its formatter for matplotlib figures only once ``%matplotlib
+    inline`` runs or pyplot makes a figure (matplotlib 3.11: importing pyplot is not
+    enough), and the figures here never touch pyplot: without this, a fresh kernel shows
+    ``meanfield.plot(ds)["summary"]`` as the text ``<Figure size ...>``. Nothing happens
+    outside a kernel (a terminal IPython has no ``kernel``; IPython is never imported
+    here when it is not already), nor when some image formatter already knows
+    ``Figure`` (the formats the user chose, e.g. svg or retina, are kept).
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return
+    from matplotlib.figure import Figure
+
+    formatters = shell.display_formatter.formatters
+    for mime in _FIGURE_MIMES:
+        try:
+            formatters[mime].lookup_by_type(Figure)
+            return
+        except KeyError:
+            continue
+    from IPython.core.pylabtools import select_figure_formats
+
+    select_figure_formats(shell, {"png"})
 
 
 def targets(figs: dict[str, Any], out_dir: str | os.PathLike, stem: str, format: str,
