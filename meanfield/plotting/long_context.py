@@ -2,11 +2,11 @@
 equiangular inputs with β_n = γ log n.
 
 (a) the output cosine against n (log axis) for each γ, the closed form as a line, the
-explicit-token computation as dots, Theorem 7's limit (1, 4ρ/(1+3ρ), ρ) dotted; (b) the
-distance to the limit against n on log–log axes with the predicted K n^{−e} as a wide
-pale line under the thin computed one (where the two agree the prediction shows as a
-halo around the data instead of hiding under it). The legends sit below the panels,
-off the curves.
+explicit-token computation as dots, the limit of [Rig25, Theorem 7] (1, 4ρ/(1+3ρ), ρ)
+dotted; (b) the distance to the limit against n on log–log axes with the predicted
+K n^{−e} as a wide pale line under the thin computed one (where the two agree the
+prediction shows as a halo around the data instead of hiding under it). The legends sit
+below the panels, off the curves.
 
 The dataset (``meanfield.studies.tokens.long_context``): coords ``gamma``, ``n``; ``cosine``,
 ``direct_cosine``, ``distance`` (gamma, n); ``limit``, ``regime``, ``predicted_exponent``,

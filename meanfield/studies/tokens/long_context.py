@@ -84,7 +84,8 @@ def regime(rho: float, gamma: float) -> str:
 
 
 def limit(rho: float, gamma: float) -> float:
-    """Theorem 7's limit of the output cosine: 1, ``4 rho/(1 + 3 rho)``, ``rho``."""
+    """The limit of the output cosine ([Rig25, Theorem 7]): 1, ``4 rho/(1 + 3 rho)``,
+    ``rho``."""
     return {"subcritical": 1.0, "critical": 4 * rho / (1 + 3 * rho),
             "supercritical": rho}[regime(rho, gamma)]
 
@@ -269,7 +270,7 @@ def study_dataset(cfg: dict, done: list, info: dict) -> xr.Dataset:
         "direct_off_diagonal": (g, curves["direct_off_diagonal"], {"units": "1"}),
         "distance": (g, distance, {"units": "1", "long_name": "|cosine - limit|"}),
         "limit": ("gamma", limits, {"units": "1", "long_name":
-                                    "Theorem 7: 1, 4 rho/(1 + 3 rho) or rho"}),
+                                    "[Rig25, Theorem 7]: 1, 4 rho/(1 + 3 rho) or rho"}),
         "regime": ("gamma", np.array([regime(rho, x) for x in gammas]),
                    {"long_name": "gamma (1 - rho) below, at or above 1"}),
         "predicted_exponent": ("gamma", consts[:, 1], {"units": "1", "long_name":

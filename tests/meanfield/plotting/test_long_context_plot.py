@@ -3,6 +3,8 @@ instantaneous for the closed form, so the dataset is a real one (explicit tokens
 n = 32)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -75,3 +77,15 @@ def test_predictions_show_and_legends_sit_off_the_curves(ds):
         assert pred.get_zorder() < data.get_zorder() and pred.get_alpha() < 0.5
     assert not texts_with_raw_tex(fig), texts_with_raw_tex(fig)
     assert legend_covers(a) == [] and legend_covers(b) == []
+
+
+def test_the_limit_is_cited_by_its_key(ds):
+    """The limit's legend entry and the dataset's ``limit`` long_name cite the theorem as
+    docs/references.md lists it ([Rig25, Theorem 7]), not as a bare "Theorem 7"."""
+    ax = Figure().add_subplot(1, 1, 1)
+    cosine_vs_n(ds, ax)
+    labels = ax.get_legend_handles_labels()[1]
+    assert "limit [Rig25, Thm 7]" in labels, labels
+    assert ds["limit"].attrs["long_name"].startswith("[Rig25, Theorem 7]: ")
+    references = (Path(__file__).resolve().parents[3] / "docs" / "references.md").read_text()
+    assert "**[Rig25]" in references
