@@ -257,7 +257,7 @@ def test_acceptance_4_at_the_example_scale():
 
     from meanfield import load_config
 
-    example = Path(__file__).parents[3] / "examples" / "normalization.toml"
+    example = Path(__file__).parents[4] / "examples" / "normalization.toml"
     ds = nm.normalization(load_config(example))
     assert ds.sizes["system"] == 256 and ds.attrs["dim"] == 1024
     assert abs(float(ds.fitted_rate) / 2.0 - 1) < 1e-3
