@@ -13,9 +13,10 @@ registry once the built-in entries are loaded
 """
 from __future__ import annotations
 
-# The four built-in entries (meanfield.discretizations.registry.BUILTIN), in that order.
+# The six built-in entries (meanfield.discretizations.registry.BUILTIN), in that order.
 BUILTIN_PAIRS = (("circle", "spectral"), ("circle", "finite-volume"),
-                 ("sphere", "spectral"), ("sphere", "finite-volume"))
+                 ("sphere", "spectral"), ("sphere", "finite-volume"),
+                 ("zonal", "spectral"), ("zonal", "finite-volume"))
 
 _pairs: set[tuple[str, str]] = set(BUILTIN_PAIRS)
 

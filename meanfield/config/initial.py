@@ -53,6 +53,14 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
         "equiangular": {"rho": 0.0},
         "tokens": {"path": None, "unit_rows": True},
     },
+    # zonal densities on S^{d-1} (functions of t = cos theta; meanfield.initial.zonal)
+    "zonal": {
+        "uniform": {},
+        "perturbed": {"degree": 1, "amplitude": 0.1},
+        "von_mises": {"concentration": 1.0},
+        "samples": {"path": None, "bandwidth": "auto"},
+        "mixture": {"components": None},
+    },
     "euclidean": {
         "gaussian": {"mean": (), "covariance": 1.0},  # (): zeros of dim (filled in)
         "tokens": {"path": None},
@@ -89,14 +97,15 @@ def validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
         k for k in INITIAL_KINDS if k not in ("mixture", *PARTICLE_ONLY_KINDS))
     kinds = (tuple(k for k in EUCLIDEAN_KINDS if k in kinds) if geometry == "euclidean"
              else tuple(k for k in kinds if k in INITIAL_PARAMS[geometry]))
-    if geometry != "euclidean" and dim > 3:
+    if geometry not in ("euclidean", "zonal") and dim > 3:
         kinds = tuple(k for k in kinds if k in ANY_DIM_KINDS)
     default = ("gaussian" if geometry == "euclidean" else
-               "perturbed" if dim <= 3 else "uniform")
+               "perturbed" if dim <= 3 or geometry == "zonal" else "uniform")
     kind = raw.get("kind", default)
     if not isinstance(kind, str) or kind not in kinds:  # (an array answers == elementwise)
         where = (" for tokens in R^d (domain.geometry = \"euclidean\")"
                  if geometry == "euclidean" else
+                 " for zonal densities" if geometry == "zonal" else
                  f" in dimension {dim}" if dim > 3 else ("" if allow_mixture else
                                                          " as a mixture component"))
         raise ck.unknown_name(f"{key}.kind", kind, kinds, f"initial kind{where}")
@@ -128,6 +137,8 @@ def _check_params(out: dict, geometry: str, dim: int, key: str) -> None:
         if geometry == "circle":
             out["mode"] = ck.integer(k("mode"), out["mode"], minimum=1)
             out["phase"] = ck.finite_number(k("phase"), out["phase"])
+        elif geometry == "zonal":
+            out["degree"] = ck.integer(k("degree"), out["degree"], minimum=1)
         else:
             out["degree"] = ck.integer(k("degree"), out["degree"], minimum=1)
             out["order"] = ck.integer(k("order"), out["order"], minimum=-out["degree"])
@@ -136,6 +147,9 @@ def _check_params(out: dict, geometry: str, dim: int, key: str) -> None:
                                   f"degree = {out['degree']}", k("order"))
         out["amplitude"] = ck.finite_number(k("amplitude"), out["amplitude"], minimum=-1.0,
                                             maximum=1.0)
+    elif kind == "von_mises" and geometry == "zonal":
+        out["concentration"] = ck.finite_number(k("concentration"), out["concentration"],
+                                                minimum=0.0, maximum=1e8)
     elif kind == "von_mises":
         out["center"] = (ck.finite_number(k("center"), out["center"]) if geometry == "circle"
                          else ck.unit_vector(k("center"), out["center"], dim,

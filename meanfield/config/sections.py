@@ -2,8 +2,10 @@
 
     [model]           beta [1.0] in [0, 1e8] (checkers.MAX_BETA), kappa ["inf"] > 0 or
                       "inf", normalized [true]
-    [domain]          geometry ["circle" | "sphere" | "euclidean"], dim: the particles'
-                      R^d (circle: 2; sphere: 3 [default], or any d > 3 for particle runs;
+    [domain]          geometry ["circle" | "sphere" | "zonal" | "euclidean"], dim: the
+                      particles' R^d (circle: 2; sphere: 3 [default], or any d > 3 for
+                      particle runs; zonal: densities on S^{d-1} that depend on the angle
+                      to the first axis, any d >= 2 [3];
                       euclidean: tokens in R^d, any d >= 1 [2], particle runs only with
                       architecture "pure")
     [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
@@ -70,12 +72,16 @@ from meanfield.config.weights import (
 )
 from meanfield.errors import ConfigError
 
-GEOMETRIES = ("circle", "sphere", "euclidean")
-# "euclidean": tokens in R^d (particle runs only; the PDE is on S^1 and S^2)
-PDE_GEOMETRIES = ("circle", "sphere")
+GEOMETRIES = ("circle", "sphere", "zonal", "euclidean")
+# "euclidean": tokens in R^d (particle runs only); "zonal": densities on S^{d-1}, any d >= 2,
+# that depend only on the angle to one axis (the PDE in every dimension)
+PDE_GEOMETRIES = ("circle", "sphere", "zonal")
 # the built-in methods (discretizations.BUILTIN_PAIRS; a registered entry may add one)
 METHODS = tuple(dict.fromkeys(m for _, m in discretizations.BUILTIN_PAIRS))
-METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS, "euclidean": ()}
+METHODS_BY_GEOMETRY = {"circle": METHODS, "sphere": METHODS, "zonal": METHODS,
+                       "euclidean": ()}
+MAX_ZONAL_LMAX = 8191  # band limit of the spectral zonal solver (dense transforms)
+MAX_ZONAL_DIM = 100_000  # d of S^{d-1} for the zonal PDE
 # Finite volumes on the sphere use icosahedral Voronoi meshes of 10 4^k + 2 cells.
 SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
 ARCHITECTURES = ("post-ln", "pre-ln", "hardmax", "pure")
@@ -135,6 +141,13 @@ def _finish_domain(cfg: dict) -> None:
         raise ConfigError(f"domain.dim = {dim!r} must be an integer >= 2 on the {geometry} "
                           "(any dim >= 1 is for tokens in R^d: geometry = \"euclidean\")",
                           "domain.dim")
+    if geometry == "zonal":
+        if dim is None:
+            domain["dim"] = 3
+        elif dim > MAX_ZONAL_DIM:
+            raise ConfigError(f"domain.dim = {dim!r}: the zonal PDE takes 2 <= dim <= "
+                              f"{MAX_ZONAL_DIM}", "domain.dim")
+        return
     if geometry == "circle":
         if dim not in (None, 2):
             raise ConfigError(f"domain.dim = {dim!r}: the circle S^1 lives in R^2, so dim "
@@ -166,6 +179,10 @@ def _finish_discretization(cfg: dict) -> None:
     if geometry == "sphere" and method == "spectral" and res > MAX_SPECTRAL_LMAX:
         raise ConfigError(f"discretization.resolution = {res} is the band limit of the "
                           f"spectral sphere solver and must be <= {MAX_SPECTRAL_LMAX}",
+                          "discretization.resolution")
+    if geometry == "zonal" and method == "spectral" and res > MAX_ZONAL_LMAX:
+        raise ConfigError(f"discretization.resolution = {res} is the band limit of the "
+                          f"spectral zonal solver and must be <= {MAX_ZONAL_LMAX}",
                           "discretization.resolution")
     if geometry == "sphere" and method == "finite-volume" and res not in SPHERE_MESH_CELLS:
         raise ConfigError(f"discretization.resolution = {res} is the number of cells of the "
@@ -349,8 +366,9 @@ def check_sphere_geometry(cfg: dict, task: str | None = None) -> None:
     if geometry not in PDE_GEOMETRIES:
         what = f"'meanfield {task.replace('_', '-')}'" if task else "the PDE"
         raise ConfigError(f"domain.geometry = {geometry!r} (tokens in R^d) is for particle "
-                          f"runs only (meanfield particles); {what} works on S^1 and S^2: "
-                          "use geometry = \"circle\" or \"sphere\"", "domain.geometry")
+                          f"runs only (meanfield particles); {what} works on S^1, S^2 and "
+                          "zonal densities on S^{d-1}: use geometry = \"circle\", "
+                          "\"sphere\" or \"zonal\"", "domain.geometry")
 
 
 def check_pde_dim(cfg: dict) -> None:
@@ -359,10 +377,12 @@ def check_pde_dim(cfg: dict) -> None:
     check_sphere_geometry(cfg)
     if "weights" in cfg or "feedforward" in cfg:
         pde_value_scale(cfg)
-    if cfg["domain"]["dim"] > 3:
-        raise ConfigError(f"domain.dim = {cfg['domain']['dim']}: the PDE solvers are for S^1 "
-                          "(dim 2) and S^2 (dim 3); higher dimensions are for particle runs "
-                          "(meanfield particles)", "domain.dim")
+    if cfg["domain"]["dim"] > 3 and cfg["domain"]["geometry"] != "zonal":
+        raise ConfigError(f"domain.dim = {cfg['domain']['dim']}: the PDE solvers on the "
+                          f"{cfg['domain']['geometry']} are for S^1 (dim 2) and S^2 (dim 3); "
+                          "for S^{d-1}, d > 3, use geometry = \"zonal\" (densities that "
+                          "depend on the angle to one axis) or particle runs (meanfield "
+                          "particles)", "domain.dim")
     kind = cfg["initial"]["kind"]
     if kind in PARTICLE_ONLY_KINDS:
         raise ConfigError(f"initial.kind = {kind!r} defines tokens, not a density: it is for "

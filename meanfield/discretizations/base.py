@@ -35,7 +35,8 @@ from meanfield.errors import ConfigError, SolverError
 from solvers.steppers import ETDRK4, SSPRK3, StepDoubling
 
 # The modules that define the built-in discretizations (imported on first look-up).
-BUILTIN_MODULES = ("meanfield.discretizations.circle", "meanfield.discretizations.sphere")
+BUILTIN_MODULES = ("meanfield.discretizations.circle", "meanfield.discretizations.sphere",
+                   "meanfield.discretizations.zonal")
 # Relative step of the centred difference behind finite-volume Jacobian-vector products:
 # the cube root of the machine epsilon balances truncation (step^2) and round-off.
 JVP_STEP = float(np.finfo(float).eps) ** (1 / 3)
@@ -114,7 +115,7 @@ class Discretization:
         """
         disc, model_cfg = cfg["discretization"], cfg["model"]
         cls = Discretization.from_name(cfg["domain"]["geometry"], disc["method"])
-        cls.check_resolution(disc["resolution"], model_cfg["beta"])
+        cls.check_resolution(disc["resolution"], model_cfg["beta"], cfg["domain"]["dim"])
         if threads is None and disc["threads"] != "auto":
             threads = disc["threads"]
         t = cfg["time"]
@@ -126,22 +127,24 @@ class Discretization:
 
     # --- what an entry defines --------------------------------------------------------
     @classmethod
-    def needed_resolution(cls, beta: float) -> int:
-        """The smallest ``discretization.resolution`` that carries the kernel at beta."""
+    def needed_resolution(cls, beta: float, dim: int | None = None) -> int:
+        """The smallest ``discretization.resolution`` that carries the kernel at beta (in
+        dimension ``dim``, for the entries whose grid depends on it)."""
         raise NotImplementedError
 
     @classmethod
-    def resolves(cls, resolution: int, beta: float) -> bool:
+    def resolves(cls, resolution: int, beta: float, dim: int | None = None) -> bool:
         """Whether ``resolution`` carries the kernel at beta (override with a fast test)."""
-        return resolution >= cls.needed_resolution(beta)
+        return resolution >= cls.needed_resolution(beta, dim)
 
     @classmethod
-    def check_resolution(cls, resolution: int, beta: float) -> None:
+    def check_resolution(cls, resolution: int, beta: float, dim: int | None = None) -> None:
         """ConfigError naming the resolution beta needs, if ``resolution`` is short."""
-        if not cls.resolves(resolution, beta):
+        if not cls.resolves(resolution, beta, dim):
             raise ConfigError(
                 f"discretization.resolution = {resolution} is too small for model.beta = "
-                f"{beta:g}: the kernel needs resolution >= {cls.needed_resolution(beta)}",
+                f"{beta:g}: the kernel needs resolution >= "
+                f"{cls.needed_resolution(beta, dim)}",
                 "discretization.resolution")
 
     @classmethod

@@ -27,11 +27,11 @@ class _CircleEntry:
     method: str
 
     @classmethod
-    def needed_resolution(cls, beta: float) -> int:
+    def needed_resolution(cls, beta: float, dim: int | None = None) -> int:
         return required_resolution(beta)
 
     @classmethod
-    def resolves(cls, resolution: int, beta: float) -> bool:
+    def resolves(cls, resolution: int, beta: float, dim: int | None = None) -> bool:
         """``required_resolution``'s test without its search: the modes dropped at n
         points (``k >= n/2``) carry ``I_k/I_1 <= tol``, and ``I_k`` decreases in k, so
         checking ``k = n//2`` is enough (two Bessel values instead of a loop)."""

@@ -35,7 +35,7 @@ class SpectralSphere(SpectralDiscretization):
                          negativity_tolerance, f"band limit {model.grid.lmax}")
 
     @classmethod
-    def needed_resolution(cls, beta: float) -> int:
+    def needed_resolution(cls, beta: float, dim: int | None = None) -> int:
         return sphere_required_lmax(beta)
 
     @classmethod
@@ -73,7 +73,7 @@ class FiniteVolumeSphere(FiniteVolumeDiscretization):
                                                    model.noise, cfl), dt)
 
     @classmethod
-    def needed_resolution(cls, beta: float) -> int:
+    def needed_resolution(cls, beta: float, dim: int | None = None) -> int:
         """As many cells as the degrees of freedom of the band limit the kernel needs."""
         dof = (sphere_required_lmax(beta) + 1) ** 2
         return next(c for c in cfgmod.SPHERE_MESH_CELLS + (10**9,) if c >= dof)

@@ -107,7 +107,7 @@ GRAM_BLOCK = 16 * MiB  # solvers.particles.direct.BLAS_BLOCK_ELEMENTS doubles
 # Seconds of one SSP-RK3 stage: a fixed part (Python, kernel calls) plus a part per cell
 # (measured lower ends: circle 1024 cells 0.17 ms, sphere 10242 cells 8 ms per stage).
 FV_STAGE_S = 5e-5
-FV_CELL_STAGE_S = {"circle": 2e-8, "sphere": 2e-7}
+FV_CELL_STAGE_S = {"circle": 2e-8, "sphere": 2e-7, "zonal": 2e-8}
 
 
 class LongRunWarning(UserWarning):
@@ -211,6 +211,8 @@ def _fv_time(cfg: dict, budget: Budget) -> None:
     cfl = cfg["discretization"]["cfl"]
     if cfg["domain"]["geometry"] == "circle":
         dt = cfl * 2.51 * (2 * math.pi / n) ** 2 / (4 * diffusion)
+    elif cfg["domain"]["geometry"] == "zonal":  # (interior cells: lambda ~ 4/h^2, h = pi/n)
+        dt = cfl * 2.51 * (math.pi / n) ** 2 / (4 * diffusion)
     else:
         dt = cfl * 2.51 / (diffusion * 7.0 / (3.82 / math.sqrt(n)) ** 2)
     steps = cfg["time"]["t_final"] / dt

@@ -12,11 +12,13 @@ from meanfield.version import __version__
 from solvers.grids import Grid
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
-         "lon": "rad", "mass": "1", "energy": "1", "free_energy": "1",
+         "lon": "rad", "polar": "rad", "cos_polar": "1", "marginal": "1", "mass": "1", "energy": "1", "free_energy": "1",
          "order_parameter": "1", "mean_direction": "1"}
 # density and weights depend on the geometry: per unit length on S^1, per unit area on S^2
 SPACE_UNITS = {"circle": {"density": "1/rad", "weights": "rad"},
-               "sphere": {"density": "1/sr", "weights": "sr"}}
+               "sphere": {"density": "1/sr", "weights": "sr"},
+               # zonal: against the normalized surface measure of S^{d-1} (uniform = 1)
+               "zonal": {"density": "1", "weights": "1"}}
 LONG_NAMES = {
     "density": "probability density w.r.t. arc length (circle) or area (sphere)",
     "weights": "quadrature weights (periodic trapezoid / cell widths / Gauss-Legendre)",
@@ -24,6 +26,9 @@ LONG_NAMES = {
     "energy": "interaction energy E_beta(rho) - E_beta(uniform)",
     "free_energy": "(1/kappa) int rho log rho - value * energy",
     "order_parameter": "|int x dmu|",
+    "marginal": "probability density of t = cos(polar) = <x, e> (per unit t)",
+    "polar": "angle to the axis e",
+    "cos_polar": "t = cos(polar) = <x, e>",
     "mean_direction": "int x dmu / |int x dmu|",
 }
 
@@ -52,6 +57,8 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
     data["mean_direction"] = (("time", "component"),
                               np.array([d["mean_direction"] for d in diags]
                                        ).reshape(-1, len(components)))
+    if geometry == "zonal":  # the law of t = <x, e>, what a histogram of tokens shows
+        data["marginal"] = (("time",) + dims, grid.marginal(np.array(densities)))
     ds = xr.Dataset(data, coords={"time": np.array(times, dtype=float), **coords,
                                   "component": components})
     units = {**UNITS, **SPACE_UNITS[geometry]}
@@ -59,14 +66,22 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
         ds[name].attrs["units"] = units[name]
         if name in LONG_NAMES:
             ds[name].attrs["long_name"] = LONG_NAMES[name]
+    if geometry == "zonal":
+        ds["density"].attrs["long_name"] = ("probability density w.r.t. the normalized "
+                                            "surface measure of S^{d-1} (uniform = 1)")
+        ds["weights"].attrs["long_name"] = ("quadrature weights of the normalized measure "
+                                            "(Gauss-Gegenbauer / exact cell measures)")
     m = cfg["model"]
     value = model_value(cfg)
+    where = (f"S^{cfg['domain']['dim'] - 1} (zonal)" if geometry == "zonal"
+             else f"the {geometry}")
     ds.attrs.update({
-        "title": f"{'SA' if m['normalized'] else 'USA'} on the {geometry}, beta = "
+        "title": f"{'SA' if m['normalized'] else 'USA'} on {where}, beta = "
                  f"{m['beta']:g}, kappa = {m['kappa']:g}"
                  + ("" if value == 1 else f", V = {value:g} I"),
         "value": value,
-        "geometry": geometry, "method": cfg["discretization"]["method"],
+        "geometry": geometry, "dim": cfg["domain"]["dim"],
+        "method": cfg["discretization"]["method"],
         "model": "SA" if m["normalized"] else "USA", "beta": m["beta"], "kappa": m["kappa"],
         "resolution": cfg["discretization"]["resolution"], "config": cfgmod.to_json(cfg),
         "version": __version__, "status": 0, "message": "finished",

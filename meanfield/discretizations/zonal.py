@@ -1,0 +1,115 @@
+"""The two discretizations of zonal densities on S^{d-1} (``domain.geometry = "zonal"``,
+``domain.dim = d``, any d >= 2): Gegenbauer coefficients at Gauss nodes (ETDRK4) and CCH
+finite volumes on cells of equal width in theta (SSP-RK3).
+
+``discretization.resolution`` is the band limit L (degrees 0..L, so L + 1 unknowns, at
+L + 1 Gauss nodes) for the spectral method and the number of cells for finite volumes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from meanfield.discretizations.base import (
+    FiniteVolumeDiscretization,
+    SpectralDiscretization,
+    model_arguments,
+    model_value,
+)
+from meanfield.initial import zonal as initial
+from meanfield.model.zonal import ZonalFVModel, ZonalModel
+from meanfield.model.zonal_kernels import zonal_required_lmax
+from solvers.grids.zonal import ZonalCells, ZonalGrid
+from solvers.operators.zonal_finite_volume import GradientFlowZonalFV
+
+
+class _ZonalEntry:
+    """What both zonal discretizations share: the dimension, the initial data."""
+
+    geometry = "zonal"
+    method: str
+    model: ZonalModel | ZonalFVModel
+    dim: int = 3  # (the instance's, from domain.dim)
+
+    @classmethod
+    def needed_resolution(cls, beta: float, dim: int | None = None) -> int:
+        return zonal_required_lmax(cls.dim if dim is None else dim, beta)
+
+    def _check_beta(self, beta: float) -> None:
+        self.check_resolution(self.resolution, beta, self.dim)
+
+    def initial_density(self, initial_cfg: dict) -> np.ndarray:
+        return initial.initial_values(initial_cfg, self.grid,
+                                      averages=self.method == "finite-volume")
+
+
+class SpectralZonal(_ZonalEntry, SpectralDiscretization):
+    """Gegenbauer pseudo-spectral solver: state = coefficients of the orthonormal ``Q_l``,
+    ETDRK4 (order 4 in time, the diffusion ``-l(l + d - 2)/kappa`` exact), products at the
+    Gauss nodes of a product grid (dealiased); fixed or step-doubling steps. The
+    Jacobian-vector product is exact (``ZonalModel.tendency_jvp``)."""
+
+    geometry = "zonal"
+
+    def __init__(self, model: ZonalModel, dt: float | str, tolerance: float,
+                 negativity_tolerance: float):
+        self.dim = model.dim
+        super().__init__(model, model.tendency, model.tendency_jvp, dt, tolerance,
+                         negativity_tolerance, f"band limit {model.grid.lmax}")
+
+    @classmethod
+    def build(cls, cfg: dict, dt: float | str, threads: int | None) -> SpectralZonal:
+        grid = ZonalGrid(cfg["discretization"]["resolution"], cfg["domain"]["dim"])
+        return cls(ZonalModel(grid, *model_arguments(cfg), value=model_value(cfg)), dt,
+                   cfg["time"]["tolerance"], cfg["discretization"]["negativity_tolerance"])
+
+    @property
+    def resolution(self) -> int:
+        return self.model.grid.lmax
+
+    @classmethod
+    def memory_bytes(cls, cfg: dict) -> float:
+        """The dense tables: values and derivatives of ``Q_0..Q_L`` at the ~3L/2 product
+        nodes and at the L + 1 output nodes, with the analysis copies (x 2 margin)."""
+        lmax = cfg["discretization"]["resolution"]
+        nodes = 3 * lmax // 2 + 2
+        return 2.0 * 8 * (lmax + 1) * (3 * nodes + 3 * (lmax + 1)) + 50e6
+
+    def _linear_part(self) -> np.ndarray:
+        return self.model.noise * self.model.laplacian
+
+    def to_state(self, rho: np.ndarray) -> np.ndarray:
+        return self.model.grid.analysis(rho)
+
+    def to_density(self, state: np.ndarray) -> np.ndarray:
+        return self.model.grid.synthesis(state)
+
+
+class FiniteVolumeZonal(_ZonalEntry, FiniteVolumeDiscretization):
+    """CCH finite volumes on cells of equal width in theta with their exact measures
+    (``solvers.operators.zonal_finite_volume``; second order in space) and SSP-RK3."""
+
+    geometry = "zonal"
+
+    def __init__(self, model: ZonalFVModel, dt: float | str, cfl: float):
+        self.dim = model.dim
+        super().__init__(model, GradientFlowZonalFV(model.cells, model.potential_difference,
+                                                    model.noise, cfl), dt)
+
+    @classmethod
+    def needed_resolution(cls, beta: float, dim: int | None = None) -> int:
+        """Twice the band limit the kernel needs (cells per degree of the potential)."""
+        return max(16, 2 * zonal_required_lmax(cls.dim if dim is None else dim, beta))
+
+    @classmethod
+    def build(cls, cfg: dict, dt: float | str, threads: int | None) -> FiniteVolumeZonal:
+        cells = ZonalCells(cfg["discretization"]["resolution"], cfg["domain"]["dim"])
+        return cls(ZonalFVModel(cells, *model_arguments(cfg), value=model_value(cfg)), dt,
+                   cfg["discretization"]["cfl"])
+
+    @property
+    def grid(self):
+        return self.model.cells
+
+    @property
+    def resolution(self) -> int:
+        return self.model.cells.n

@@ -1,0 +1,248 @@
+"""The attention model on zonal densities of S^{d-1} (any d >= 2) and its Gegenbauer solver.
+
+State: the coefficients ``c_l`` (l = 0..L) of rho in the orthonormal Gegenbauer polynomials
+``Q_l(t)``, ``t = cos theta = <x, e>``, against the normalized surface measure (uniform
+density 1, mass ``c_0``; ``solvers.grids.zonal``). With the multipliers ``a_l`` of
+``meanfield.model.zonal_kernels`` (USA scaled by ``e^{-beta}``):
+
+- USA: ``U = c e^beta phi``, ``phi = sum_l a_l c_l Q_l`` (a polynomial of degree
+  ``a_lmax``, the last degree whose multiplier is above round-off);
+- SA: ``U = c Psi``, ``Psi = (1/beta) log(K*rho) = (1/beta) log1p(beta phi / M)`` up to a
+  constant (``M = c_0``, ``phi`` with SA's multipliers), evaluated pointwise as
+  ``(phi/M) log1p(y)/y`` (exact as beta -> 0), with ``Delta Psi = Delta phi / K - beta
+  (1 - t^2) phi'^2 / K^2``, ``K = M + beta phi``, also pointwise (``phi'`` from the
+  differentiated recurrence): nothing about Psi is truncated before the products.
+
+Transport through scalar transforms only: ``div(rho grad U) = (Delta(rho U) + rho Delta U -
+U Delta rho)/2``, the Laplacian diagonal (``-l(l + d - 2)``). The products are formed at
+the Gauss nodes of a product grid and analysed to degree L: exact (dealiased) for USA
+(``2L + a_lmax``), the 3/2 rule for SA. One right-hand side is two matrix products (the
+four fields at the nodes in one, the two products analysed in the other). ETDRK4 takes the
+diffusion ``-l(l + d - 2)/kappa`` exactly, as on the circle and the sphere.
+
+Diagnostics: mass ``c_0``... by quadrature at the output nodes; energy ``E_beta(rho) -
+E_beta(uniform) = (1/2) e^beta sum_{l>=1} a_l c_l^2`` (USA's multipliers, for both
+models); free energy ``(1/kappa) int rho log rho dsigma - c energy`` (entropy against the
+normalized measure: on S^2 it is the sphere's plus ``log 4 pi``); order parameter
+``|int t dmu|`` (the other components vanish by symmetry), mean direction its sign.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from meanfield.metrics.diagnostics import summarize
+from meanfield.model.zonal_kernels import zonal_multipliers
+from solvers.grids.zonal import ZonalGrid, product_nodes
+
+# Multipliers below this fraction of the largest are dropped (under round-off).
+MULTIPLIER_CUTOFF = 1e-17
+
+
+def effective_degree(a: np.ndarray) -> int:
+    """Largest degree whose multiplier exceeds ``MULTIPLIER_CUTOFF`` of the largest."""
+    mag = np.abs(a)
+    keep = np.nonzero(mag > MULTIPLIER_CUTOFF * mag.max())[0] if mag.max() > 0 else []
+    return int(keep[-1]) if len(keep) else 1
+
+
+class ZonalModel:
+    """USA or SA dynamics with noise ``1/kappa`` on zonal densities of S^{dim-1}.
+
+    Args:
+        grid: the output grid (``ZonalGrid(L, dim)``).
+        beta, kappa, normalized: as on the circle and the sphere.
+        value: the c of the value matrix ``V = c I`` (multiplies the potential).
+    """
+
+    def __init__(self, grid: ZonalGrid, beta: float, kappa: float, normalized: bool,
+                 value: float = 1.0):
+        self.grid, self.normalized, self.dim = grid, normalized, grid.dim
+        self.value = float(value)
+        self.laplacian = grid.laplacian
+        self.points = grid.points
+        self._products: dict[int, ZonalGrid] = {}
+        self.beta = None
+        self.set_parameters(beta, kappa)
+
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None,
+                       value: float | None = None) -> None:
+        """Change beta, kappa and/or value in place (the grids are kept, one product grid
+        per size)."""
+        if beta is not None and beta != self.beta:
+            lmax = self.grid.lmax
+            self.beta = float(beta)
+            self.energy_multiplier = zonal_multipliers(lmax, self.dim, beta, False)
+            self.a = (zonal_multipliers(lmax, self.dim, beta, True) if self.normalized
+                      else self.energy_multiplier)
+            self.a_lmax = effective_degree(self.a)
+            nodes = product_nodes(lmax, None if self.normalized else self.a_lmax)
+            if nodes not in self._products:
+                self._products[nodes] = ZonalGrid(lmax, self.dim, nodes)
+            self.products = self._products[nodes]
+        if value is not None:
+            self.value = float(value)
+        self.scale = self.value * (1.0 if self.normalized else math.exp(self.beta))
+        if kappa is not None:
+            self.kappa = kappa
+            self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+
+    # --- the potential ---------------------------------------------------------------------
+    def _phi_fields(self, coeffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``phi``, ``Delta phi`` and ``phi'`` at the product nodes (``coeffs`` (..., L+1))."""
+        p = self.products
+        phi_c = self.a * coeffs
+        stacked = np.stack([phi_c, self.laplacian * phi_c], axis=-2) @ p.synthesis_matrix
+        return stacked[..., 0, :], stacked[..., 1, :], p.derivative(phi_c)
+
+    def potential_fields(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``U`` and ``Delta U`` at the product nodes."""
+        phi, lap_phi, dphi = self._phi_fields(c)
+        if not self.normalized:
+            return self.scale * phi, self.scale * lap_phi
+        mean = c[0]
+        kernel = mean + self.beta * phi
+        grad2 = (1 - self.products.t**2) * dphi**2
+        return (self.value * self._log_ratio(phi, mean),
+                self.value * (lap_phi / kernel - self.beta * grad2 / kernel**2))
+
+    def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
+        """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
+        y = self.beta * phi / mean
+        small = np.abs(y) < 1e-8
+        safe = np.where(small, 1.0, y)
+        return (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+
+    def velocity_at(self, c: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The velocity ``U'(t) (e - t x)`` at unit vectors ``points`` (m, d), off the grid
+        (``t = x_1``; ``e - t x`` is the surface gradient of ``t``)."""
+        points = np.asarray(points, dtype=float)
+        t = np.clip(points[:, 0], -1.0, 1.0)
+        phi, dphi = self.grid.evaluate(self.a * c, t, derivative=True)
+        speed = self.scale * dphi if not self.normalized else \
+            self.value * dphi / (c[0] + self.beta * phi)
+        tangent = -t[:, None] * points
+        tangent[:, 0] += 1.0
+        return speed[:, None] * tangent
+
+    # --- the transport -----------------------------------------------------------------------
+    def tendency(self, c: np.ndarray) -> np.ndarray:
+        """Coefficients of ``-div(rho grad U)`` (mass exactly conserved)."""
+        return self._transport(c, *self.potential_fields(c))
+
+    def _transport(self, c: np.ndarray, pot: np.ndarray, lap_pot: np.ndarray) -> np.ndarray:
+        p, lap = self.products, self.laplacian
+        rho, lap_rho = np.stack([c, lap * c]) @ p.synthesis_matrix
+        first, second = np.stack([rho * pot, rho * lap_pot - pot * lap_rho]) @ p.analysis_matrix
+        out = -0.5 * (lap * first + second)
+        out[0] = 0.0  # a divergence has zero mean
+        return out
+
+    def tendency_jvp(self, c: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Derivative of ``tendency`` at ``c`` along ``w``, exact: ``T(w, U(c)) + T(c,
+        U'(c) w)`` (the transport is bilinear in rho and the potential fields)."""
+        pot, lap_pot, dpot, dlap_pot = self.potential_fields_jvp(c, w)
+        return self._transport(w, pot, lap_pot) + self._transport(c, dpot, dlap_pot)
+
+    def potential_fields_jvp(self, c: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``U, Delta U`` at ``c`` and their derivatives along ``w``. SA, with ``K = M +
+        beta phi``: ``dPsi = dphi/K - dM phi/(K M)`` and ``d Delta Psi = Delta dphi/K -
+        Delta phi dK/K^2 - beta dG/K^2 + 2 beta G dK/K^3``, ``G = (1 - t^2) phi'^2``."""
+        phi, lap_phi, dphi_t = self._phi_fields(c)
+        dphi, lap_dphi, ddphi_t = self._phi_fields(w)
+        if not self.normalized:
+            return tuple(self.scale * f for f in (phi, lap_phi, dphi, lap_dphi))
+        mean, dmean = c[0], w[0]
+        kernel = mean + self.beta * phi
+        dkernel = dmean + self.beta * dphi
+        sin2 = 1 - self.products.t**2
+        grad2, dgrad2 = sin2 * dphi_t**2, 2 * sin2 * dphi_t * ddphi_t
+        psi = self._log_ratio(phi, mean)
+        dpsi = dphi / kernel - dmean * phi / (kernel * mean)
+        lap_psi = lap_phi / kernel - self.beta * grad2 / kernel**2
+        dlap_psi = (lap_dphi / kernel - lap_phi * dkernel / kernel**2
+                    - self.beta * dgrad2 / kernel**2
+                    + 2 * self.beta * grad2 * dkernel / kernel**3)
+        return tuple(self.value * f for f in (psi, lap_psi, dpsi, dlap_psi))
+
+    # --- diagnostics ---------------------------------------------------------------------------
+    def energy(self, c: np.ndarray) -> float:
+        """``E_beta(rho) - E_beta(uniform) = (1/2) sum_{l>=1} (lambda_l/beta) c_l^2``."""
+        s = 0.5 * float(np.sum(self.energy_multiplier * np.asarray(c) ** 2))
+        with np.errstate(over="ignore"):
+            return s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+
+    def diagnostics(self, rho: np.ndarray, c: np.ndarray | None = None) -> dict:
+        """Mass, energy, free energy, order parameter and mean direction."""
+        if c is None:
+            c = self.grid.analysis(rho)
+        return summarize(self.grid.weights, rho, self.points, self.energy(c), self.noise,
+                         value=self.value)
+
+
+# --- finite volumes on cells of equal width in theta ------------------------------------------
+class ZonalFVModel:
+    """The attention model on ``ZonalCells`` (finite volumes).
+
+    The potential at the cell centres is ``phi = Q^T diag(a) Q (A rho)``, ``Q`` the
+    Gegenbauer table at the centres up to the multipliers' degree and ``A`` the cell
+    measures: a symmetric operator in the product ``sum_j A_j f_j g_j``, so ``phi`` is the
+    exact gradient of the discrete energy ``E_h = (1/2) sum_j A_j rho_j phi_j`` and the
+    CCH fluxes keep ``sum_j A_j rho_j log rho_j / kappa - c E_h`` non-increasing (USA).
+    """
+
+    def __init__(self, cells, beta: float, kappa: float, normalized: bool,
+                 value: float = 1.0):
+        from solvers.transforms import gegenbauer
+
+        self.cells, self.grid, self.normalized = cells, cells, normalized
+        self.dim = cells.dim
+        self.value = float(value)
+        self.points = cells.points
+        self._table = gegenbauer.table
+        self.beta = None
+        self.set_parameters(beta, kappa)
+
+    def set_parameters(self, beta: float | None = None, kappa: float | None = None,
+                       value: float | None = None) -> None:
+        """Change beta, kappa and/or value in place (the cells are kept)."""
+        if beta is not None and beta != self.beta:
+            self.beta = float(beta)
+            full = zonal_multipliers(400, self.dim, beta, self.normalized)
+            self.lmax = effective_degree(full)
+            self.a = full[: self.lmax + 1]
+            self.energy_multiplier = zonal_multipliers(self.lmax, self.dim, beta, False)
+            self.q = self._table(self.lmax, self.dim, self.cells.t)
+        if value is not None:
+            self.value = float(value)
+        self.scale = self.value * (1.0 if self.normalized else math.exp(self.beta))
+        if kappa is not None:
+            self.kappa = kappa
+            self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+
+    def _coefficients(self, rho: np.ndarray) -> np.ndarray:
+        return self.q @ (self.cells.weights * rho)
+
+    def potential_difference(self, rho: np.ndarray) -> np.ndarray:
+        """``psi_{j+1} - psi_j`` on the n - 1 interior faces."""
+        c = self._coefficients(rho)
+        phi = (self.a * c) @ self.q
+        dphi = np.diff(phi)
+        if not self.normalized:
+            return self.scale * dphi
+        kernel = c[0] + self.beta * phi  # K*rho / lambda_0 at the centres
+        ratio = dphi / kernel[:-1]
+        y = self.beta * ratio
+        small = np.abs(y) < 1e-8
+        safe = np.where(small, 1.0, y)
+        out = ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        return out if self.value == 1 else self.value * out
+
+    def diagnostics(self, rho: np.ndarray) -> dict:
+        c = self._coefficients(rho)
+        s = 0.5 * float(np.sum(self.energy_multiplier[1:] * c[1:] ** 2))
+        with np.errstate(over="ignore"):
+            energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+        return summarize(self.cells.weights, rho, self.points, energy, self.noise,
+                         value=self.value)

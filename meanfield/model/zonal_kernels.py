@@ -1,0 +1,133 @@
+"""The attention kernel on zonal densities of S^{d-1}, every d >= 2, and its linear theory.
+
+By the Funk-Hecke formula, ``K*`` (the kernel ``e^{beta <x, y>}`` against the normalized
+surface measure) acts on the degree-l Gegenbauer harmonic ``Q_l(<x, e>)`` by
+
+    lambda_l = Gamma(d/2) (2/beta)^{d/2-1} I_{l+d/2-1}(beta)
+
+(d = 2: ``I_l``; d = 3: ``i_l``; docs/conventions.md derives it). With it, about the uniform
+density, ``a_l = lambda_l / beta`` (USA) or ``lambda_l / (beta lambda_0)`` (SA), and the
+growth rate of degree l is ``sigma_l = l (l + d - 2)(c a_l - 1/kappa)``; ``kappa_c = 1/(c
+a_1)`` and ``a_1 -> 1/d`` as beta -> 0 (so ``kappa_c -> d``).
+
+Everything is computed from ``log I_nu(beta)``, summed as the positive series of
+``0F1(; nu + 1; beta^2/4)`` in logarithms (``meanfield.model.kernels._log_bessel_series``,
+exact to a few 1e-16 at every order and argument), so d = 4096 with beta = 64, where
+``I_{2047}(64)`` is 1e-2790, gives finite multipliers: ``log lambda_l`` is of order one.
+As on the circle and the sphere, USA's multipliers are returned scaled by ``e^{-beta}``
+(the factor ``e^beta`` is the caller's).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from meanfield.model.kernels import (
+    RESOLUTION_TOLERANCE,
+    SERIES_PEAK_LIMIT,
+    SMALLEST_SCALED_BESSEL,
+    _log_bessel_series,
+    _series_peak,
+)
+
+
+def log_bessel_i(nu: float, beta: float) -> float:
+    """``log I_nu(beta)`` for ``nu >= 0``, ``beta > 0`` (no overflow, no underflow)."""
+    if _series_peak(nu, beta) > SERIES_PEAK_LIMIT:
+        scaled = float(special.ive(nu, beta))
+        if scaled > SMALLEST_SCALED_BESSEL:
+            return math.log(scaled) + beta
+    return nu * math.log(beta / 2) - float(special.gammaln(nu + 1)) + _log_bessel_series(nu, beta)
+
+
+def log_bessel_orders(nu0: float, count: int, beta: float) -> np.ndarray:
+    """``log I_{nu0 + l}(beta)`` for l = 0..count-1: the first from ``log_bessel_i``, the
+    others by the ratios ``I_{nu+1}/I_nu`` of Perron's continued fraction (evaluated
+    backward from far beyond, the stable direction): ``r_nu = beta / (2(nu+1) + beta
+    r_{nu+1})``. Each ratio is exact to a few ulps, so the logs are to (count) ulps."""
+    logs = np.empty(count)
+    logs[0] = log_bessel_i(nu0, beta)
+    if count == 1:
+        return logs
+    # backward recurrence of the ratios, started far enough out that the start is forgotten
+    start = count + 40 + int(2 * beta)
+    r = 0.0
+    ratios = np.empty(count - 1)
+    for j in range(start, -1, -1):
+        r = beta / (2 * (nu0 + j + 1) + beta * r)
+        if j < count - 1:
+            ratios[j] = r
+    with np.errstate(divide="ignore"):
+        logs[1:] = logs[0] + np.cumsum(np.log(ratios))
+    return logs
+
+
+def log_funk_hecke(lmax: int, dim: int, beta: float) -> np.ndarray:
+    """``log lambda_l`` for l = 0..lmax (``lambda_l = [l == 0]`` at beta = 0)."""
+    if beta == 0:
+        out = np.full(lmax + 1, -np.inf)
+        out[0] = 0.0
+        return out
+    nu0 = dim / 2 - 1
+    return (float(special.gammaln(dim / 2)) + nu0 * math.log(2 / beta)
+            + log_bessel_orders(nu0, lmax + 1, beta))
+
+
+def zonal_multipliers(lmax: int, dim: int, beta: float, normalized: bool) -> np.ndarray:
+    """The linearisation's ``a_l`` for l = 0..lmax (USA: ``lambda_l / beta``, scaled by
+    ``e^{-beta}``; SA: ``lambda_l / (beta lambda_0)``), with ``a_0 = 0`` (the mean is
+    dynamically irrelevant). At beta = 0 their limits: ``a_1 = 1/d``, the rest 0."""
+    a = np.zeros(lmax + 1)
+    if beta == 0:
+        if lmax >= 1:
+            a[1] = 1 / dim
+        return a
+    logs = log_funk_hecke(lmax, dim, beta)
+    shift = logs[0] if normalized else beta
+    a[1:] = np.exp(logs[1:] - shift) / beta
+    return a
+
+
+def zonal_kernel_mean(dim: int, beta: float, normalized: bool) -> float:
+    """``lambda_0`` scaled as the multipliers: ``e^{-beta} lambda_0`` (USA), 1 (SA)."""
+    if normalized or beta == 0:
+        return 1.0
+    return float(np.exp(log_funk_hecke(0, dim, beta)[0] - beta))
+
+
+def zonal_growth_rate(l: int | np.ndarray, dim: int, beta: float, kappa: float,
+                      normalized: bool, value: float = 1.0) -> np.ndarray | float:
+    """``sigma_l = l (l + d - 2)(c a_l - 1/kappa)`` about the uniform density of S^{d-1}
+    (``a_l`` unscaled: the true rate)."""
+    l = np.asarray(l)
+    lmax = int(np.max(l)) if l.size else 0
+    a = zonal_multipliers(max(lmax, 1), dim, beta, normalized)
+    if not normalized and beta > 0:
+        a = a * math.exp(beta)
+    noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+    return l * (l + dim - 2) * (value * a[l] - noise)
+
+
+def zonal_critical_kappa(dim: int, beta: float, normalized: bool, value: float = 1.0
+                         ) -> float:
+    """``kappa_c = 1/(c a_1)``: the uniform density of S^{d-1} loses stability to degree 1
+    for ``kappa > kappa_c`` (``inf`` when ``c a_1 <= 0``)."""
+    a1 = float(zonal_growth_rate(1, dim, beta, math.inf, normalized, value)) / (dim - 1)
+    return math.inf if a1 <= 0 else 1.0 / a1
+
+
+def zonal_required_lmax(dim: int, beta: float, tolerance: float = RESOLUTION_TOLERANCE
+                        ) -> int:
+    """Smallest band limit (>= 8) whose dropped degrees carry multipliers below
+    ``tolerance`` of the first: ``a_l / a_1 <= tolerance`` for l > lmax."""
+    if beta == 0:
+        return 8
+    count = 64
+    while True:
+        a = zonal_multipliers(count, dim, beta, normalized=True)
+        small = np.nonzero(a[2:] <= tolerance * a[1])[0]
+        if small.size:
+            return max(8, int(small[0]) + 1)
+        count *= 2
