@@ -17,12 +17,17 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.discretizations.registry import registered
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
+from meanfield.model.zonal_kernels import zonal_growth_rate
 from solvers.steppers import integrate
 
+# The dimension d of S^{d-1} of the zonal cases (the others have theirs).
+ZONAL_DIM = 5
 # The exact rate of the first mode (degree) about the uniform density, per geometry.
-RATE = {"circle": growth_rate, "sphere": sphere_growth_rate}
+RATE = {"circle": growth_rate, "sphere": sphere_growth_rate,
+        "zonal": lambda l, *args: zonal_growth_rate(l, ZONAL_DIM, *args)}
 FIRST_MODE = {"circle": {"kind": "perturbed", "mode": 1, "amplitude": 1e-6},
-              "sphere": {"kind": "perturbed", "degree": 1, "amplitude": 1e-6}}
+              "sphere": {"kind": "perturbed", "degree": 1, "amplitude": 1e-6},
+              "zonal": {"kind": "perturbed", "degree": 1, "amplitude": 1e-6}}
 CLUSTERS = {
     "circle": {"kind": "mixture", "components": [
         {"kind": "von_mises", "center": 0.5, "concentration": 4.0},
@@ -31,6 +36,9 @@ CLUSTERS = {
         {"kind": "von_mises", "center": [0.0, 0.0, 1.0], "concentration": 2.0},
         {"kind": "von_mises", "center": [0.0, 1.0, 0.0], "concentration": 3.0,
          "weight": 0.5}]},
+    "zonal": {"kind": "mixture", "components": [
+        {"kind": "von_mises", "concentration": 6.0},
+        {"kind": "perturbed", "degree": 3, "amplitude": -0.8, "weight": 0.5}]},
 }
 # Per entry: the resolution of the checks and the tolerance on the growth rate (those
 # of the entry's own convergence tests: spectral methods are exact on a single mode up
@@ -40,14 +48,17 @@ CASES = {
     ("circle", "finite-volume"): {"resolution": 512, "rate_rtol": 1e-2},
     ("sphere", "spectral"): {"resolution": 24, "rate_rtol": 1e-4},
     ("sphere", "finite-volume"): {"resolution": 2562, "rate_rtol": 2e-2},
+    ("zonal", "spectral"): {"resolution": 32, "rate_rtol": 1e-4},
+    ("zonal", "finite-volume"): {"resolution": 256, "rate_rtol": 1e-2},
 }
 
 
 def config(geometry: str, method: str, resolution: int, initial: dict, *,
            beta: float = 1.0, kappa: float = 4.0, normalized: bool = True,
            t_final: float = 1.0, save_every: float = 0.1) -> dict:
+    domain = {"geometry": geometry, **({"dim": ZONAL_DIM} if geometry == "zonal" else {})}
     return cfgmod.validate({
-        "domain": {"geometry": geometry},
+        "domain": domain,
         "model": {"beta": beta, "kappa": kappa, "normalized": normalized},
         "discretization": {"method": method, "resolution": resolution},
         "initial": initial,
@@ -85,14 +96,16 @@ def check_mass_and_positivity(cls: type[Discretization], geometry: str, method: 
 
 def check_growth_rate(cls: type[Discretization], geometry: str, method: str,
                       case: dict) -> None:
+    # (kappa_c -> d as beta -> 0: S^4 needs more than S^1 and S^2's kappa = 4)
+    kappa = 10.0 if geometry == "zonal" else 4.0
     for normalized in (True, False):
         cfg = config(geometry, method, case["resolution"], FIRST_MODE[geometry],
-                     normalized=normalized, t_final=1.0, save_every=0.1)
+                     normalized=normalized, kappa=kappa, t_final=1.0, save_every=0.1)
         disc = cls.from_config(cfg)
         times, frames = run(disc, cfg)
         r = [disc.model.diagnostics(f)["order_parameter"] for f in frames]
         rate = np.polyfit(times, np.log(r), 1)[0]
-        exact = float(RATE[geometry](1, 1.0, 4.0, normalized))
+        exact = float(RATE[geometry](1, 1.0, kappa, normalized))
         assert exact > 0.1  # an unstable mode, well away from threshold
         assert rate == pytest.approx(exact, rel=case["rate_rtol"]), (normalized, rate)
 
