@@ -38,14 +38,19 @@ MEANINGS: dict[str, str] = {
     "model.kappa": "inverse noise: the diffusion coefficient is 1/kappa (\"inf\": no noise)",
     "model.normalized": "true: SA (softmax rows); false: USA (unnormalized, e^{beta} "
                         "grows the velocity; beta <= 700)",
-    "domain.geometry": "the circle S^1, the sphere S^{d-1}, or tokens in R^d (\"euclidean\": "
-                       "particle runs only, architecture \"pure\")",
+    "domain.geometry": "the circle S^1, the sphere S^{d-1}, zonal densities on S^{d-1} "
+                       "(\"zonal\": functions of the angle to the first axis, the PDE in "
+                       "every dimension), or tokens in R^d (\"euclidean\": particle runs "
+                       "only, architecture \"pure\")",
     "domain.dim": "the dimension d of R^d; absent: 2 on the circle and in R^d, 3 on the "
-                  "sphere (d > 3 on the sphere: particle runs only)",
+                  "sphere and zonal (d > 3 on the sphere: particle runs only; zonal: any "
+                  "2 <= d <= 100000)",
     "discretization.method": "PDE scheme: spectral (Fourier / spherical harmonics) or "
                              "finite volumes",
     "discretization.resolution": "circle: grid points; sphere spectral: band limit L <= "
-                                 "2047; sphere finite volumes: cells, one of 10 4^k + 2",
+                                 "2047; sphere finite volumes: cells, one of 10 4^k + 2; "
+                                 "zonal spectral: band limit L <= 8191 (Gegenbauer "
+                                 "degrees); zonal finite volumes: cells in the polar angle",
     "discretization.negativity_tolerance": "the run stops when min rho < -tolerance x "
                                            "max rho",
     "discretization.cfl": "fraction of the stability limit used by the finite-volume steps",
@@ -170,7 +175,8 @@ INITIAL_MEANINGS: dict[str, str] = {
     "mode": "Fourier mode k of the perturbation 1 + amplitude cos(k (theta - phase))",
     "amplitude": "amplitude of the perturbation, in [-1, 1]",
     "phase": "phase of the perturbation (rad)",
-    "degree": "degree l of the spherical harmonic perturbation",
+    "degree": "degree l of the spherical harmonic (zonal: Gegenbauer P_l(cos theta), "
+              "P_l(1) = 1) perturbation",
     "order": "order m of the spherical harmonic, |m| <= l",
     "center": "centre: an angle (circle) or a unit vector of length dim (sphere)",
     "concentration": "von Mises(-Fisher) concentration, in [0, 1e8]",

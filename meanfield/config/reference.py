@@ -123,6 +123,8 @@ def _initial_lines() -> list[str]:
     for geometry, kinds in INITIAL_PARAMS.items():
         where = {"circle": "the circle S^1", "sphere": "the sphere S^2 (S^{d-1}, d > 3: "
                  "the kinds uniform, von_mises, mixture, equiangular, tokens)",
+                 "zonal": "zonal densities on S^{d-1} (`domain.geometry = \"zonal\"`: "
+                          "functions of t = cos theta, theta the angle to the first axis)",
                  "euclidean": "tokens in R^d (`domain.geometry = \"euclidean\"`)"}[geometry]
         out += [f"### On {where}", "", "| kind | parameter | default | meaning |",
                 "|---|---|---|---|"]
