@@ -89,12 +89,16 @@ class ZonalModel:
             self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
 
     # --- the potential ---------------------------------------------------------------------
-    def _phi_fields(self, coeffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``phi``, ``Delta phi`` and ``phi'`` at the product nodes (``coeffs`` (..., L+1))."""
+    def _phi_fields(self, coeffs: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``phi``, ``Delta phi`` and ``phi'`` at the product nodes (``coeffs`` (..., L+1));
+        ``phi'`` only for SA (None for USA, whose potential needs no gradient: one matrix
+        product fewer per right-hand side)."""
         p = self.products
         phi_c = self.a * coeffs
         stacked = np.stack([phi_c, self.laplacian * phi_c], axis=-2) @ p.synthesis_matrix
-        return stacked[..., 0, :], stacked[..., 1, :], p.derivative(phi_c)
+        dphi = p.derivative(phi_c) if self.normalized else None
+        return stacked[..., 0, :], stacked[..., 1, :], dphi
 
     def potential_fields(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``U`` and ``Delta U`` at the product nodes."""
