@@ -371,6 +371,17 @@ def check_sphere_geometry(cfg: dict, task: str | None = None) -> None:
                           "\"sphere\" or \"zonal\"", "domain.geometry")
 
 
+def check_token_sphere_geometry(cfg: dict, task: str | None = None) -> None:
+    """The token studies on spheres (metastability) take S^1 and S^{d-1} as "circle" and
+    "sphere"; a zonal density is a PDE state, not a token system."""
+    geometry = cfg["domain"]["geometry"]
+    if geometry not in ("circle", "sphere"):
+        what = f"'meanfield {task.replace('_', '-')}'" if task else "this study"
+        raise ConfigError(f"domain.geometry = {geometry!r}: {what} runs tokens on S^1 and "
+                          "S^{d-1}: use geometry = \"circle\" or \"sphere\" (with dim = d)",
+                          "domain.geometry")
+
+
 def check_pde_dim(cfg: dict) -> None:
     """The PDE solvers work on S^1 and S^2 only, with initial densities (not token sets),
     and with the weights V = c I, Q = K = I (``weights.pde_value_scale``)."""

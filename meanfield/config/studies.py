@@ -48,7 +48,7 @@ from meanfield.config.sections import (
     CORE_TASKS,
     Section,
     check_pde_task,
-    check_sphere_geometry,
+    check_token_sphere_geometry,
 )
 from meanfield.config.thresholds import critical_kappa
 from meanfield.config.token_studies import TOKEN_STUDY_SECTIONS, TOKEN_STUDY_TASKS
@@ -306,5 +306,5 @@ STUDY_TASK_CHECKS = {
     "convergence": check_convergence_task,
     "contraction": check_pde_task,
     "bifurcation": check_pde_task,
-    "metastability": check_sphere_geometry,
+    "metastability": check_token_sphere_geometry,
 }
