@@ -307,6 +307,10 @@ class SpectralDiscretization(Discretization):
     def stepper(self):
         return StepDoubling(self.scheme, self.tolerance) if self.adaptive else self.scheme
 
+    def _pointwise(self, state: np.ndarray) -> np.ndarray:
+        """The grid values the negativity check looks at (all of them here)."""
+        return self.to_density(state)
+
     def check(self, state: np.ndarray, t: float) -> None:
         """Stop on NaN, or on a density that goes negative (the solution is unresolved)."""
         if not np.all(np.isfinite(state)):
@@ -314,7 +318,7 @@ class SpectralDiscretization(Discretization):
                 f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
                 f"{self.resolution_hint}, lower time.dt (or use dt = \"auto\"), or "
                 f"{self.other_method}")
-        rho = self.to_density(state)
+        rho = self._pointwise(state)
         low, high = float(rho.min()), float(rho.max())
         if low < -self.negativity_tolerance * high:
             raise SolverError(

@@ -45,8 +45,12 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
     """
     dims, coords, components = grid.dims, grid.coords(), list(grid.components)
     geometry = grid.geometry
+    densities = np.array(densities)
+    reliable = getattr(grid, "reliable", None)
+    if reliable is not None:  # (zonal, large d: values there are round-off, not data)
+        densities[:, ~np.asarray(reliable)] = np.nan
     data: dict[str, Any] = {
-        "density": (("time",) + dims, np.array(densities)),
+        "density": (("time",) + dims, densities),
         "weights": (dims, np.array(grid.weights)),
     }
     names = ["mass", "energy", "order_parameter"]
@@ -58,7 +62,7 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
                               np.array([d["mean_direction"] for d in diags]
                                        ).reshape(-1, len(components)))
     if geometry == "zonal":  # the law of t = <x, e>, what a histogram of tokens shows
-        data["marginal"] = (("time",) + dims, grid.marginal(np.array(densities)))
+        data["marginal"] = (("time",) + dims, grid.marginal(densities))
     ds = xr.Dataset(data, coords={"time": np.array(times, dtype=float), **coords,
                                   "component": components})
     units = {**UNITS, **SPACE_UNITS[geometry]}
@@ -68,7 +72,9 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
             ds[name].attrs["long_name"] = LONG_NAMES[name]
     if geometry == "zonal":
         ds["density"].attrs["long_name"] = ("probability density w.r.t. the normalized "
-                                            "surface measure of S^{d-1} (uniform = 1)")
+                                            "surface measure of S^{d-1} (uniform = 1); NaN "
+                                            "at nodes of weight < 1e-18, where round-off "
+                                            "of the coefficients decides the value")
         ds["weights"].attrs["long_name"] = ("quadrature weights of the normalized measure "
                                             "(Gauss-Gegenbauer / exact cell measures)")
     m = cfg["model"]
