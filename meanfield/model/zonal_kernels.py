@@ -10,10 +10,12 @@ density, ``a_l = lambda_l / beta`` (USA) or ``lambda_l / (beta lambda_0)`` (SA),
 growth rate of degree l is ``sigma_l = l (l + d - 2)(c a_l - 1/kappa)``; ``kappa_c = 1/(c
 a_1)`` and ``a_1 -> 1/d`` as beta -> 0 (so ``kappa_c -> d``).
 
-Everything is computed from ``log I_nu(beta)``, summed as the positive series of
-``0F1(; nu + 1; beta^2/4)`` in logarithms (``meanfield.model.kernels._log_bessel_series``,
-exact to a few 1e-16 at every order and argument), so d = 4096 with beta = 64, where
-``I_{2047}(64)`` is 1e-2790, gives finite multipliers: ``log lambda_l`` is of order one.
+Everything is computed in logarithms: ``lambda_0 = 0F1(; d/2; beta^2/4)`` summed as its
+positive series (``meanfield.model.kernels._log_bessel_series``, exact to a few 1e-16 at
+every order and argument), the higher degrees by the ratios ``I_{nu+1}/I_nu`` of Perron's
+continued fraction. So d = 4096 with beta = 64, where ``I_{2047}(64)`` is 1e-2790, gives
+finite multipliers to ~1e-15: ``log lambda_l`` is of order one and nothing of size d log d
+cancels to give it.
 As on the circle and the sphere, USA's multipliers are returned scaled by ``e^{-beta}``
 (the factor ``e^beta`` is the caller's).
 """
@@ -30,6 +32,7 @@ from meanfield.model.kernels import (
     SMALLEST_SCALED_BESSEL,
     _log_bessel_series,
     _series_peak,
+    log_uniform_pair_integral,
 )
 
 
@@ -44,13 +47,18 @@ def log_bessel_i(nu: float, beta: float) -> float:
 
 def log_bessel_orders(nu0: float, count: int, beta: float) -> np.ndarray:
     """``log I_{nu0 + l}(beta)`` for l = 0..count-1: the first from ``log_bessel_i``, the
-    others by the ratios ``I_{nu+1}/I_nu`` of Perron's continued fraction (evaluated
-    backward from far beyond, the stable direction): ``r_nu = beta / (2(nu+1) + beta
-    r_{nu+1})``. Each ratio is exact to a few ulps, so the logs are to (count) ulps."""
-    logs = np.empty(count)
-    logs[0] = log_bessel_i(nu0, beta)
+    others by ``log_bessel_ratios``."""
+    return log_bessel_i(nu0, beta) + log_bessel_ratios(nu0, count, beta)
+
+
+def log_bessel_ratios(nu0: float, count: int, beta: float) -> np.ndarray:
+    """``log(I_{nu0 + l}(beta) / I_{nu0}(beta))`` for l = 0..count-1, from the ratios
+    ``r_nu = I_{nu+1}/I_nu`` of Perron's continued fraction (evaluated backward from far
+    beyond, the stable direction): ``r_nu = beta / (2(nu+1) + beta r_{nu+1})``. Each ratio
+    is exact to a few ulps, so the logs are to (count) ulps of their size."""
+    out = np.zeros(count)
     if count == 1:
-        return logs
+        return out
     # backward recurrence of the ratios, started far enough out that the start is forgotten
     start = count + 40 + int(2 * beta)
     r = 0.0
@@ -60,19 +68,23 @@ def log_bessel_orders(nu0: float, count: int, beta: float) -> np.ndarray:
         if j < count - 1:
             ratios[j] = r
     with np.errstate(divide="ignore"):
-        logs[1:] = logs[0] + np.cumsum(np.log(ratios))
-    return logs
+        out[1:] = np.cumsum(np.log(ratios))
+    return out
 
 
 def log_funk_hecke(lmax: int, dim: int, beta: float) -> np.ndarray:
-    """``log lambda_l`` for l = 0..lmax (``lambda_l = [l == 0]`` at beta = 0)."""
+    """``log lambda_l`` for l = 0..lmax (``lambda_l = [l == 0]`` at beta = 0).
+
+    ``lambda_0 = 0F1(; d/2; beta^2/4)`` is summed as that series
+    (``meanfield.model.kernels.log_uniform_pair_integral``), not as ``Gamma(d/2) (2/beta)^{d/2-1}
+    I_{d/2-1}(beta)``: in that product three logarithms of size ~d log d cancel to a result
+    of order one (d = 4096: ~1e4 to 0.5, losing 4e-13 of lambda_0). The higher degrees
+    follow by the Bessel ratios, which cancel nothing."""
     if beta == 0:
         out = np.full(lmax + 1, -np.inf)
         out[0] = 0.0
         return out
-    nu0 = dim / 2 - 1
-    return (float(special.gammaln(dim / 2)) + nu0 * math.log(2 / beta)
-            + log_bessel_orders(nu0, lmax + 1, beta))
+    return log_uniform_pair_integral(dim, beta) + log_bessel_ratios(dim / 2 - 1, lmax + 1, beta)
 
 
 def zonal_multipliers(lmax: int, dim: int, beta: float, normalized: bool) -> np.ndarray:
