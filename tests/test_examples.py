@@ -445,3 +445,21 @@ def test_scheme_orders_example(tmp_path):
                              for k in ("spectral_circle", "spectral_sphere")}
     assert out["rk4_tokens"]["norm_error"] <= 1e-14
     assert (tmp_path / "s.png").stat().st_size > 50_000
+
+
+def test_zonal_dimensions_example(tmp_path):
+    """Zonal densities on S^63 and the linear theory in every dimension (quick): SA at
+    beta = 8, kappa = 128 from a degree-1 mode of amplitude 0.01: the order parameter
+    grows at sigma_1 = 0.47770 while linear (fitted on t <= 4; measured to 2e-6); noisy
+    Kuramoto at kappa = 128 in d = 64 ends on the root of r = I_32(kappa r)/I_31(kappa r)
+    (measured 2e-10 off at t = 45); the rates of single degrees l = 1, 2, 3 in d = 2, 3,
+    8, 64, 512 (beta = 16, kappa = 1.5 kappa_c(d)) are sigma_l within 1e-3 (measured
+    7e-5); mass conserved (measured 8e-13). Both figures written."""
+    png = tmp_path / "z.png"
+    out = _load("zonal_dimensions").main(["--quick", "--out", str(png)])
+    assert abs(out["slope"] / out["sigma_1"] - 1) < 1e-4
+    assert abs(out["r_pde"] - out["r_exact"]) < 1e-8
+    assert len(out["rates"]) == 15 and out["worst_rate_error"] < 1e-3
+    assert out["mass_error"] < 1e-10
+    assert png.stat().st_size > 50_000
+    assert (tmp_path / "z_theory.png").stat().st_size > 50_000

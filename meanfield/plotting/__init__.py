@@ -1,8 +1,9 @@
 """Figures and animations of ``meanfield`` results.
 
 Every function takes a result ``xarray.Dataset`` (see ``meanfield.evolve``) and draws it
-according to its ``geometry`` attribute, ``"circle"`` or ``"sphere"`` (without the
-attribute: a ``theta`` dimension means circle, ``lat`` and ``lon`` mean sphere). A
+according to its ``geometry`` attribute, ``"circle"``, ``"sphere"`` or ``"zonal"``
+(without the attribute: a ``theta`` dimension means circle, ``lat`` and ``lon`` mean
+sphere). A
 dataset that cannot be drawn raises ``ConfigError`` naming what was found and what is
 accepted. Nothing here touches pyplot's global state: figures are plain
 ``matplotlib.figure.Figure`` objects with an Agg canvas, so the module works headless
@@ -32,6 +33,14 @@ figures inside it to match them::
         fig = Figure(figsize=(6, 3), layout="constrained")
         spacetime(ds, fig.add_subplot())
 
+Zonal densities on S^{d-1} (``geometry = "zonal"``, any d) are drawn as the density
+in θ and the marginal of t = cos θ at time slices; the linear theory in every dimension
+has its own figure::
+
+    marginal_snapshots(ds, ax)    # zonal: the density of t = cos θ at a few times
+    from meanfield.plotting.zonal_theory import linear_theory_figure
+    fig = linear_theory_figure(dims=(2, 3, 8, 64, 512), beta=16.0)  # σ_l, κ_c/d
+
 Token datasets (``attrs["kind"] = "particles"``, from ``meanfield.particles``) and
 comparisons of the PDE with tokens (``"compare"``, from ``meanfield.compare``) go through
 the same ``figure`` and ``plot_result``; their panels are also public::
@@ -48,8 +57,10 @@ functions above that work for every geometry), ``output`` (the standard set of f
 ``figures``, ``plot`` and ``plot_result``, and their files), ``helpers`` (style,
 formatting, colour scales, dataset checks, animation writing, the diagnostics panels),
 ``legible`` (plain and integer ticks, Greek titles, legends under panels, caption notes),
-``circle`` and ``sphere`` (the geometry-specific figures, registered on import; the
-sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in ``sphere_maps``),
+``circle``, ``sphere`` and ``zonal`` (the geometry-specific figures, registered on
+import; the sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in
+``sphere_maps``; the zonal curves in ``zonal_grid``, the linear theory in every
+dimension in ``zonal_theory``),
 ``particles`` and ``comparison`` (the dataset kinds; the token panels in ``tokens``;
 the comparison's data in ``comparison_data``, its density panels in
 ``comparison_panels``, its time series in ``comparison_series``),
@@ -69,6 +80,7 @@ from meanfield.plotting import long_context as _long_context  # noqa: F401  (reg
 from meanfield.plotting import metastability as _metastability  # noqa: F401  (registers it)
 from meanfield.plotting import normalization as _normalization  # noqa: F401  (registers it)
 from meanfield.plotting import sphere as _sphere  # noqa: F401  (registers "sphere")
+from meanfield.plotting import zonal as _zonal  # noqa: F401  (registers "zonal")
 from meanfield.plotting.bifurcation import (  # registers "bifurcation"
     bifurcation_diagram,
     bifurcation_figure,
@@ -90,6 +102,7 @@ from meanfield.plotting.output import FORMATS, figures, plot, plot_result
 from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
 from meanfield.plotting.phase_diagram import phase_figure  # registers "phase_diagram"
 from meanfield.plotting.sphere_maps import map_mollweide, map_orthographic
+from meanfield.plotting.zonal import marginal_snapshots
 
 SUPPORTED_GEOMETRIES: tuple[str, ...] = tuple(_PLOTTERS)
 SUPPORTED_KINDS: tuple[str, ...] = tuple(_KINDS)
@@ -112,6 +125,7 @@ __all__ = [
     "l1_distance",
     "map_mollweide",
     "map_orthographic",
+    "marginal_snapshots",
     "order_comparison",
     "phase_figure",
     "plot",

@@ -174,7 +174,8 @@ def spacetime(ds: xr.Dataset, ax: Axes, *, log: bool | str = False, cmap: str = 
     Circle: ρ(θ, t) over angle θ (x) and time (y). Sphere: the maximum over longitude
     of ρ, over latitude (x, degrees) and time (y) -- where clusters are and how sharp
     they get, whatever their longitude; use ``snapshots`` or the sphere maps to see
-    the longitudes.
+    the longitudes. Zonal: the density of t = cos θ (the marginal, where the mass is)
+    over t (x) and time (y).
 
     Args:
         ds: a result dataset (see the package docstring).
@@ -203,7 +204,9 @@ def snapshots(ds: xr.Dataset, ax: Axes | Sequence[Axes], times: Sequence[float] 
               reference: bool = True) -> list:
     """Draw the density at a few saved times.
 
-    Circle: curves coloured from early (dark) to late, in one axes. Sphere: a row of
+    Circle: curves coloured from early (dark) to late, in one axes. Zonal: the density
+    in θ, one curve per time, a colorbar of the times (the marginal of t:
+    ``marginal_snapshots``). Sphere: a row of
     small Mollweide maps on one shared colour scale with one colorbar; ``ax`` is then
     either one axes, whose place in the figure is split into the row (the axes itself
     is removed), or a sequence of Mollweide axes (``projection="mollweide"``), one per
@@ -290,6 +293,7 @@ def figure(ds: xr.Dataset, *, log: bool | str = "auto", points: Any = None) -> F
     """One summary figure of a result, with the diagnostics panels as its bottom row.
 
     Circle: the space-time density image and density curves at five times on top.
+    Zonal: the density in θ and the marginal of t = cos θ at seven times on top.
     Sphere: Mollweide maps at the first and last saved times and an orthographic view
     of the last time (facing its mean direction) on top, one shared colour scale. The
     title is the dataset's ``title`` attr (if any) with model, β, κ (∞ when infinite)

@@ -9,6 +9,8 @@ in Jupyter) and writes files only when given a folder. ``meanfield plot RESULT.n
 The names, in order: ``"summary"``; then per kind: circle ``"spacetime"``,
 ``"snapshots"``; sphere ``"maps"`` (Mollweide and orthographic at the last time),
 ``"spacetime"`` (latitude-time image of the maximum over longitude), ``"snapshots"``;
+zonal ``"slices"`` (the density in θ and the marginal of t at seven times),
+``"spacetime"`` (the marginal over t and time);
 tokens (``kind = "particles"``) ``"tokens"``; PDE vs tokens (``"compare"``)
 ``"snapshots"``, ``"distance"``; the studies their own pages; and ``"diagnostics"`` for a
 PDE result with diagnostic series. The file of a figure is ``{stem}_{name}.{format}``.
