@@ -73,7 +73,10 @@ INITIAL_PARAMS: dict[str, dict[str, dict[str, Any]]] = {
 def validate_initial_section(given: dict, cfg: dict, key: str = "initial") -> dict:
     """The registry's validator of ``[initial]`` (reads ``cfg["domain"]``)."""
     domain = cfg["domain"]
-    return validate_initial(given, domain["geometry"], domain["dim"], key)
+    dim = domain["dim"]
+    if isinstance(dim, list):  # (the zonal dimensions of a bifurcation study across d:
+        dim = dim[0]  # the zonal kinds' checks do not depend on d)
+    return validate_initial(given, domain["geometry"], dim, key)
 
 
 def validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",

@@ -5,7 +5,8 @@
     [domain]          geometry ["circle" | "sphere" | "zonal" | "euclidean"], dim: the
                       particles' R^d (circle: 2; sphere: 3 [default], or any d > 3 for
                       particle runs; zonal: densities on S^{d-1} that depend on the angle
-                      to the first axis, any d >= 2 [3];
+                      to the first axis, any d >= 2 [3], or for the bifurcation study a
+                      list or a range {start, stop, num} of them (a study across d);
                       euclidean: tokens in R^d, any d >= 1 [2], particle runs only with
                       architecture "pure")
     [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
@@ -129,10 +130,47 @@ def _finish_model(cfg: dict) -> None:
                           "model.beta")
 
 
+def _dim(key: str, value: Any) -> int | list[int]:
+    """An integer >= 1, or a list or range of integers >= 2 (the zonal dimensions of a
+    bifurcation study across d: ``_finish_domain`` keeps them for that geometry only)."""
+    if isinstance(value, (list, tuple, dict)):
+        dims = ck.list_or_range(key, value, minimum=2, integers=True)
+        if len(set(dims)) != len(dims):
+            raise ConfigError(f"{key} = {ck.describe(value)} names a dimension twice", key)
+        return sorted(dims)
+    return ck.integer_in(1)(key, value)
+
+
+def _finish_dims(domain: dict) -> None:
+    """A list of dimensions: zonal only, each within what the zonal PDE takes."""
+    dims = domain["dim"]
+    if domain["geometry"] != "zonal":
+        raise ConfigError(f"domain.dim = {dims!r}: a list of dimensions is for the zonal "
+                          "geometry (geometry = \"zonal\", the bifurcation study across d); "
+                          f"the {domain['geometry']} takes one integer", "domain.dim")
+    if dims[-1] > MAX_ZONAL_DIM:
+        raise ConfigError(f"domain.dim = {dims!r}: the zonal PDE takes 2 <= dim <= "
+                          f"{MAX_ZONAL_DIM}", "domain.dim")
+
+
+def check_one_dim(cfg: dict, task: str | None = None) -> None:
+    """A task that runs one dimension refuses a list of them (only the bifurcation study
+    takes one, on the zonal geometry)."""
+    dim = cfg.get("domain", {}).get("dim")
+    if isinstance(dim, list):
+        what = f"'meanfield {task.replace('_', '-')}'" if task else "this task"
+        raise ConfigError(f"domain.dim = {dim!r}: a list of dimensions is taken by the "
+                          f"bifurcation study only (meanfield bifurcation, geometry = "
+                          f"\"zonal\"); {what} takes one integer", "domain.dim")
+
+
 def _finish_domain(cfg: dict) -> None:
     """Fill in ``domain.dim`` (2 on the circle and in R^d, 3 on the sphere) and check it."""
     domain = cfg["domain"]
     geometry, dim = domain["geometry"], domain["dim"]
+    if isinstance(dim, list):
+        _finish_dims(domain)
+        return
     if geometry == "euclidean":  # tokens in R^d: any d >= 1 (the dim checker's minimum)
         if dim is None:
             domain["dim"] = 2
@@ -204,7 +242,10 @@ def _finish_time(cfg: dict) -> None:
 
 
 def check_pde_task(cfg: dict, task: str | None = None) -> None:
-    """The checks of a task that runs the PDE, at validation: S^1 or S^2, V = c I."""
+    """The checks of a task that runs the PDE, at validation: S^1 or S^2, V = c I; one
+    dimension unless the task is the bifurcation study."""
+    if task != "bifurcation":
+        check_one_dim(cfg, task)
     check_sphere_geometry(cfg, task)
     pde_value_scale(cfg)
 
@@ -212,6 +253,7 @@ def check_pde_task(cfg: dict, task: str | None = None) -> None:
 def check_weighted_tokens(cfg: dict, task: str | None = None) -> None:
     """Tokens with weights other than the identity are normalized self-attention (softmax
     rows): USA is refused for the tasks that run tokens (the PDE takes USA with V = c I)."""
+    check_one_dim(cfg, task)
     if not is_identity(cfg) and not cfg["model"]["normalized"]:
         raise ConfigError("model.normalized = false with [weights] other than the identity: "
                           "tokens with general weights are normalized self-attention "
@@ -302,7 +344,10 @@ CORE_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_model),
     Section("domain", {
         "geometry": (ck.choice(GEOMETRIES), "circle"),
-        "dim": (_count(1), None),
+        "dim": (ck.accepting("an integer >= 1, or for the bifurcation study on the zonal "
+                             "geometry a list of integers >= 2 or a range {start, stop, "
+                             "num} (numpy.linspace) of them (a study across d)", _dim),
+                None),
     }, finish=_finish_domain),
     Section("discretization", {
         "method": (_method, "spectral"),
@@ -385,6 +430,7 @@ def check_token_sphere_geometry(cfg: dict, task: str | None = None) -> None:
 def check_pde_dim(cfg: dict) -> None:
     """The PDE solvers work on S^1 and S^2 only, with initial densities (not token sets),
     and with the weights V = c I, Q = K = I (``weights.pde_value_scale``)."""
+    check_one_dim(cfg)
     check_sphere_geometry(cfg)
     if "weights" in cfg or "feedforward" in cfg:
         pde_value_scale(cfg)

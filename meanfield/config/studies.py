@@ -21,7 +21,8 @@
                     needs a finite model.kappa), start ["auto"], stop ["auto"] (numbers,
                     start < stop, kappa > 0, beta >= 0; "auto": for kappa [kappa_c/2,
                     2 kappa_c] over the finite thresholds of modes 1..modes, so that
-                    every pitchfork is inside, else [1, 4]), modes [1] (branches from the uniform state for
+                    every pitchfork is inside (zonal S^{d-1}: [d/2, 2d] at beta = 0;
+                    with a list of dimensions in domain.dim, for each d), else [1, 4]), modes [1] (branches from the uniform state for
                     the Fourier modes / degrees 1..modes; below the resolution), mode
                     ["continuation" | "scan" | "map"], ds [0.05] > 0 and ds_max [0.1] >= ds
                     (arclength steps), points [200] >= 2 (per branch), stride [10] >= 1
@@ -144,17 +145,22 @@ def _auto_range(cfg: dict) -> None:
     """Replaces ``bifurcation.start/stop = "auto"`` by numbers: for the parameter kappa,
     ``[kappa_c/2, 2 kappa_c]`` over the finite closed-form thresholds ``kappa_c = 1/(c
     a_k)`` of modes 1..modes at model.beta (c of [weights]), so that every pitchfork lies
-    inside (noisy Kuramoto: kappa_c = 2, [1, 4]); else, and for beta, [1, 4]. A single
-    "auto" end is put beside the given one when the derived value would not be."""
+    inside (noisy Kuramoto: kappa_c = 2, [1, 4]; on a zonal S^{d-1} d, [d/2, 2d]); else,
+    and for beta, [1, 4]. A single "auto" end is put beside the given one when the
+    derived value would not be. With a list of zonal dimensions (a study across d) an
+    "auto" end of a range in kappa stays "auto": the study derives it for each d."""
     b, model = cfg["bifurcation"], cfg["model"]
     if b["start"] != "auto" and b["stop"] != "auto":
+        return
+    geometry, dim = cfg["domain"]["geometry"], cfg["domain"]["dim"]
+    if isinstance(dim, list) and b["parameter"] == "kappa":
         return
     low, high = AUTO_FALLBACK
     if b["parameter"] == "kappa":
         try:
             value = float(pde_value_scale(cfg))
-            kcs = [critical_kappa(cfg["domain"]["geometry"], model["beta"],
-                                  model["normalized"], k, value)
+            kcs = [critical_kappa(geometry, model["beta"], model["normalized"], k, value,
+                                  dim if geometry == "zonal" else None)
                    for k in range(1, b["modes"] + 1)]
         except (ValueError, ArithmeticError):  # (ConfigError, a geometry other than
             kcs = []  # S^1/S^2: refused later, by the checks of the task)
@@ -173,6 +179,9 @@ def _finish_bifurcation(cfg: dict) -> None:
     _auto_range(cfg)
     b, model = cfg["bifurcation"], cfg["model"]
     parameter = b["parameter"]
+    if "auto" in (b["start"], b["stop"]):  # (a list of dimensions: see _auto_range)
+        _finish_bifurcation_keys(cfg)
+        return
     if b["start"] >= b["stop"]:
         raise ConfigError(f"bifurcation.start = {b['start']:g}, stop = {b['stop']:g}: a "
                           "reversed/empty range; give start < stop", "bifurcation.start")
@@ -188,6 +197,13 @@ def _finish_bifurcation(cfg: dict) -> None:
         raise ConfigError("bifurcation.parameter = \"beta\" holds kappa fixed at "
                           "model.kappa, which is \"inf\" (no noise, no stationary states "
                           "but Diracs); give a finite model.kappa, e.g. 4.0", "model.kappa")
+    _finish_bifurcation_keys(cfg)
+
+
+def _finish_bifurcation_keys(cfg: dict) -> None:
+    """The checks of [bifurcation] that do not depend on the range: the steps, the map's
+    range, the modes against the resolution."""
+    b, parameter = cfg["bifurcation"], cfg["bifurcation"]["parameter"]
     if b["ds_max"] < b["ds"]:
         raise ConfigError(f"bifurcation.ds_max = {b['ds_max']:g} must be >= bifurcation.ds "
                           f"= {b['ds']:g}", "bifurcation.ds_max")

@@ -24,7 +24,8 @@ _POINT_VARIABLES = {
     "order_parameter": ("order_parameter", "1", "|int x dmu|"),
     "amplitude": ("amplitude", "1",
                   "amplitude of the branch's mode k: |int e^{ik theta} dmu| (S^1), "
-                  "sqrt(4 pi/(2l+1)) |a_l| / mass (S^2); 0 on the uniform branch"),
+                  "sqrt(4 pi/(2l+1)) |a_l| / mass (S^2), |int P_l(t) dmu| (zonal); 0 on "
+                  "the uniform branch"),
     "free_energy": ("free_energy", "1",
                     "kappa^-1 int rho log rho - value * (E_beta(rho) - E_beta(uniform))"),
     "leading_eigenvalue": ("leading", "1/time",
@@ -132,16 +133,25 @@ def _attrs(cfg: dict, plan: dict) -> dict[str, Any]:
     name = model
     if parameter == "kappa" and plan["beta"] == 0:
         name = "the noisy Kuramoto model"  # (beta = 0: e^{beta<x,y>} = 1, SA = USA)
-    attrs = {"title": f"bifurcations of {name} on the {plan['geometry']} in {parameter}",
+    attrs = {"title": f"bifurcations of {name} on {domain_name(plan)} in {parameter}",
              "geometry": plan["geometry"], "model": model,
              "parameter": parameter, "critical_kappa": np.array(plan["critical_kappa"]),
              "value": plan.get("value", 1.0)}
+    if plan.get("dim") is not None:
+        attrs["dim"] = int(plan["dim"])
     if parameter == "beta":
         attrs["critical_beta"] = np.array(plan["critical_beta"])
         attrs["kappa"] = plan["kappa"]
     else:
         attrs["beta"] = plan["beta"]
     return attrs
+
+
+def domain_name(plan: dict) -> str:
+    """"the circle", "the sphere" or "zonal S^{d-1} (d = 8)": the domain in a title."""
+    if plan["geometry"] == "zonal":
+        return f"zonal S^{plan['dim'] - 1} (d = {plan['dim']})"
+    return f"the {plan['geometry']}"
 
 
 def branches_from_dataset(ds: xr.Dataset) -> list[dict]:

@@ -10,7 +10,7 @@ pseudo-arclength continuation, with its transition type.
   with a positive real part changes between two points, the crossing is located by
   ``brentq`` on the eigenvalue that crosses (to ~1e-13). There the eigenvectors of the
   (dense) Jacobian with a zero eigenvalue give the multiplicity (2 for a Fourier mode on
-  S^1, ``2l + 1`` for a degree on S^2) and the mode (the mode / degree their coefficients
+  S^1, ``2l + 1`` for a degree on S^2, 1 on the zonal geometry) and the mode (the mode / degree their coefficients
   carry): a special point of type "pitchfork". Each is checked against the closed form of
   docs/conventions.md (``stationary_linear.critical_kappa``, ``1/a_k``): a relative
   difference above ``PITCHFORK_RTOL`` (1e-6), a wrong multiplicity, or an analytic
@@ -18,7 +18,8 @@ pseudo-arclength continuation, with its transition type.
   ``message`` say so.
 - One branch per mode ``k = 1..modes`` (degree on S^2; on S^2 an even degree sheds two
   distinct branches, ``amplitude`` of either sign of ``P_l``: a transcritical bifurcation
-  in the axisymmetric states, so ``branch_sign`` +-1), from its pitchfork:
+  in the axisymmetric states, so ``branch_sign`` +-1; so does a zonal S^{d-1}, d >= 3),
+  from its pitchfork:
   ``solvers.nonlinear.switch_branch`` along the critical mode (cosine / zonal), then
   pseudo-arclength continuation (``continue_branch``) of the bordered stationary system
   of ``meanfield.studies.bifurcation.stationary`` (the problem: ``shed_branch.ShedBranch``;
@@ -26,7 +27,9 @@ pseudo-arclength continuation, with its transition type.
   diffusion preconditioner; ``dF/dkappa`` exact,
   ``dF/dbeta`` by a forward difference). On S^2 the branch (zonal seed) is followed in
   the invariant subspace of axisymmetric states (``RealView(axisymmetric=True)``: the
-  ``L + 1`` zonal coefficients, the mass condition only). Systems of at most
+  ``L + 1`` zonal coefficients, the mass condition only); on the zonal geometry of
+  S^{d-1} the state is the ``L + 1`` Gegenbauer coefficients, the mass condition only,
+  and ``stable`` means stable against zonal perturbations. Systems of at most
   ``DENSE_UP_TO`` unknowns (S^1 up to n ~ 800, S^2 up to L ~ 400) take the dense chord
   corrector (``solvers.nonlinear.dense``, the bordered Jacobian formed in one batched
   call on S^1), larger ones Newton-Krylov. The unknown is scaled by the area of the
@@ -66,6 +69,11 @@ from meanfield.studies.bifurcation.shed_branch import ShedBranch
 from solvers.nonlinear.dense import DENSE_UP_TO
 
 PITCHFORK_RTOL = 1e-6  # detected kappa_c against the closed form (relative)
+# A zonal branch stops where its state is no longer carried (_BranchRecord.representable):
+# (both keep the order parameter to ~1e-8: an error of F at the floor moves the state by
+# the floor over the slowest relaxation rate, O(1) in the moments' units)
+FLOOR_LIMIT = 1e-8  # the residual's round-off floor in the moments' rows
+TAIL_LIMIT = 1e-8  # the largest moment over the top quarter of the degrees
 ZERO_EIG_RTOL = 1e-9  # an eigenvalue at a located crossing counts as zero below this x radius
 EIG_TOL = 1e-10  # an eigenvalue is unstable when its real part exceeds this
 EIG_COUNT = 24  # leading eigenvalues kept per point of a mode branch
@@ -205,7 +213,7 @@ class _PitchforkSearch:
         multiplicity, mode, _ = _crossing_mode(self.disc)
         kappa, beta = kappa_beta(plan, self.parameter, root)
         analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode,
-                                       plan.get("value", 1.0))
+                                       plan.get("value", 1.0), plan.get("dim"))
                     if mode else math.nan)
         return {"type": "pitchfork", "lam": root, "kappa": kappa, "beta": beta,
                 "multiplicity": multiplicity, "mode": mode,
@@ -232,13 +240,20 @@ class _PitchforkSearch:
                     self.locate(root + eps, hi, n_mid, n_hi, depth + 1)
 
 
+def pitchfork_multiplicity(geometry: str, mode: int) -> int:
+    """The multiplicity of the uniform state's zero eigenvalue at the pitchfork of mode
+    ``mode``: 2 on S^1 (cos, sin), ``2l + 1`` on S^2, 1 on the zonal geometry (its
+    states hold one harmonic of each degree)."""
+    return {"circle": 2, "sphere": 2 * mode + 1}.get(geometry, 1)
+
+
 def pitchfork_check(plan: dict, cfg: dict, pitchforks: list[dict]) -> tuple[bool, str]:
     """The pitchforks found against the closed form (module docstring): (ok, message)."""
     b = cfg["bifurcation"]
     parameter = plan["parameter"]
     problems, found = [], {}
     for p in pitchforks:
-        expected = 2 if plan["geometry"] == "circle" else 2 * p["mode"] + 1
+        expected = pitchfork_multiplicity(plan["geometry"], p["mode"])
         target = p["kappa"] if parameter == "kappa" else plan["kappa"]
         rel = abs(p["analytic"] - target) / abs(target) if p["mode"] else math.inf
         found.setdefault(p["mode"], p)
@@ -309,13 +324,13 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     problem = ShedBranch(disc, parameter, mode)
     dense = problem.system.size + 1 <= DENSE_UP_TO
     record = _BranchRecord(problem, mode, b["stride"], dense)
-    ds = b["ds"]
+    ds, unit = b["ds"], problem.lam_scale  # (the continuation's parameter: lam / unit)
     branch = switch_branch(
-        problem.residual, problem.uniform * problem.scale, lam_c,
-        problem.direction(sign) * problem.scale, h=SWITCH_H, jvp_x=problem.jvp_x,
+        problem.residual, problem.start(), lam_c / unit, problem.direction(sign),
+        h=SWITCH_H, jvp_x=problem.jvp_x,
         dF_dlam=problem.dF_dkappa if parameter == "kappa" else None, tol=b["tolerance"],
         ds=ds, ds_min=ds * DS_MIN_FACTOR, ds_max=b["ds_max"],
-        lam_bounds=(b["start"], b["stop"]), max_points=b["points"],
+        lam_bounds=(b["start"] / unit, b["stop"] / unit), max_points=b["points"],
         eigenvalues=record.eigenvalues, eig_tol=EIG_TOL, precondition=problem.precondition,
         # (a Jacobian formed in one batched call is formed anew at each point; one made
         # of products is refined first: the continuation's default)
@@ -326,7 +341,7 @@ def mode_branch(disc, cfg: dict, plan: dict, pitchfork: dict | None, mode: int,
     special = _branch_specials(problem, plan, branch, mode)
     lam = np.array(record.points["lam"], dtype=float)
     transition, fold_lam = _transition(lam, lam_c, pitchfork, special)
-    message = branch.message
+    message = record.stopped or branch.message
     if branch.status == "failed":
         message = f"Newton failed on the branch of mode {mode}: {branch.message}"
     return {"kind": "mode", "mode": mode, "sign": sign, "lam": lam,
@@ -346,25 +361,28 @@ class _BranchRecord:
             "lam", "order_parameter", "amplitude", "free_energy", "stable", "leading")}
         self.saved: list[tuple[int, np.ndarray]] = []
         self.last: dict[str, Any] = {}
+        self.stopped = ""  # why the branch stopped early (zonal: representable)
 
     def eigenvalues(self, y: np.ndarray, lam: float) -> np.ndarray:
         problem = self.problem
-        set_parameter(problem.disc, problem.parameter, lam)
+        set_parameter(problem.disc, problem.parameter, problem.parameter_value(lam))
         # (the continuation's Jacobian is F' itself on the circle; on the sphere only its
         # axisymmetric block, and stability takes F' by blocks of each order m)
-        size = problem.view.size
-        block = (problem.bordered_jacobian(y, lam)[:size, :size]
+        block = (problem.system.state_jacobian(problem.bordered_jacobian(y, lam))
                  if self.dense and not problem.axisymmetric else None)
         stab = lin.stability(problem.disc, problem.state(y), count=EIG_COUNT,
                              jacobian=block)
         self.last["stability"] = stab
         return stab.eigenvalues
 
-    def callback(self, index: int, y: np.ndarray, lam: float) -> None:
+    def callback(self, index: int, y: np.ndarray, lam: float) -> bool:
         problem, points = self.problem, self.points
         disc = problem.disc
+        lam = problem.parameter_value(lam)
         set_parameter(disc, problem.parameter, lam)
         u = problem.state(y)
+        if disc.geometry == "zonal" and not self.representable(u, lam):
+            return True
         stab = self.last.get("stability")
         points["lam"].append(lam)
         points["order_parameter"].append(st.order_parameter(disc, u))
@@ -375,6 +393,30 @@ class _BranchRecord:
         if index % self.stride == 0:
             self.saved.append((index, disc.to_density(u)))
         self.last["point"] = (index, u)
+        return False
+
+    def representable(self, u: np.ndarray, lam: float) -> bool:
+        """Zonal: whether the state is carried by the band limit (its moments over the
+        top quarter of the degrees below ``TAIL_LIMIT``) and by double precision (the
+        residual's round-off floor below ``FLOOR_LIMIT``: the coefficients of a clustered
+        state grow like ``Q_l(1)``, ``stationary.residual_floor``); else the branch
+        stops here, ``self.stopped`` saying why."""
+        disc, parameter = self.problem.disc, self.problem.parameter
+        tail, floor = st.spectral_tail(disc, u), st.residual_floor(disc, u)
+        if tail <= TAIL_LIMIT and floor <= FLOOR_LIMIT:
+            return True
+        where = (f"stopped at {parameter} = {lam:.10g} (r = "
+                 f"{st.order_parameter(disc, u):.4g}): the state is ")
+        if tail > TAIL_LIMIT:
+            self.stopped = (where + f"not resolved: its moments reach {tail:.2g} over the "
+                            f"top quarter of the degrees (above {TAIL_LIMIT:g}); raise "
+                            "discretization.resolution")
+        else:
+            self.stopped = (where + "too concentrated for the Gegenbauer coefficients "
+                            f"in double precision at d = {disc.grid.dim}: the residual's "
+                            f"round-off floor is {floor:.2g} (above {FLOOR_LIMIT:g}; max "
+                            f"|c_l| = {np.max(np.abs(u)):.2g})")
+        return False
 
     def save_last(self) -> None:
         """The last point's state too, when the stride did not save it."""
@@ -405,9 +447,10 @@ def _branch_specials(problem: ShedBranch, plan: dict, branch, mode: int) -> list
     as special points."""
     special = []
     for s in branch.special:
-        set_parameter(problem.disc, problem.parameter, s.lam)
-        kappa, beta = kappa_beta(plan, problem.parameter, s.lam)
-        special.append({"type": s.kind, "lam": float(s.lam), "kappa": kappa, "beta": beta,
+        lam = problem.parameter_value(s.lam)
+        set_parameter(problem.disc, problem.parameter, lam)
+        kappa, beta = kappa_beta(plan, problem.parameter, lam)
+        special.append({"type": s.kind, "lam": lam, "kappa": kappa, "beta": beta,
                         "multiplicity": int(s.multiplicity), "mode": mode,
                         "order_parameter": st.order_parameter(problem.disc,
                                                               problem.state(s.x)),

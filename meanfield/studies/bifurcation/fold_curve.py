@@ -1,7 +1,7 @@
 """Two-parameter continuation of the fold of the mode-1 branch in (beta, kappa): the fold
 curve of the first-order (subcritical) transition and the tricritical beta where the
-transition changes type. Spectral S^1 and S^2 (axisymmetric states); written for either
-model, tested for USA (SA has no subcritical first bifurcation: ``docs/bifurcation.md``).
+transition changes type. Spectral S^1, S^2 (axisymmetric states) and zonal S^{d-1};
+written for either model, tested for USA (SA has no subcritical first bifurcation: ``docs/bifurcation.md``).
 
 The stationary states solve the bordered system ``G(z; beta, kappa) = 0`` of
 ``meanfield.studies.bifurcation.stationary.BorderedSystem`` (``z = (x, mu)``: the state's real
@@ -35,6 +35,7 @@ it passes turning points of the curve). The pieces and their accuracy:
   axisymmetric states, ``RealView(axisymmetric=True)``, mass condition only), as in
   ``branches.mode_branch``: ``2(L + 2) + 1`` unknowns, so the continuation
   takes the dense chord corrector (L = 15: 2 s for the curve, against 12-25 s in all components).
+  On the zonal geometry the state is that subspace already (mass condition only).
 - Unknowns: ``z`` is scaled so that the mean coefficient is 1 (as in
   ``branches.mode_branch``), ``phi`` has ``<l, phi> = 1`` with ``|l| = 1``, so the
   arclength weighs state, null vector, kappa and beta alike.
@@ -126,10 +127,13 @@ class FoldCurve:
 def signed_amplitude(disc, u: np.ndarray) -> float:
     """The order parameter with the sign of the phase: ``Re c_1 / c_0`` on S^1, ``sqrt(4
     pi / 3) a_10 / (sqrt(4 pi) a_00)`` on S^2 (states aligned as the phase conditions
-    say: the first coefficient real, the dipole on the z axis)."""
+    say: the first coefficient real, the dipole on the z axis), ``c_1 / (sqrt(d) c_0)``
+    on the zonal geometry (``int t dmu``)."""
     u = np.asarray(u)
     if disc.geometry == "circle":
         return float(u[1].real / u[0].real)
+    if disc.geometry == "zonal":
+        return float(u[1] / (math.sqrt(disc.grid.dim) * u[0]))
     grid = disc.grid
     return float(math.sqrt(1.0 / 3.0) * u[grid.index(1, 0)].real / u[0].real)
 
@@ -162,7 +166,7 @@ class _FoldSystem:
         """``d(G_z v)/dkappa`` (and ``dG/dkappa`` for ``v = z``): ``-(linear / kappa) v``."""
         sys = self.system
         f = sys.view.to_real(-self.disc.linear * sys.state(v) / kappa)
-        return np.concatenate([f, np.zeros(sys.p)])
+        return np.concatenate([sys.rows * f, np.zeros(sys.p)])
 
     def residual(self, x: np.ndarray, beta: float) -> np.ndarray:
         z, phi, kappa = self.split(x)
@@ -224,12 +228,14 @@ def _start(disc, beta0: float, fold_state, kappa0: float) -> tuple[Any, np.ndarr
         raise ValueError(f"the start is not a state of the mode-1 branch: its lowest mode "
                          f"is {mode} (0: uniform)")
     u0 = ss.align(disc, u0)
-    # S^2: the axisymmetric subspace (as branches.mode_branch), no phase condition
+    # S^2: the axisymmetric subspace (as branches.mode_branch), no phase condition; the
+    # zonal geometry is that subspace already
     axisymmetric = disc.geometry == "sphere"
     view = ss.RealView(disc, u0, axisymmetric=axisymmetric)
     x0 = view.to_real(u0)
     x0[view.constant] /= view.mass(x0)
-    system = st.BorderedSystem(disc, view, view.to_state(x0), 0 if axisymmetric else mode)
+    system = st.BorderedSystem(disc, view, view.to_state(x0),
+                               0 if axisymmetric or disc.geometry == "zonal" else mode)
     scale = 1.0 / float(x0[view.constant])
     return system, np.concatenate([x0, np.zeros(system.p)]), scale
 
@@ -241,8 +247,8 @@ def fold_curve(disc, beta0: float, fold_state, kappa0: float, *, beta_stop: floa
     """Continue the fold of the mode-1 branch from ``(beta0, kappa0)`` to ``beta_stop``.
 
     Args:
-        disc: a spectral circle or sphere discretization that carries the betas of the
-            range (its parameters are changed).
+        disc: a spectral circle, sphere or zonal discretization that carries the betas
+            of the range (its parameters are changed).
         beta0: beta of the start.
         fold_state: the state (coefficients or grid values) at the fold (``locate_fold``).
         kappa0: the fold's kappa at ``beta0``.
@@ -265,7 +271,7 @@ def fold_curve(disc, beta0: float, fold_state, kappa0: float, *, beta_stop: floa
         ValueError: a start that is not a mode-1 stationary state or not a fold (the
             message says how far: ``||G||``, or the fold's kappa found from it), bad
             numbers.
-        ConfigError: not a spectral circle/sphere discretization, a beta beyond its
+        ConfigError: not a spectral circle/sphere/zonal discretization, a beta beyond its
             resolution.
     """
     from solvers.nonlinear.continuation import continue_branch
@@ -420,7 +426,8 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
     ss.check_spectral(disc)
     geometry, normalized = disc.geometry, disc.model.normalized
     value = getattr(disc.model, "value", 1.0)
-    kappa_c = lin.critical_kappa(geometry, float(beta), normalized, 1, value)
+    kappa_c = lin.critical_kappa(geometry, float(beta), normalized, 1, value,
+                                 lin.disc_dim(disc))
     if not math.isfinite(kappa_c):
         return math.nan, None, (f"no fold at beta = {beta:g}: no pitchfork (value = "
                                 f"{value:g}, V = c I with c <= 0: the uniform state is "
@@ -434,16 +441,17 @@ def locate_fold(disc, beta: float, *, kappa_min: float | None = None, ds: float 
         return len(seen) >= 3 and seen[-1] > seen[-2] and min(seen) < seen[0]
 
     low = kappa_c / 4 if kappa_min is None else float(kappa_min)
-    branch = switch_branch(problem.residual, problem.uniform * problem.scale, kappa_c,
+    unit = problem.lam_scale  # (the continuation's parameter is kappa / unit)
+    branch = switch_branch(problem.residual, problem.start(), kappa_c / unit,
                            problem.direction(1), h=SWITCH_H, jvp_x=problem.jvp_x,
                            dF_dlam=problem.dF_dkappa, tol=tol, ds=ds, ds_min=ds * 1e-4,
-                           ds_max=ds_max, lam_bounds=(low, 2 * kappa_c),
+                           ds_max=ds_max, lam_bounds=(low / unit, 2 * kappa_c / unit),
                            max_points=points, precondition=problem.precondition,
                            callback=callback)
     folds = [s for s in branch.special if s.kind == "fold" and s.located]
     if not folds:
         return math.nan, None, (f"no fold on the mode-1 branch at beta = {beta:g}: "
                                 f"{branch.status}, {branch.message}")
-    s = folds[0]
-    set_parameter(disc, "kappa", s.lam)
-    return float(s.lam), problem.state(s.x), f"fold at kappa = {s.lam:.12g}"
+    kappa = problem.parameter_value(folds[0].lam)
+    set_parameter(disc, "kappa", kappa)
+    return kappa, problem.state(folds[0].x), f"fold at kappa = {kappa:.12g}"

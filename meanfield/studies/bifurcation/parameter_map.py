@@ -14,7 +14,8 @@ from its pitchfork. What is kept per beta (dim ``beta``):
   bistability (the uniform state and the non-uniform one both stable) lies between it and
   kappa_c;
 - ``map_maxwell_kappa``: where the non-uniform branch's free energy crosses the uniform
-  state's, ``-log|S| / kappa`` (first order: the thermodynamic transition, between the
+  state's, ``-log|S| / kappa`` (``|S| = 2 pi``, ``4 pi``, 1 on the zonal geometry's
+  normalized measure; first order: the thermodynamic transition, between the
   fold and kappa_c; linear interpolation between branch points, NaN if none);
 - on dims ``(beta, kappa)`` (kappa the uniform branch's points): ``map_order_parameter``,
   the order parameter of the stable non-uniform state of mode 1 where there is one
@@ -62,6 +63,7 @@ from meanfield.studies.bifurcation.plan import (
     check_bifurcation_config,
     finished_with_problems,
 )
+from meanfield.studies.bifurcation.stationary_linear import area
 from meanfield.studies.dataset import assemble, model_name, variable
 
 _SCALARS = ("critical_kappa", "analytic_kappa", "fold_kappa", "maxwell_kappa")
@@ -111,8 +113,7 @@ def map_point(cfg: dict, beta: float) -> dict:
         out["fold_kappa"] = branch["fold_lam"]
     bk, r = branch["kappa"], branch["order_parameter"]
     if bk.size:
-        area = 2 * math.pi if plan["geometry"] == "circle" else 4 * math.pi
-        gap = branch["free_energy"] + math.log(area) / bk  # F(branch) - F(uniform)
+        gap = branch["free_energy"] + math.log(area(plan["geometry"])) / bk  # F - F(uniform)
         change = np.flatnonzero(np.sign(gap[:-1]) * np.sign(gap[1:]) < 0)
         if change.size and branch["transition"] == "subcritical":
             i = int(change[0])
@@ -145,7 +146,9 @@ def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
 
     b, m = cfg["bifurcation"], cfg["model"]
     betas = map_betas(cfg)[:len(done)]
-    exact = landau.tricritical_beta(cfg["domain"]["geometry"], bool(m["normalized"]))
+    geometry = cfg["domain"]["geometry"]
+    exact = landau.tricritical_beta(geometry, bool(m["normalized"]),
+                                    cfg["domain"]["dim"] if geometry == "zonal" else None)
     out: dict[str, Any] = {"beta": np.zeros(0), "kappa": np.zeros(0),
                            "order_parameter": np.zeros(0), "tricritical_beta": math.nan,
                            "tricritical_beta_landau": math.nan if exact is None else exact,
@@ -214,10 +217,15 @@ def map_dataset(cfg: dict, done: list[dict], info: dict,
                  "fold_curve_status": fold["status"], "fold_curve_message": fold["message"]}
     model = model_name(cfg["model"]["normalized"])
     value = model_value(cfg)
-    attrs = {"title": f"first bifurcation of {model} on the {cfg['domain']['geometry']} "
+    geometry = cfg["domain"]["geometry"]
+    dim = cfg["domain"]["dim"] if geometry == "zonal" else None
+    where = (f"zonal S^{dim - 1} (d = {dim})" if dim is not None else f"the {geometry}")
+    attrs = {"title": f"first bifurcation of {model} on {where} "
                       "over (beta, kappa)" + ("" if value == 1 else f", V = {value:g} I"),
-             "geometry": cfg["domain"]["geometry"], "mode": "map", "model": model,
+             "geometry": geometry, "mode": "map", "model": model,
              "parameter": "kappa", "value": value, **extra}
+    if dim is not None:
+        attrs["dim"] = int(dim)
     return assemble(data, {"beta": ("beta", betas), "kappa": ("kappa", kappa[:nk])},
                     attrs, info)
 

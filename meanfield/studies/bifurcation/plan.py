@@ -5,8 +5,9 @@ start of the range, and the rule that turns the problems found into the run's ou
 
 The plan is a dict: ``geometry``, ``parameter`` ("kappa" | "beta"), ``normalized``,
 ``branches`` (the (mode, sign) of the mode branches), ``value`` (the c of ``V = c I``),
-``critical_kappa`` (per mode) and either ``beta`` (parameter kappa) or ``kappa`` and
-``critical_beta`` (parameter beta). ``meanfield.studies.bifurcation.study`` and
+``critical_kappa`` (per mode), ``dim`` (the d of a zonal S^{d-1}, None on S^1 and S^2)
+and either ``beta`` (parameter kappa) or ``kappa`` and ``critical_beta`` (parameter
+beta). ``meanfield.studies.bifurcation.study`` and
 ``meanfield.studies.bifurcation.parameter_map`` both read it, and import it from here.
 """
 from __future__ import annotations
@@ -40,47 +41,59 @@ def check_bifurcation_config(cfg: dict) -> dict:
         raise ConfigError(f"bifurcation.stop = {b['stop']:g}: the USA velocity overflows "
                           f"beyond beta = {cfgmod.MAX_USA_BETA:g}", "bifurcation.stop")
     top_beta = b["stop"] if parameter == "beta" else m["beta"]
+    dim = int(cfg["domain"]["dim"]) if geometry == "zonal" else None
     cls = Discretization.from_name(geometry, "spectral")
-    if not cls.resolves(cfg["discretization"]["resolution"], top_beta):
+    if not cls.resolves(cfg["discretization"]["resolution"], top_beta, dim):
         raise ConfigError(f"discretization.resolution = {cfg['discretization']['resolution']}"
                           f" is too small for beta = {top_beta:g}: the kernel needs "
-                          f">= {cls.needed_resolution(top_beta)}", "discretization.resolution")
-    signs = []
-    for k in range(1, b["modes"] + 1):
-        # S^2, even degree: P_l and -P_l are different states (no rotation maps one to
-        # the other), two branches; otherwise one (on S^1 a rotation by pi/k flips c_k,
-        # on S^2 an odd P_l is flipped by z -> -z).
-        both = geometry == "sphere" and k % 2 == 0
-        signs += [(k, 1), (k, -1)] if both else [(k, 1)]
+                          f">= {cls.needed_resolution(top_beta, dim)}",
+                          "discretization.resolution")
     value = model_value(cfg)
     plan: dict[str, Any] = {"geometry": geometry, "parameter": parameter,
-                            "normalized": bool(m["normalized"]), "branches": signs,
-                            "value": value}
+                            "normalized": bool(m["normalized"]),
+                            "branches": branch_signs(geometry, b["modes"], dim),
+                            "value": value, "dim": dim}
     if parameter == "kappa":
         plan["beta"] = float(m["beta"])
         plan["critical_kappa"] = [lin.critical_kappa(geometry, m["beta"], m["normalized"],
-                                                     k, value)
+                                                     k, value, dim)
                                   for k in range(1, b["modes"] + 1)]
     else:
         plan["kappa"] = float(m["kappa"])
         plan["critical_beta"] = [analytic_critical_beta(geometry, m["kappa"],
                                                         m["normalized"], k, b["start"],
-                                                        b["stop"], value)
+                                                        b["stop"], value, dim)
                                  for k in range(1, b["modes"] + 1)]
         plan["critical_kappa"] = [m["kappa"] if math.isfinite(x) else math.nan
                                   for x in plan["critical_beta"]]
     return plan
 
 
+def branch_signs(geometry: str, modes: int, dim: int | None = None
+                 ) -> list[tuple[int, int]]:
+    """The (mode, sign) of the branches shed at modes 1..``modes``: two for an even
+    degree on S^2 and on a zonal S^{d-1} with d >= 3 (``P_l`` and ``-P_l`` are different
+    states: no rotation maps one to the other, and the reflection ``t -> -t`` keeps an
+    even ``P_l``), one otherwise (on S^1 a rotation by pi/k flips c_k, and on the zonal
+    S^1, d = 2, it keeps the even states of a k-fold symmetric branch; an odd ``P_l`` is
+    flipped by ``t -> -t``)."""
+    signs = []
+    for k in range(1, modes + 1):
+        both = k % 2 == 0 and (geometry == "sphere" or (geometry == "zonal" and dim > 2))
+        signs += [(k, 1), (k, -1)] if both else [(k, 1)]
+    return signs
+
+
 def analytic_critical_beta(geometry: str, kappa: float, normalized: bool, mode: int,
-                           start: float, stop: float, value: float = 1.0) -> float:
+                           start: float, stop: float, value: float = 1.0,
+                           dim: int | None = None) -> float:
     """The beta in ``[start, stop]`` where ``critical_kappa(beta) = kappa`` (brentq on a
     grid of 64 intervals; the first root), NaN if none (always for ``value <= 0``)."""
     if value <= 0:
         return math.nan
 
     def gap(beta: float) -> float:
-        return value * lin.attraction_coefficient(geometry, beta, normalized, mode) \
+        return value * lin.attraction_coefficient(geometry, beta, normalized, mode, dim) \
             - 1 / kappa
 
     grid = np.linspace(start, stop, 65)

@@ -323,8 +323,9 @@ def _dataset(cfg: dict, plan: ScanPlan, table: dict) -> xr.Dataset:
     unsteady = sum(1 for s in sweeps for i in range(n)
                    if not math.isfinite(table[s, i]["steady_time"]))
     value = model_value(cfg)
-    kc = (critical_kappa(cfg["domain"]["geometry"], float(m["beta"]), m["normalized"], 1,
-                         value)
+    geometry = cfg["domain"]["geometry"]
+    dim = int(cfg["domain"]["dim"]) if geometry == "zonal" else None
+    kc = (critical_kappa(geometry, float(m["beta"]), m["normalized"], 1, value, dim)
           if plan.parameter == "kappa" else math.nan)
     summary = (f"{len(sweeps) * n} states; {unsteady} did not reach ||F|| < "
                f"{plan.tolerance:g} by t = {plan.t_max:g}; "
@@ -335,7 +336,7 @@ def _dataset(cfg: dict, plan: ScanPlan, table: dict) -> xr.Dataset:
              "polish_tolerance": plan.polish_tol, "scan_t_max": plan.t_max,
              "bistable_low": float(flagged.min()) if flagged.size else math.nan,
              "bistable_high": float(flagged.max()) if flagged.size else math.nan,
-             }
+             **({} if dim is None else {"dim": dim})}
     ds = assemble(data, {"sweep": list(sweeps), "value": values, "kappa": ("value", kappa),
                          "beta": ("value", beta)}, attrs, {})
     stamp(ds, "bifurcation", cfg, 0, "; ".join([summary, *messages]))

@@ -13,13 +13,17 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import SolverError
 from meanfield.studies.bifurcation.scan_plan import STARTS, ScanPlan
-from meanfield.studies.bifurcation.spectral_state import RealView, check_spectral
+from meanfield.studies.bifurcation.spectral_state import (
+    RealView,
+    check_spectral,
+    moment_weights,
+)
 from meanfield.studies.bifurcation.stationary import order_parameter, stationary_state
-from meanfield.studies.bifurcation.stationary_linear import stability
+from meanfield.studies.bifurcation.stationary_linear import area, stability
 from meanfield.studies.bifurcation.steady_state import steady_state
 
 PERTURBATION = 1e-3  # relative amplitude of the mode-1 perturbation of the uniform start
-CONCENTRATION = 5.0  # of the clustered start
+CONCENTRATION = 5.0  # of the clustered start on S^1 and S^2 (S^{d-1}: times d/3 for d > 3)
 UNIFORM_SNAP = 1e-6  # modes below this fraction of the mean: polished from the uniform
 AUTO_DT = 0.1  # the fixed step of time.dt = "auto" (halved on failure)
 HALVINGS = 6
@@ -30,15 +34,22 @@ def _start_state(disc, name: str) -> np.ndarray:
     the grid as it is (not checked for resolution like an ``[initial]`` table: it is only
     a start, and its truncated modes are never seen by the steady state)."""
     if name == "uniform":
-        initial = ({"kind": "perturbed", "mode": 1, "amplitude": PERTURBATION}
-                   if disc.geometry == "circle" else
-                   {"kind": "perturbed", "degree": 1, "order": 0, "amplitude": PERTURBATION})
-        dim = 2 if disc.geometry == "circle" else 3
+        initial = {"circle": {"kind": "perturbed", "mode": 1, "amplitude": PERTURBATION},
+                   "sphere": {"kind": "perturbed", "degree": 1, "order": 0,
+                              "amplitude": PERTURBATION},
+                   "zonal": {"kind": "perturbed", "degree": 1, "amplitude": PERTURBATION},
+                   }[disc.geometry]
+        dim = {"circle": 2, "sphere": 3}.get(disc.geometry, getattr(disc, "dim", 3))
         initial = cfgmod.validate_initial(initial, disc.geometry, dim)
         return np.asarray(disc.to_state(disc.initial_density(initial)))
     grid = disc.grid
-    axis = grid.points[..., 0] if disc.geometry == "circle" else grid.points[..., -1]
-    rho = np.exp(CONCENTRATION * (axis - 1.0))  # about theta = 0 / +z
+    # about theta = 0 (S^1, and t = <x, e> = 1 on the zonal geometry) or +z (S^2); in
+    # dimension d a von Mises-Fisher density of concentration c has r ~ c/d for c << d,
+    # so the zonal start's c grows with d (r = 0.80 at d = 3, 0.76 at d = 8, 0.75 at 64)
+    axis = grid.points[..., -1] if disc.geometry == "sphere" else grid.points[..., 0]
+    concentration = CONCENTRATION * max(1.0, getattr(disc, "dim", 3) / 3) \
+        if disc.geometry == "zonal" else CONCENTRATION
+    rho = np.exp(concentration * (axis - 1.0))
     rho = rho / float(grid.integrate(rho))
     return np.asarray(disc.to_state(rho))
 
@@ -61,16 +72,20 @@ def _kicked(disc, u: np.ndarray, kick: np.ndarray) -> np.ndarray:
 
 
 def _uniform_value(disc) -> float:
-    return 1 / (2 * math.pi) if disc.geometry == "circle" else 1 / (4 * math.pi)
+    return 1 / area(disc.geometry)
 
 
 def spectrum_signature(disc, u: np.ndarray) -> np.ndarray:
     """A rotation-invariant description of a state, relative to its mean coefficient:
-    ``|c_k|`` (S^1) or the root power per degree (S^2)."""
+    ``|c_k|`` (S^1), the root power per degree (S^2), the moments ``|<P_l>| = |c_l| /
+    (Q_l(1) c_0)`` on the zonal geometry (its only symmetry, ``t -> -t``, keeps them; the
+    coefficients themselves grow with d like ``Q_l(1)``, and so does their round-off)."""
     u = np.asarray(u)
     mean = abs(u.flat[0])
     if disc.geometry == "circle":
         return np.abs(u) / mean
+    if disc.geometry == "zonal":
+        return np.abs(u) * moment_weights(disc.grid.dim, u.size - 1) / mean
     grid = disc.grid
     weight = np.where(grid.m == 0, 1.0, 2.0)  # (m > 0 stands for +-m)
     power = np.bincount(grid.l, weights=weight * np.abs(u) ** 2, minlength=grid.lmax + 1)

@@ -121,8 +121,10 @@ def scan_plan(cfg: dict) -> ScanPlan:
     cfgmod.check_pde_dim(cfg)
     # the resolution must carry the kernel at the largest beta (before any work)
     top_beta = stop if parameter == "beta" else cfg["model"]["beta"]
-    Discretization.from_name(cfg["domain"]["geometry"], "spectral").check_resolution(
-        cfg["discretization"]["resolution"], top_beta)
+    geometry = cfg["domain"]["geometry"]
+    Discretization.from_name(geometry, "spectral").check_resolution(
+        cfg["discretization"]["resolution"], top_beta,
+        cfg["domain"]["dim"] if geometry == "zonal" else None)
     values = tuple(float(v) for v in np.linspace(start, stop, num))
     dt = cfg["time"]["dt"]
     return ScanPlan(parameter, values, tuple(starts), t_max, tolerance,

@@ -1,9 +1,15 @@
-"""Spectral states of S^1 and S^2 as the stationary-state solvers see them: the real
-components that change the density (``RealView``), the lowest mode a state carries, the
-rotations that act on it and the phase conditions that fix its orientation (``align``).
+"""Spectral states of S^1, S^2 and zonal densities of S^{d-1} as the stationary-state
+solvers see them: the real components that change the density (``RealView``), the lowest
+mode a state carries, the rotations that act on it and the phase conditions that fix its
+orientation (``align``).
 
 Spectral states are the complex coefficients of a real density: Fourier coefficients
-``c_k`` on S^1, the packed ``m >= 0`` spherical-harmonic coefficients ``a_lm`` on S^2.
+``c_k`` on S^1, the packed ``m >= 0`` spherical-harmonic coefficients ``a_lm`` on S^2; on
+the zonal geometry (``domain.geometry = "zonal"``) the real coefficients ``c_l`` of the
+orthonormal Gegenbauer polynomials ``Q_l(<x, e>)``. The zonal states are an invariant
+subspace of the PDE on S^{d-1} on which no rotation acts (those about e leave them alone,
+the others leave the subspace): they need no phase condition, and the only symmetry left
+is the reflection ``t -> -t`` (``c_l -> (-1)^l c_l``), which ``align`` uses.
 ``F`` commutes with rotations, so a stationary state comes with its whole orbit; the
 bordered system of ``meanfield.studies.bifurcation.stationary`` fixes one member of it by
 the phase conditions that ``phase_positions`` names (module docstring there), bordered with
@@ -11,6 +17,7 @@ the ``rotation_generators`` of the guess.
 """
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 
@@ -21,6 +28,7 @@ from meanfield.errors import ConfigError
 # A mode (degree) whose coefficients stay below this fraction of the mean coefficient is
 # absent: a state with none above it is uniform (no phase condition).
 UNIFORM_RTOL = 1e-8
+SMALLEST_MOMENT_WEIGHT = 1e-150  # (moment_weights)
 
 
 # --- the real components of a spectral state ---------------------------------------------
@@ -121,18 +129,55 @@ class RealView:
 
 
 # --- geometry: modes, phase conditions, rotation generators -----------------------------
+GEOMETRIES = ("circle", "sphere", "zonal")
+
+
 def check_spectral(disc) -> None:
-    if getattr(disc, "method", None) != "spectral" or disc.geometry not in ("circle",
-                                                                             "sphere"):
+    if getattr(disc, "method", None) != "spectral" or disc.geometry not in GEOMETRIES:
         raise ConfigError(
-            "stationary states need discretization.method = 'spectral' on the circle or "
-            f"the sphere, not {getattr(disc, 'method', None)!r} on "
+            "stationary states need discretization.method = 'spectral' on the circle, "
+            f"the sphere or the zonal geometry, not {getattr(disc, 'method', None)!r} on "
             f"{getattr(disc, 'geometry', None)!r}", "discretization.method")
 
 
 def degrees(disc) -> np.ndarray:
-    """The Fourier mode (circle) or degree (sphere) of each state coefficient."""
+    """The Fourier mode (circle) or degree (sphere, zonal) of each state coefficient."""
     return disc.grid.k if disc.geometry == "circle" else disc.grid.l
+
+
+def zonal_peak(dim: int, degree: int) -> float:
+    """``Q_l(1)``: the orthonormal Gegenbauer polynomial of S^{dim-1} at the pole (the
+    square root of the dimension of the degree-l harmonics; ``Q_1(1) = sqrt(d)``), so
+    that ``P_l = Q_l / Q_l(1)`` has ``P_l(1) = 1 = max |P_l|``."""
+    from solvers.transforms.gegenbauer import table
+
+    return float(table(int(degree), int(dim), np.ones(1))[int(degree), 0])
+
+
+def moment_weights(dim: int, lmax: int) -> np.ndarray:
+    """``1/Q_l(1)`` for l = 0..lmax (``_moment_weights``; cached, read-only)."""
+    return _moment_weights(int(dim), int(lmax))
+
+
+@functools.lru_cache(maxsize=64)
+def _moment_weights(dim: int, lmax: int) -> np.ndarray:
+    """``1/Q_l(1)`` for l = 0..lmax: ``c_l / Q_l(1) = int P_l dsigma`` turns the
+    Gegenbauer coefficients of a zonal density into its moments (in [-1, 1] for a
+    probability). From ``log Q_l(1)^2 = log N_l``, ``N_l = (2l + d - 2)/(l + d - 2) C(l +
+    d - 2, l)`` the dimension of the degree-l harmonics of S^{d-1} (``N_l = 2`` for l >= 1
+    at d = 2), bounded below by ``SMALLEST_MOMENT_WEIGHT`` (``Q_l(1)`` overflows for
+    degrees in the hundreds at d in the thousands)."""
+    from scipy.special import gammaln
+
+    l = np.arange(1, lmax + 1, dtype=float)
+    if dim == 2:
+        log_n = np.full(lmax, math.log(2.0))
+    else:
+        log_n = (np.log((2 * l + dim - 2) / (l + dim - 2)) + gammaln(l + dim - 1)
+                 - gammaln(l + 1) - gammaln(dim - 1))
+    out = np.maximum(np.concatenate([[1.0], np.exp(-0.5 * log_n)]), SMALLEST_MOMENT_WEIGHT)
+    out.flags.writeable = False
+    return out
 
 
 def lowest_mode(disc, u: np.ndarray) -> int:
@@ -154,8 +199,11 @@ def rotation_generators(disc, u: np.ndarray) -> list[np.ndarray]:
     ``i L_x`` and ``i L_y`` with ``L_+- = L_x +- i L_y``, ``L_+- Y_lm = sqrt((l -+ m)(l +- m
     + 1)) Y_{l,m+-1}`` (Condon-Shortley phase, as ``solvers.transforms.sht``), on the
     packed ``m >= 0`` coefficients of a real field (``a_{l,-1} = -conj(a_l1)``). Both are
-    real fields: ``i L_x = i (L_+ + L_-)/2``, ``i L_y = (L_+ - L_-)/2``.
+    real fields: ``i L_x = i (L_+ + L_-)/2``, ``i L_y = (L_+ - L_-)/2``. Zonal: none (no
+    rotation keeps a zonal state zonal but those about e, which leave it alone).
     """
+    if disc.geometry == "zonal":
+        return []
     if disc.geometry == "circle":
         return [1j * disc.grid.k * u]
     grid = disc.grid
@@ -175,7 +223,10 @@ def rotation_generators(disc, u: np.ndarray) -> list[np.ndarray]:
 
 
 def phase_positions(disc, mode: int) -> list[tuple[int, bool]]:
-    """The components (position, imaginary?) that the phase conditions set to zero."""
+    """The components (position, imaginary?) that the phase conditions set to zero
+    (none on the zonal geometry)."""
+    if disc.geometry == "zonal":
+        return []
     if disc.geometry == "circle":
         return [(mode, True)]
     position = int(disc.grid.index(mode, 1))
@@ -187,7 +238,16 @@ def align(disc, u: np.ndarray) -> np.ndarray:
 
     S^1: ``c_{k*}`` real and positive. S^2 with a dipole: the mean direction to +z
     (``ducc0.sht.rotate_alm``, exact for band-limited fields); without one, unchanged.
+    Zonal (real coefficients): an odd lowest degree with a negative coefficient is made
+    positive by the reflection ``t -> -t`` (``c_l -> (-1)^l c_l``, exact); so a cluster
+    sits at ``t = 1``.
     """
+    if disc.geometry == "zonal":
+        u = np.array(u, dtype=float)
+        mode = lowest_mode(disc, u)
+        if mode % 2 == 1 and u[mode] < 0:
+            u[1::2] = -u[1::2]
+        return u
     u = np.array(u, dtype=complex)
     mode = lowest_mode(disc, u)
     if mode == 0:

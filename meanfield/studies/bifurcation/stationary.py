@@ -1,5 +1,5 @@
 """Stationary states of the noisy Fokker-Planck equation and their linear stability
-(spectral discretizations of S^1 and S^2).
+(spectral discretizations of S^1, S^2 and zonal densities of S^{d-1}).
 
 A stationary state solves ``F(u) = 0`` for the parameterised residual of the
 discretization (``disc.residual``, docs/architecture.md) at its ``(beta, kappa)`` (and its
@@ -37,6 +37,11 @@ Phase conditions (only for a state that is not uniform):
   axisymmetric keeps a zero mode of the z rotation: ``stability`` reports one more zero
   mode than the two expected.
 
+- Zonal (S^{d-1}, the real Gegenbauer coefficients): no phase condition. No rotation
+  acts within the zonal states (``spectral_state``), so the bordered system is the mass
+  condition alone and is regular at a zonal state that is not degenerate; a guess whose
+  lowest degree is odd is reflected (``t -> -t``) so that its coefficient is positive.
+
 Uniform states (no mode ``k >= 1`` / degree ``l >= 1`` above
 ``spectral_state.UNIFORM_RTOL`` of the mean) take the mass condition only.
 
@@ -69,10 +74,16 @@ from meanfield.studies.bifurcation.spectral_state import (
     as_state,
     check_spectral,
     lowest_mode,
+    moment_weights,
     phase_positions,
     rotation_generators,
+    zonal_peak,
 )
 
+# The zonal residual's round-off floor (residual_floor): measured at the state moved by
+# this many ulps; BorderedSystem takes components within FLOOR_MARGIN of it as zero.
+FLOOR_ULPS = 4.0
+FLOOR_MARGIN = 8.0
 # |mu_i| ||b_i|| above this multiple of the tolerance: the bordered system was solved by
 # a state that is not stationary (the borders took up a residual).
 MU_FACTOR = 100.0
@@ -82,10 +93,13 @@ MU_FACTOR = 100.0
 def order_parameter(disc, u: np.ndarray) -> float:
     """``r = |int x dmu|`` of the probability measure of the state (mass normalised),
     from the degree-1 coefficients: S^1 ``2 pi |c_1| / mass``; S^2 ``sqrt(4 pi / 3)
-    |a_1|`` over the mass, ``|a_1|^2 = a_10^2 + 2 |a_11|^2`` (orthonormal harmonics)."""
+    |a_1|`` over the mass, ``|a_1|^2 = a_10^2 + 2 |a_11|^2`` (orthonormal harmonics);
+    zonal ``|c_1| / (sqrt(d) c_0)`` (``Q_1 = sqrt(d) t``, ``<t^2> = 1/d``)."""
     u = np.asarray(u)
     if disc.geometry == "circle":  # (int e^{i theta} rho = 2 pi conj(c_1), mass 2 pi c_0)
         return float(abs(u[1]) / u[0].real)
+    if disc.geometry == "zonal":
+        return mode_amplitude(disc, u, 1)
     grid = disc.grid
     a10, a11 = u[grid.index(1, 0)].real, u[grid.index(1, 1)]
     mass = math.sqrt(4 * math.pi) * u[0].real
@@ -97,17 +111,21 @@ def mode_amplitude(disc, u: np.ndarray, mode: int) -> float:
     state (mass normalised), invariant under rotations: S^1 ``|int e^{i k theta} dmu|
     = |c_k| / c_0``; S^2 ``sqrt(4 pi / (2 l + 1)) |a_l| / mass`` with ``|a_l|^2 = a_l0^2
     + 2 sum_{m >= 1} |a_lm|^2`` (orthonormal harmonics; for an axisymmetric state
-    ``|int P_l(cos theta) dmu|``). Mode 1 is the order parameter ``r``; it is the quantity
-    that measures the branch of a mode whose ``r`` is identically 0 (k >= 2 on S^1).
+    ``|int P_l(cos theta) dmu|``); zonal ``|int P_l(t) dmu| = |c_l| / (Q_l(1) c_0)``,
+    ``P_l = Q_l / Q_l(1)`` the Gegenbauer polynomial with ``P_l(1) = 1``. Mode 1 is the
+    order parameter ``r``; it is the quantity that measures the branch of a mode whose
+    ``r`` is identically 0 (k >= 2 on S^1).
 
     Args:
         disc: the spectral discretization.
         u: the state's coefficients.
-        mode: k (S^1) or l (S^2), >= 0 (0 gives 1).
+        mode: k (S^1) or l (S^2, zonal), >= 0 (0 gives 1).
     """
     u = np.asarray(u)
     if disc.geometry == "circle":
         return float(abs(u[mode]) / u[0].real)
+    if disc.geometry == "zonal":
+        return float(abs(u[mode]) / (zonal_peak(disc.grid.dim, mode) * u[0]))
     grid = disc.grid
     power = u[grid.index(mode, 0)].real ** 2 + 2 * sum(
         abs(u[grid.index(mode, m)]) ** 2 for m in range(1, mode + 1))
@@ -137,6 +155,12 @@ def zero_flux_defect(disc, u: np.ndarray) -> float:
         rho = disc.to_density(u).ravel()
         tangent = np.stack([-np.sin(grid.theta), np.cos(grid.theta)], axis=-1)
         grad = disc.to_density(1j * grid.k * u)[:, None] * tangent
+    elif disc.geometry == "zonal":
+        # (the points are t = <x, e>: the first component of the flux, the gradient of
+        # rho(t) being rho'(t) (e - t x), whose first component is rho'(t) (1 - t^2);
+        # velocity_at gives the same component of its velocity)
+        rho = disc.to_density(u)
+        grad = (grid.derivative(u) * (1 - grid.t**2))[:, None]
     else:
         from solvers.transforms.pointwise import sphere_synthesis_at
 
@@ -147,6 +171,36 @@ def zero_flux_defect(disc, u: np.ndarray) -> float:
     scale = max(float(np.max(np.abs(diffusive))), float(np.max(np.abs(rho))) / kappa)
     flux = rho[:, None] * disc.velocity_at(u, points) - diffusive
     return float(np.max(np.abs(flux)) / scale)
+
+
+def residual_floor(disc, u: np.ndarray, f: np.ndarray | None = None) -> float:
+    """Zonal: the round-off floor of ``F(u)`` in the moments' rows (``F_l / Q_l(1)``,
+    the time derivatives of the moments ``<P_l>``): the largest change of those rows when
+    ``u`` moves by ``FLOOR_ULPS`` ulps (a fixed sign pattern).
+
+    The coefficients of a clustered state grow with d like ``Q_l(1)`` (d = 64: 10^6 at
+    l = 29 for r = 0.69) and the transforms of ``F`` lose ``eps max_l |c_l|`` to
+    cancellation: at d = 64 the floor reaches Newton's default tolerance (5e-10 at r =
+    0.69, beta = 2) and grows fast with concentration (2e-6 at r = 0.82). ``F`` is
+    ``disc.residual(u)`` when given.
+    """
+    real = np.asarray(u, dtype=float)
+    rows = moment_weights(disc.grid.dim, real.size - 1)
+    f = np.asarray(disc.residual(real) if f is None else f)
+    jitter = np.random.default_rng(271828).choice([-1.0, 1.0], real.size)
+    other = np.asarray(disc.residual(real * (1.0 + FLOOR_ULPS * np.finfo(float).eps
+                                              * jitter)))
+    return float(np.max(np.abs(rows * (f - other))))
+
+
+def spectral_tail(disc, u: np.ndarray) -> float:
+    """Zonal: the largest moment ``|<P_l>| = |c_l| / (Q_l(1) c_0)`` over the top quarter
+    of the degrees (l > 3L/4): how far the state is from resolved (moments are at most
+    1)."""
+    real = np.asarray(u, dtype=float)
+    top = real.size - 1
+    moments = np.abs(real) * moment_weights(disc.grid.dim, top) / abs(real[0])
+    return float(np.max(moments[3 * top // 4 + 1:]))
 
 
 def free_energy(disc, u: np.ndarray) -> float:
@@ -174,11 +228,18 @@ class BorderedSystem:
             the critical mode).
         mode: the lowest mode (degree) of the phase conditions; 0: the mass only.
 
+    On the zonal geometry the rows of ``F`` are those of the moments, ``F_l / Q_l(1)``
+    (``rows``; ``residual``, ``jvp``, ``jacobian`` and ``precondition`` alike): the rows
+    of ``F`` itself grow with d like the coefficients (``Q_l(1)^2`` is 2079 for l = 2 at
+    d = 64), so that a tolerance on them would mean another thing in every d; and the
+    components of ``F`` within its round-off floor (``residual_floor``) count as zero.
+
     Attributes:
         border: the border directions, ``(view.size, p)`` (mass first).
         fixed: the components the phase conditions set to zero.
         p: the number of conditions (and multipliers).
         size: ``view.size + p``.
+        rows: the row scales of the state rows (1, or the zonal moment weights).
     """
 
     def __init__(self, disc, view: RealView, reference: np.ndarray, mode: int):
@@ -191,6 +252,8 @@ class BorderedSystem:
         self.border = np.column_stack(borders)  # (size, p)
         self.p = self.border.shape[1]
         self.size = view.size + self.p
+        self.rows = (moment_weights(disc.grid.dim, view.size - 1)
+                     if disc.geometry == "zonal" else np.ones(view.size))
         self._inverse_at: tuple[float, np.ndarray] | None = None
         self._units: np.ndarray | None = None
 
@@ -204,14 +267,22 @@ class BorderedSystem:
     def residual(self, z: np.ndarray) -> np.ndarray:
         view = self.view
         x, mu = z[: view.size], z[view.size:]
-        f = view.to_real(self.disc.residual(view.to_state(x))) + self.border @ mu
+        u = view.to_state(x)
+        f = view.to_real(self.disc.residual(u))
+        if self.disc.geometry == "zonal":
+            # (F with the components within its round-off floor set to 0: a state at
+            # its floor is as stationary as the arithmetic can tell; residual_floor)
+            floor = FLOOR_MARGIN * residual_floor(self.disc, u, f)
+            f = np.where(np.abs(self.rows * f) <= floor, 0.0, f)
+        f = self.rows * (f + self.border @ mu)
         return np.concatenate([f, self.conditions(x)])
 
     def jvp(self, z: np.ndarray, dz: np.ndarray) -> np.ndarray:
         view = self.view
         dx, dmu = dz[: view.size], dz[view.size:]
         f = view.to_real(self.disc.jvp(self.state(z), view.to_state(dx))) + self.border @ dmu
-        return np.concatenate([f, [view.unit_mass * dx[view.constant]], dx[self.fixed]])
+        return np.concatenate([self.rows * f, [view.unit_mass * dx[view.constant]],
+                               dx[self.fixed]])
 
     def jacobian(self, z: np.ndarray) -> np.ndarray:
         """The bordered Jacobian at ``z``, dense ``(size, size)``: the columns of
@@ -227,13 +298,20 @@ class BorderedSystem:
         out = np.zeros((self.size, self.size))
         out[: view.size, : view.size] = columns.real[:, view.used].T
         out[: view.size, view.size:] = self.border
+        out[: view.size] *= self.rows[:, None]
         out[view.size, view.constant] = view.unit_mass
         out[view.size + 1 + np.arange(len(self.fixed)), self.fixed] = 1.0
         return out
 
+    def state_jacobian(self, jacobian: np.ndarray) -> np.ndarray:
+        """``F'`` itself (the state rows and columns, the moment rows scaled back) from
+        a ``jacobian`` of this system: what ``stationary_linear.stability`` takes."""
+        size = self.view.size
+        return jacobian[:size, :size] / self.rows[:, None]
+
     def precondition(self, v: np.ndarray) -> np.ndarray:
         """The inverse diffusion where it is not zero (module docstring), at the current
-        kappa (rebuilt when it changes)."""
+        kappa (rebuilt when it changes), in the rows of ``residual``."""
         kappa = self.disc.parameters[1]
         if self._inverse_at is None or self._inverse_at[0] != kappa:
             view = self.view
@@ -242,6 +320,7 @@ class BorderedSystem:
             inverse = np.ones(self.size)
             nonzero = np.abs(diag) > 0
             inverse[: view.size][nonzero] = 1.0 / diag[nonzero]
+            inverse[: view.size] /= self.rows
             self._inverse_at = (kappa, inverse)
         return self._inverse_at[1] * v
 
@@ -253,7 +332,8 @@ class StationaryResult:
         state: the state (coefficients; ``disc.to_density`` gives the density), aligned
             as the phase conditions say.
         converged: Newton met the tolerance and the border multipliers vanish.
-        residual_norm: ``||F(state)||`` (2-norm over the real components).
+        residual_norm: ``||F(state)||`` (2-norm over the real components; on the zonal
+            geometry over the moments' rows, ``BorderedSystem``).
         iterations: Newton iterations.
         message: what happened (on failure, how far the guess was: ``||F(guess)||``).
         order_parameter: ``r = |int x dmu|``.
@@ -300,7 +380,7 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
 
     Raises:
         ValueError: ``tol <= 0`` or a guess of the wrong shape (before any work).
-        ConfigError: not a spectral circle or sphere discretization.
+        ConfigError: not a spectral circle, sphere or zonal discretization.
     """
     from solvers.nonlinear.newton import newton_krylov
 
@@ -311,7 +391,7 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
     view, x0, mode = _start(disc, guess, phase)
     system = BorderedSystem(disc, view, view.to_state(x0), mode)
     z0 = np.concatenate([x0, np.zeros(system.p)])
-    start = float(np.linalg.norm(view.to_real(disc.residual(view.to_state(x0)))))
+    start = float(np.linalg.norm(system.rows * view.to_real(disc.residual(view.to_state(x0)))))
     out = newton_krylov(system.residual, z0, jvp=system.jvp,
                         precondition=system.precondition, tol=tol, max_iter=max_iter)
     x, mu = out.x[: view.size], out.x[view.size:]
@@ -320,7 +400,7 @@ def stationary_state(disc, guess, *, tol: float = 1e-10, phase: bool = True,
         # The phase conditions hold to the tolerance; the exact rotation onto them (an
         # equivariance: ||F|| unchanged) leaves the orientation exact.
         u = np.asarray(align(disc, u), dtype=u.dtype)
-    f_norm = float(np.linalg.norm(view.to_real(disc.residual(u))))
+    f_norm = float(np.linalg.norm(system.rows * view.to_real(disc.residual(u))))
     scaled_mu = np.abs(mu) * np.linalg.norm(system.border, axis=0)
     converged, message = _verdict(disc, u, out, f_norm, scaled_mu, mu, start, tol)
     finite = bool(np.isfinite(x).all())

@@ -1,6 +1,7 @@
 """Linear theory of the stationary states of ``meanfield.studies.bifurcation.stationary``: their
 stability, the closed-form seeds of the branches that the uniform state sheds, and the
-exact stationary states of the noisy model at beta = 0 (references for the solver).
+exact stationary states of the noisy model at beta = 0 (references for the solver), on
+S^1, S^2 and the zonal densities of S^{d-1} (``geometry = "zonal"``, ``dim = d``).
 
 Stability (``stability``): the eigenvalues of ``F'(u)`` on the mass-preserving real
 components (the constant component left out: ``F`` maps into mean-zero densities, so
@@ -8,13 +9,17 @@ this removes the mass's zero eigenvalue exactly); the rotations' zero eigenvalue
 dropped as in ``meanfield.discretizations.spectrum`` (``|lambda| <= ZERO_RTOL`` times the
 spectral radius) and counted against what the symmetry predicts: one on S^1 for a
 non-uniform state, two on S^2 for an axisymmetric one (rotations about two axes through
-the equator), none for the uniform state.
+the equator), none for the uniform state. On the zonal geometry the state space holds
+only the zonal perturbations (the ``m = 0`` block of S^2, in every d): no rotation zero
+mode, and ``stable`` means stable against zonal perturbations.
 
 Seeds. Linear theory about the uniform density (docs/conventions.md): mode ``k`` on S^1
 (degree ``l`` on S^2) grows at ``sigma = k^2 (a_k - 1/kappa)`` (``l(l+1) (a_l - 1/kappa)``),
 so it turns unstable at ``kappa_c = 1/a_k`` (``1/a_l``). The eigenspace there is the mode
 itself: ``cos k theta, sin k theta`` (multiplicity 2, k >= 1) on S^1, the ``2l + 1``
-harmonics of degree l on S^2. A branch of stationary states leaves the uniform state
+harmonics of degree l on S^2; zonal: ``sigma_l = l (l + d - 2)(a_l - 1/kappa)``
+(``meanfield.model.zonal_kernels``) and the one zonal harmonic ``Q_l(<x, e>)``
+(multiplicity 1 within the zonal states). A branch of stationary states leaves the uniform state
 along it; ``branch_seed`` starts Newton on it with the zonal / cosine representative,
 which the phase conditions of ``meanfield.studies.bifurcation.stationary`` expect (mean direction
 ``theta = 0`` on S^1, axisymmetric about z on S^2).
@@ -23,8 +28,8 @@ At beta = 0 (noisy Kuramoto on S^1, its analogue on S^2) the velocity is ``P_x m
 ``m = int y dmu = r e``, so stationary states are ``rho ∝ exp(kappa r <x, e>)`` and the
 order parameter solves ``r = A(kappa r)``: ``A(s) = I_1(s)/I_0(s)`` on S^1 and the
 Langevin function ``A(s) = coth(s) - 1/s`` on S^2 (the mean of ``<x, e>`` under
-``exp(s <x, e>)``). ``A'(0) = 1/2`` and ``1/3``: non-trivial roots for ``kappa > 2``
-and ``kappa > 3``, the pitchforks at ``kappa_c = 1/a_1``.
+``exp(s <x, e>)``), ``A(s) = I_{d/2}(s)/I_{d/2-1}(s)`` on S^{d-1}. ``A'(0) = 1/d``:
+non-trivial roots for ``kappa > d`` (2, 3, d), the pitchforks at ``kappa_c = 1/a_1``.
 
 With the value matrix ``V = c I`` (the discretization's ``value``) the velocity is
 multiplied by c: the rates are ``k^2 (c a_k - 1/kappa)``, ``kappa_c = 1/(c a_k)`` (none for
@@ -40,9 +45,15 @@ from scipy import optimize, special
 
 from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
-from meanfield.studies.bifurcation.spectral_state import RealView, check_spectral, lowest_mode
+from meanfield.model.zonal_kernels import log_bessel_orders, log_funk_hecke, zonal_growth_rate
+from meanfield.studies.bifurcation.spectral_state import (
+    RealView,
+    check_spectral,
+    lowest_mode,
+    zonal_peak,
+)
 
-GEOMETRIES = ("circle", "sphere")
+GEOMETRIES = ("circle", "sphere", "zonal")
 # A sphere state whose order m >= 1 coefficients (a circle state whose Im c_k) stay below
 # this fraction of the mean is axisymmetric (even), and its stability is computed by
 # blocks. What the blocks leave out couples them at this relative size delta; for the
@@ -218,7 +229,7 @@ def stability(disc, state: np.ndarray, count: int = 6,
     scale = float(np.max(np.abs(lam))) if dense else float(np.max(np.abs(disc.linear)))
     zero = np.abs(lam) <= ZERO_RTOL * max(scale, 1.0)
     mode = lowest_mode(disc, u)
-    expected = 0 if mode == 0 else (1 if disc.geometry == "circle" else 2)
+    expected = symmetry_zero_modes(disc.geometry, mode)
     rest = lam[~zero][:count]
     leading = float(rest[0].real) if rest.size else -math.inf
     zeros = int(zero.sum())
@@ -233,39 +244,68 @@ def stability(disc, state: np.ndarray, count: int = 6,
                            symmetry_modes=expected, leading=leading, message=message)
 
 
+def symmetry_zero_modes(geometry: str, mode: int) -> int:
+    """The zero eigenvalues the rotations give a state whose lowest mode is ``mode``:
+    none for the uniform state (mode 0) and on the zonal geometry (no rotation acts
+    within the zonal states), one on S^1, two on S^2 (axisymmetric states)."""
+    if mode == 0 or geometry == "zonal":
+        return 0
+    return 1 if geometry == "circle" else 2
+
+
 # --- seeds of the branches shed by the uniform state --------------------------------------
-def _check_geometry(geometry: str) -> None:
+def _check_geometry(geometry: str, dim: int | None = None) -> None:
     if geometry not in GEOMETRIES:
         raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
+    if geometry == "zonal" and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))
+                                or dim < 2):
+        raise ValueError(f"the zonal geometry needs dim, an integer >= 2 (d of S^{{d-1}}), "
+                         f"got {dim!r}")
 
 
-def attraction_coefficient(geometry: str, beta: float, normalized: bool, mode: int = 1
-                           ) -> float:
-    """``a_k`` (S^1, mode k) or ``a_l`` (S^2, degree l) of docs/conventions.md: the
-    growth rate without noise divided by ``k^2`` (``l(l+1)``), from
-    ``meanfield.model.kernels.growth_rate`` / ``sphere_growth_rate``."""
-    _check_geometry(geometry)
+def area(geometry: str) -> float:
+    """The measure of the domain the densities are taken against: 2 pi (S^1), 4 pi
+    (S^2), 1 (zonal: the normalized surface measure)."""
+    return {"circle": 2 * math.pi, "sphere": 4 * math.pi, "zonal": 1.0}[geometry]
+
+
+def attraction_coefficient(geometry: str, beta: float, normalized: bool, mode: int = 1,
+                           dim: int | None = None) -> float:
+    """``a_k`` (S^1, mode k) or ``a_l`` (S^2, zonal S^{d-1}: degree l) of
+    docs/conventions.md: the growth rate without noise divided by ``k^2`` (``l(l+1)``,
+    ``l(l + d - 2)``), from ``meanfield.model.kernels.growth_rate`` /
+    ``sphere_growth_rate`` / ``meanfield.model.zonal_kernels.zonal_growth_rate``
+    (``dim`` = d, for the zonal geometry only)."""
+    _check_geometry(geometry, dim)
     if int(mode) != mode or mode < 1:
         raise ValueError(f"mode must be an integer >= 1, got {mode!r}")
     if geometry == "circle":
         return float(growth_rate(mode, beta, math.inf, normalized)) / mode**2
+    if geometry == "zonal":
+        rate = zonal_growth_rate(int(mode), int(dim), beta, math.inf, normalized)
+        return float(rate) / (mode * (mode + dim - 2))
     return float(sphere_growth_rate(mode, beta, math.inf, normalized)) / (mode * (mode + 1))
 
 
 def critical_kappa(geometry: str, beta: float, normalized: bool, mode: int = 1,
-                   value: float = 1.0) -> float:
-    """``kappa_c = 1/(c a_k)`` (S^1) or ``1/(c a_l)`` (S^2): where mode k (degree l) of
-    the uniform state turns unstable as kappa grows; ``inf`` where ``c a <= 0`` (beta = 0
-    and k, l >= 2: those modes never grow; ``c = value <= 0``, ``V = c I`` repulsive or
-    no interaction: no mode ever grows)."""
-    a = value * attraction_coefficient(geometry, beta, normalized, mode)
+                   value: float = 1.0, dim: int | None = None) -> float:
+    """``kappa_c = 1/(c a_k)`` (S^1) or ``1/(c a_l)`` (S^2, zonal S^{d-1} with ``dim``
+    = d): where mode k (degree l) of the uniform state turns unstable as kappa grows;
+    ``inf`` where ``c a <= 0`` (beta = 0 and k, l >= 2: those modes never grow; ``c =
+    value <= 0``, ``V = c I`` repulsive or no interaction: no mode ever grows)."""
+    a = value * attraction_coefficient(geometry, beta, normalized, mode, dim)
     return math.inf if a <= 0 else 1.0 / a
+
+
+def disc_dim(disc) -> int | None:
+    """The d of a zonal discretization (None on S^1 and S^2, whose d is fixed)."""
+    return int(disc.grid.dim) if disc.geometry == "zonal" else None
 
 
 def _uniform_state(disc) -> np.ndarray:
     grid = disc.grid
-    area = 2 * math.pi if disc.geometry == "circle" else 4 * math.pi
-    return np.asarray(disc.to_state(np.full(grid.shape, 1.0 / area)), dtype=complex)
+    u = disc.to_state(np.full(grid.shape, 1.0 / area(disc.geometry)))
+    return np.asarray(u, dtype=float if disc.geometry == "zonal" else complex)
 
 
 def critical_modes(disc, mode: int) -> list[np.ndarray]:
@@ -274,10 +314,17 @@ def critical_modes(disc, mode: int) -> list[np.ndarray]:
 
     S^1: ``cos k theta``, ``sin k theta`` (2). S^2: ``P_l(cos colat)`` (the zonal
     ``Y_l0`` scaled) and the real harmonics ``Re, Im Y_lm`` for m = 1..l (``2l + 1`` in
-    all; only the first has maximum 1, the others unit coefficient).
+    all; only the first has maximum 1, the others unit coefficient). Zonal: ``P_l(t) =
+    Q_l(t)/Q_l(1)`` (1: the zonal states hold no other degree-l harmonic).
     """
-    _check_geometry(disc.geometry)
+    _check_geometry(disc.geometry, disc_dim(disc))
     template = _uniform_state(disc)
+    if disc.geometry == "zonal":
+        if not 1 <= mode <= disc.grid.lmax:
+            raise ValueError(f"degree must be in 1..{disc.grid.lmax}, got {mode}")
+        v = np.zeros_like(template)
+        v[mode] = 1.0 / zonal_peak(disc.grid.dim, mode)
+        return [v]
     if disc.geometry == "circle":
         if not 1 <= mode < disc.grid.n // 2:
             raise ValueError(f"mode must be in 1..{disc.grid.n // 2 - 1}, got {mode}")
@@ -301,9 +348,10 @@ def critical_modes(disc, mode: int) -> list[np.ndarray]:
     return out
 
 
-def default_amplitude(geometry: str, kappa: float, kappa_c: float) -> float:
+def default_amplitude(geometry: str, kappa: float, kappa_c: float,
+                      dim: int | None = None) -> float:
     """A heuristic seed amplitude: ``d sqrt(1 - kappa_c/kappa)``, at least 0.5 (d = 2 on
-    S^1, 3 on S^2).
+    S^1, 3 on S^2, ``dim`` on the zonal geometry).
 
     It grows like a pitchfork's ``sqrt(kappa - kappa_c)`` and saturates far above it at
     ``d``, the first-harmonic amplitude ``d r`` of a concentrated state (the density
@@ -313,7 +361,7 @@ def default_amplitude(geometry: str, kappa: float, kappa_c: float) -> float:
     """
     if not math.isfinite(kappa_c) or kappa <= kappa_c:
         return 0.5
-    d = 2.0 if geometry == "circle" else 3.0
+    d = {"circle": 2.0, "sphere": 3.0}.get(geometry, float(dim or 3))
     return max(0.5, d * math.sqrt(1 - kappa_c / kappa))
 
 
@@ -323,8 +371,8 @@ def branch_seed(disc, mode: int = 1, kappa: float | None = None,
     ``1 + amplitude * phi`` with ``phi`` the zonal / cosine critical mode (maximum 1).
 
     Args:
-        disc: a spectral circle or sphere discretization.
-        mode: the mode k (S^1) or degree l (S^2).
+        disc: a spectral circle, sphere or zonal discretization.
+        mode: the mode k (S^1) or degree l (S^2, zonal).
         kappa: sets ``disc``'s kappa first (``disc.set_parameters``), if given.
         amplitude: relative amplitude of the mode (default ``default_amplitude``).
 
@@ -337,8 +385,8 @@ def branch_seed(disc, mode: int = 1, kappa: float | None = None,
     if amplitude is None:
         beta, current = disc.parameters
         kc = critical_kappa(disc.geometry, beta, disc.model.normalized, mode,
-                            getattr(disc.model, "value", 1.0))
-        amplitude = default_amplitude(disc.geometry, current, kc)
+                            getattr(disc.model, "value", 1.0), disc_dim(disc))
+        amplitude = default_amplitude(disc.geometry, current, kc, disc_dim(disc))
     if not math.isfinite(amplitude):
         raise ValueError(f"amplitude must be finite, got {amplitude!r}")
     uniform = _uniform_state(disc)
@@ -347,7 +395,7 @@ def branch_seed(disc, mode: int = 1, kappa: float | None = None,
 
 def _density_scale(disc) -> float:
     """The uniform density ``1/|S|``: the seed is ``(1 + amplitude phi) / |S|``."""
-    return 1 / (2 * math.pi) if disc.geometry == "circle" else 1 / (4 * math.pi)
+    return 1 / area(disc.geometry)
 
 
 # --- exact stationary states at beta = 0 ------------------------------------------------
@@ -359,25 +407,34 @@ def langevin(s: float) -> float:
     return 1 / math.tanh(s) - 1 / s
 
 
-def mean_alignment(geometry: str, s: float) -> float:
+def mean_alignment(geometry: str, s: float, dim: int | None = None) -> float:
     """``A(s)``: the mean of ``<x, e>`` under the density ``∝ exp(s <x, e>)``:
-    ``I_1(s)/I_0(s)`` on S^1 (scaled Bessel: no overflow), ``langevin(s)`` on S^2."""
-    _check_geometry(geometry)
+    ``I_1(s)/I_0(s)`` on S^1 (scaled Bessel: no overflow), ``langevin(s)`` on S^2,
+    ``I_{d/2}(s)/I_{d/2-1}(s)`` on the zonal S^{d-1} (``dim`` = d; the ratio of
+    ``meanfield.model.zonal_kernels.log_bessel_orders``, Perron's continued fraction:
+    no underflow at any order)."""
+    _check_geometry(geometry, dim)
     if geometry == "circle":
         return float(special.i1e(s) / special.i0e(s))
+    if geometry == "zonal":
+        if s == 0:
+            return 0.0
+        logs = log_bessel_orders(dim / 2 - 1, 2, abs(float(s)))
+        return math.copysign(math.exp(logs[1] - logs[0]), s)
     return langevin(s)
 
 
-def noisy_order_parameter(geometry: str, kappa: float) -> float:
+def noisy_order_parameter(geometry: str, kappa: float, dim: int | None = None) -> float:
     """The non-trivial root of ``r = A(kappa r)`` at beta = 0 (0 where there is none,
-    ``kappa <= 2`` on S^1, ``<= 3`` on S^2), by brentq to 1e-15."""
-    _check_geometry(geometry)
-    threshold = 2.0 if geometry == "circle" else 3.0
+    ``kappa <= d``: 2 on S^1, 3 on S^2, ``dim`` on the zonal geometry), by brentq to
+    1e-15."""
+    _check_geometry(geometry, dim)
+    threshold = {"circle": 2.0, "sphere": 3.0}.get(geometry, float(dim or 0))
     if kappa <= threshold:
         return 0.0
 
     def gap(r: float) -> float:
-        return mean_alignment(geometry, kappa * r) - r
+        return mean_alignment(geometry, kappa * r, dim) - r
 
     # gap > 0 just above 0 (slope kappa/threshold - 1 > 0) and gap(1) = A(kappa) - 1 < 0
     low = 1e-6 * min(1.0, kappa / threshold - 1)
@@ -385,17 +442,23 @@ def noisy_order_parameter(geometry: str, kappa: float) -> float:
 
 
 def noisy_stationary_density(geometry: str, kappa: float, points: np.ndarray,
-                             direction: np.ndarray | None = None) -> np.ndarray:
+                             direction: np.ndarray | None = None,
+                             dim: int | None = None) -> np.ndarray:
     """``rho(x) = exp(s <x, e>) / Z`` with ``s = kappa r`` (``noisy_order_parameter``) at
     the unit vectors ``points`` (..., d): ``Z = 2 pi I_0(s)`` on S^1, ``4 pi sinh(s)/s``
-    on S^2; ``e`` the first axis on S^1 (theta = 0) and +z on S^2 by default."""
-    _check_geometry(geometry)
+    on S^2, ``lambda_0(s) = Gamma(d/2) (2/s)^{d/2-1} I_{d/2-1}(s)`` on the zonal S^{d-1}
+    (normalized measure; its points may be the values ``t = <x, e>``, shape (..., 1));
+    ``e`` the first axis on S^1 (theta = 0) and the zonal geometry, +z on S^2 by
+    default."""
+    _check_geometry(geometry, dim)
     p = np.asarray(points, dtype=float)
     d = p.shape[-1]
     if direction is None:
-        direction = np.eye(d)[0] if geometry == "circle" else np.eye(d)[-1]
-    s = kappa * noisy_order_parameter(geometry, kappa)
+        direction = np.eye(d)[-1] if geometry == "sphere" else np.eye(d)[0]
+    s = kappa * noisy_order_parameter(geometry, kappa, dim)
     proj = p @ np.asarray(direction, dtype=float)
+    if geometry == "zonal":
+        return np.exp(s * proj - (log_funk_hecke(0, dim, s)[0] if s else 0.0))
     if geometry == "circle":  # exp(s (c - 1)) / (2 pi I_0(s) e^-s): no overflow
         return np.exp(s * (proj - 1)) / (2 * math.pi * special.i0e(s))
     if s == 0:

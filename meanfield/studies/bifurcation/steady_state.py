@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from meanfield.studies.bifurcation.spectral_state import RealView
+from meanfield.studies.bifurcation.spectral_state import RealView, moment_weights
 from solvers.steppers import integrate
 
 
@@ -39,9 +39,15 @@ class SteadyResult:
 
 def residual_norm(disc, u: np.ndarray, view: RealView | None = None) -> float:
     """``||F(u)||``: the 2-norm over the real components that change the density (as
-    ``stationary_state`` reports it)."""
+    ``stationary_state`` reports it); on the zonal geometry over the moments' rows
+    ``F_l / Q_l(1)`` (the time derivatives of the moments ``<P_l>``, as the
+    continuation measures them: the rows of ``F`` itself grow with d like
+    ``Q_l(1)``)."""
     view = view if view is not None else RealView(disc, u)
-    return float(np.linalg.norm(view.to_real(disc.residual(u))))
+    f = view.to_real(disc.residual(u))
+    if disc.geometry == "zonal":
+        f = f * moment_weights(disc.grid.dim, f.size - 1)
+    return float(np.linalg.norm(f))
 
 
 def steady_state(disc, u0: np.ndarray, tolerance: float, t_max: float,
