@@ -31,6 +31,10 @@ give the PDE solvers. Each sampler is exact; "acceptance" is the rate of a rejec
 - ``tokens`` (``path``, ``unit_rows``): the rows of a file are the tokens (nothing is
   drawn); see ``load_token_file`` and ``sample_tokens``.
 
+Zonal densities on S^{d-1} (``geometry = "zonal"``, any d) are drawn by
+``meanfield.initial.zonal_samplers`` (t from its marginal, the rest uniform), which takes
+its von Mises-Fisher and rejection steps from here.
+
 Tokens in R^d (``geometry = "euclidean"``, any d >= 1; ``sample_tokens(...,
 geometry="euclidean")``), from the same stream of the particle seed:
 

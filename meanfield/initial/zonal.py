@@ -73,16 +73,22 @@ def load_sample_t(path: str, dim: int, key: str = "initial.path") -> np.ndarray:
     return np.clip(data[:, 0] / norms, -1.0, 1.0)
 
 
-def samples_density(initial: dict, dim: int, key: str = "initial.path"
-                    ) -> Callable[[np.ndarray], np.ndarray]:
-    """The zonal kernel density estimate of the samples (module docstring)."""
-    t_samples = load_sample_t(initial["path"], dim, key)
+def samples_concentration(initial: dict, t_samples: np.ndarray) -> float:
+    """The kernel's concentration ``c = 1/h^2`` of the samples' estimate (module
+    docstring; the token sampler draws from the same kernel)."""
     bandwidth = initial["bandwidth"]
     if bandwidth == "auto":
         theta = np.arccos(t_samples)
         spread = float(np.std(theta)) if theta.size > 1 else 0.0
         bandwidth = max(1.06 * spread * theta.size ** (-1 / 5), 1e-3)
-    c = 1.0 / bandwidth**2
+    return 1.0 / bandwidth**2
+
+
+def samples_density(initial: dict, dim: int, key: str = "initial.path"
+                    ) -> Callable[[np.ndarray], np.ndarray]:
+    """The zonal kernel density estimate of the samples (module docstring)."""
+    t_samples = load_sample_t(initial["path"], dim, key)
+    c = samples_concentration(initial, t_samples)
     log_k = log_funk_hecke(SAMPLES_MAX_DEGREE, dim, c)
     k = np.exp(log_k - log_k[0])
     lmax = int(np.argmax(k < 1e-17)) if np.any(k < 1e-17) else SAMPLES_MAX_DEGREE

@@ -56,6 +56,8 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
                                            threads=plan.get("threads"))
         summary = summarize(np.full(n, 1.0 / n), np.ones(n), th, energy, 0.0)
         out = {key: summary[key] for key in ("order_parameter", "mean_direction", "energy")}
+        if cfg["domain"]["geometry"] == "zonal":  # the PDE's order parameter is along e
+            out["axis_order_parameter"] = float(np.mean(th[:, 0]))
         out["clusters"] = cl.cluster_count(th, p["cluster_threshold"])
         if p["attention_rank"] and attention is None:
             out["attention_rank"] = cl.attention_rank(th, plan["beta"],
@@ -89,6 +91,7 @@ LONG_NAMES = {
     "radius": "token length |x_i| (Pre-LN: tokens move in R^d)",
     "angle": "token angle on the circle, in [0, 2 pi)",
     "order_parameter": "|mean_i x_i|",
+    "axis_order_parameter": "mean_i <x_i, e>: the order parameter along the zonal axis e",
     "mean_direction": "mean_i x_i / |mean_i x_i|",
     "energy": "interaction energy E_beta(mu^n) - E_beta(uniform)",
     "clusters": "single-linkage clusters: tokens linked at chordal distance < threshold",
@@ -130,6 +133,8 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         names = ("order_parameter", "energy", "clusters")
         if not plan.get("energy", True):
             names = ("order_parameter", "clusters")
+        if cfg["domain"]["geometry"] == "zonal":
+            names += ("axis_order_parameter",)
     for name in names + ("attention_rank",):  # (a weighted model's rank: per head)
         if diags and name in diags[0] and np.ndim(diags[0][name]) == 0:
             data[name] = (("time",), np.array([d[name] for d in diags]))
@@ -163,6 +168,8 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         "heads": plan["heads"],
         "position_holds": holds if euclidean else "x / |x| (unit vectors)",
     })
+    if cfg["domain"]["geometry"] == "zonal":
+        ds.attrs["axis"] = "e = (1, 0, ..., 0): the zonal density's axis"
     ds.attrs.update(attrs or {})
     return ds
 

@@ -3,7 +3,9 @@
 The config is the PDE's (``meanfield.config``) with the ``[particles]`` section: ``n``
 tokens drawn i.i.d. from the ``[initial]`` density (``meanfield.initial.samplers``; or the rows
 of a token file, or an equiangular set) with ``particles.seed``, moved by the model of
-``particles.architecture``:
+``particles.architecture``. A zonal config (``domain.geometry = "zonal"``, ``dim = d``)
+runs the sphere's tokens on S^{d-1}, drawn from the zonal density about ``e = (1, 0, ...,
+0)`` (``meanfield.initial.zonal_samplers``):
 
 - ``"post-ln"``: SA (``normalized = true``) or USA on S^{d-1}, with noise when
   ``model.kappa`` is finite (geodesic Euler-Maruyama, fixed ``time.dt``), else RK4 with
@@ -28,7 +30,9 @@ Pre-LN, whose lengths are ``radius (time, particle)``), on the circle also ``ang
 particle)`` in [0, 2 pi), and per time ``order_parameter``, ``mean_direction``, ``energy``
 (``E_beta(mu^n) - E_beta(uniform)``, as the PDE's), ``clusters`` (single-linkage clusters
 at chordal distance ``particles.cluster_threshold``; ``meanfield.metrics.clusters``) and, with
-``particles.attention_rank``, ``attention_rank``. The weighted sphere model has
+``particles.attention_rank``, ``attention_rank``; a zonal config adds
+``axis_order_parameter`` (``mean_i <x_i, e>``, the PDE's ``int t dmu``) and the attr
+``axis``. The weighted sphere model has
 ``energy`` only when every head has ``Q^T K = I`` (the kernel ``e^{beta <x, y>}`` of
 ``E_beta``; with ``V = -I`` it decreases); its attention rank is that of its own
 attention matrices.
@@ -73,6 +77,7 @@ from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.config import weights as wmod
 from meanfield.initial import samplers as sampling
+from meanfield.initial import zonal_samplers as zonal_sampling
 from meanfield.metrics import clusters as cl
 from meanfield.model import kernels
 from meanfield.model import particles as pm
@@ -213,6 +218,8 @@ def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
         return tokens.check_tokens(sampling.load_token_file(init["path"], plan["dim"], plan["n"]),
                                on_sphere=False, key="initial.path")
     rng = tokens.initial_rng(cfg["particles"]["seed"])
+    if cfg["domain"]["geometry"] == "zonal":  # the zonal density about e = (1, 0, ..., 0)
+        return zonal_sampling.zonal_tokens(init, plan["n"], plan["dim"], rng)
     return sampling.sample_tokens(init, plan["n"], plan["dim"], rng)
 
 
