@@ -12,12 +12,20 @@ so a comparison need not know which it has.
   piecewise-constant finite-volume solution (its value at a quadrature point is that of
   the nearest PDE cell; the quadrature triangles are refined 3 times, so the cut PDE cells
   along the edges cost O(h^2)).
+- zonal (S^{d-1}, densities of t = <x, e>): intervals of t (``PolarBins``), equal across
+  the span that holds all but ``BIN_TAIL`` of the PDE's mass on either side at every
+  saved time, with the two tails [-1, lo] and [hi, 1] as bins of their own where they are
+  not empty; points are binned by their first component t. The PDE mass of an interval
+  is exact (``meanfield.metrics.zonal_marginal``: the spectral series integrated by a
+  Gauss rule exact to round-off, or the finite volumes' piecewise-constant density with
+  the exact measure of the cut cells).
 """
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
 
+from meanfield.metrics import zonal_marginal as zm
 from solvers.grids.coordinates import angle, colat_lon, lat_lon, unit_vectors
 from solvers.grids.mesh import SphereMesh, icosahedral_level, icosahedral_mesh
 from solvers.grids.mesh import cell_averages as mesh_cell_averages
@@ -155,9 +163,62 @@ class CellBins:
         return {}
 
 
-def histogram_bins(geometry: str, count: int) -> ArcBins | CellBins:
+BIN_TAIL = 1e-8  # PDE mass left to each tail bin of a zonal histogram (at every time)
+
+
+class PolarBins:
+    """Intervals of ``t = <x, e>``: the bins of a histogram of tokens on S^{d-1} against
+    a zonal density (module docstring).
+
+    Attributes:
+        edges: the interval ends, increasing from -1 to 1.
+        weights: the interval lengths (in t).
+    """
+
+    geometry = "zonal"
+
+    def __init__(self, edges: np.ndarray):
+        self.edges = np.asarray(edges, dtype=float)
+        self.weights = np.diff(self.edges)
+
+    @classmethod
+    def spanning(cls, ds: xr.Dataset, count: int, tail: float = BIN_TAIL) -> PolarBins:
+        """``count`` equal intervals across ``zonal_marginal.span(ds, tail)``, and the
+        tails beyond it (where wider than half an interval) as two more."""
+        lo, hi = zm.span(ds, tail)
+        h = (hi - lo) / count
+        edges = lo + h * np.arange(count + 1)
+        edges[0] = -1.0 if lo + 1.0 < 0.5 * h else edges[0]
+        edges[-1] = 1.0 if 1.0 - hi < 0.5 * h else hi
+        return cls(np.unique(np.concatenate([[-1.0], edges, [1.0]])))
+
+    def locate(self, x: np.ndarray) -> np.ndarray:
+        """The interval of each point: unit vectors ``(..., d)`` (their first component
+        is t)."""
+        t = np.asarray(x, dtype=float)[..., 0]
+        return np.clip(np.searchsorted(self.edges, t, side="right") - 1, 0,
+                       self.weights.size - 1)
+
+    def masses(self, ds: xr.Dataset) -> np.ndarray:
+        """PDE mass of each interval, per time (``zonal_marginal.t_cdf``)."""
+        return np.diff(zm.t_cdf(ds, self.edges), axis=-1)
+
+    def coords(self) -> dict:
+        """Dataset coordinates: ``bin``, the interval midpoints in t."""
+        return {"bin": 0.5 * (self.edges[:-1] + self.edges[1:])}
+
+    def variables(self) -> dict:
+        """Dataset variables: ``bin_edges``."""
+        return {"bin_edges": (("bin_edge",), self.edges)}
+
+
+def histogram_bins(geometry: str, count: int, pde: xr.Dataset | None = None
+                   ) -> ArcBins | CellBins | PolarBins:
     """``count`` bins on the ``geometry``: equal arcs on the circle, the cells of the
-    icosahedral mesh with ``count = 10 4^level + 2`` cells on the sphere."""
+    icosahedral mesh with ``count = 10 4^level + 2`` cells on the sphere, ``count``
+    intervals of t across the mass of the PDE result ``pde`` for zonal densities."""
     if geometry == "circle":
         return ArcBins(count)
+    if geometry == "zonal":
+        return PolarBins.spanning(pde, count)
     return CellBins(icosahedral_mesh(icosahedral_level(count)))
