@@ -176,3 +176,55 @@ def test_spectral_time_order_four():
     errors = np.array([np.abs(final(dt) - ref).max() for dt in (0.2, 0.1, 0.05)])
     orders = np.log2(errors[:-1] / errors[1:])
     assert np.all((orders > 3.7) & (orders < 4.5)), (errors, orders)
+
+
+@pytest.mark.parametrize("normalized,value", [(False, 2.0), (True, -1.0)],
+                         ids=["USA-c2", "SA-repulsive"])
+def test_value_matrix_c_equals_the_circle(normalized, value):
+    """``[weights] value = c`` (V = c I) scales the potential on both: d = 2 against the
+    circle at t = 2, kappa = 5 (measured 3.7e-13 USA c = 2, 2.6e-14 SA c = -1)."""
+    def final(geometry, extra, initial, resolution):
+        return meanfield.evolve({
+            "domain": {"geometry": geometry, **extra},
+            "model": {"beta": BETA, "kappa": 5.0, "normalized": normalized},
+            "weights": {"value": value},
+            "discretization": {"resolution": resolution}, "initial": initial,
+            "time": {"t_final": 2.0, "save_every": 2.0, "dt": 0.025}})
+
+    zonal = final("zonal", {"dim": 2}, {"kind": "von_mises", "concentration": 2.0}, LMAX)
+    circle = final("circle", {}, {"kind": "von_mises", "center": 0.0, "concentration": 2.0},
+                   2 * LMAX)
+    grid = ZonalGrid(LMAX, 2)
+    c = grid.analysis(zonal.density.values[-1])
+    rho = 2 * np.pi * circle.density.values[-1]
+    assert np.abs(grid.evaluate(c, np.cos(circle.theta.values)) - rho).max() <= 1e-10 * rho.max()
+    assert abs(zonal.order_parameter.values[-1] - circle.order_parameter.values[-1]) < 1e-12
+
+
+@pytest.mark.parametrize("normalized", [False, True], ids=["USA", "SA"])
+def test_velocity_at_equals_the_sphere_and_the_circle(normalized):
+    """The velocity off the grid of a zonal state equals the sphere's (d = 3) and the
+    circle's (d = 2) for the same density, at random points (the axis: the first
+    coordinate vector; velocities do not depend on the density's normalization)."""
+    from meanfield import config as cfgmod
+    from meanfield.discretizations.registry import from_config
+
+    rng = np.random.default_rng(5)
+    for dim, geometry, initial, resolution in (
+            (3, "sphere", {"kind": "von_mises", "center": [1.0, 0, 0], "concentration": 3.0},
+             24),
+            (2, "circle", {"kind": "von_mises", "center": 0.0, "concentration": 3.0}, 64)):
+        solvers = []
+        for geo, init, res in ((geometry, initial, resolution),
+                               ("zonal", {"kind": "von_mises", "concentration": 3.0}, 24)):
+            cfg = cfgmod.validate({
+                "domain": {"geometry": geo, **({"dim": dim} if geo == "zonal" else {})},
+                "model": {"beta": 2.0, "kappa": 5.0, "normalized": normalized},
+                "discretization": {"resolution": res}, "initial": init})
+            solver = from_config(cfg)
+            solvers.append((solver, solver.to_state(solver.initial_density(cfg["initial"]))))
+        x = rng.standard_normal((200, dim))
+        x /= np.linalg.norm(x, axis=1)[:, None]
+        want = solvers[0][0].velocity_at(solvers[0][1], x)
+        got = solvers[1][0].velocity_at(solvers[1][1], x)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
