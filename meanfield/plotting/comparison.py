@@ -2,7 +2,9 @@
 
 Figures: circle: the PDE density over the token histogram at four times; sphere: a row
 of PDE maps above a row of token-histogram maps (each mesh cell filled with its value),
-one colour scale; both with the L1 distance against time (log scale, with the noise
+one colour scale; zonal: the PDE's marginal of t = <x, e> over the histogram of the
+tokens' t at three times, with the W_1 distance of the marginals beside (panels in
+``comparison_zonal``); all with the L1 distance against time (log scale, with the noise
 floor) and the order parameter (and energy) of the PDE against the ensemble mean ± one
 standard deviation of the runs. The animation moves the density and the histogram.
 
@@ -35,6 +37,11 @@ from meanfield.plotting.comparison_panels import (
     density_vs_histogram,
 )
 from meanfield.plotting.comparison_series import _series_row
+from meanfield.plotting.comparison_zonal import (
+    _zonal_animation,
+    _zonal_row,
+    _zonal_series_row,
+)
 from meanfield.plotting.helpers import (
     _centre_note,
     _centred_grid,
@@ -73,6 +80,8 @@ def _circle_row(ds: xr.Dataset, fig: Figure, spec, count: int, log: bool | str,
 
 def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     circle = ds.attrs["geometry"] == "circle"
+    if ds.attrs["geometry"] == "zonal":
+        return _zonal_summary(ds)
     with style():
         # (the bottom row's legends sit under its panels: room for them)
         fig = _new_figure((7.5, 6.3 if circle else 6.2))
@@ -86,6 +95,20 @@ def _summary(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     return fig
 
 
+def _zonal_summary(ds: xr.Dataset) -> Figure:
+    """Zonal: histograms of t over the PDE's marginal at three times, then the L1
+    distance, the order parameter and the W_1 distance against time."""
+    with style():
+        fig = _new_figure((7.5, 6.3))
+        fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, hspace=0.06, wspace=0.04)
+        grid = fig.add_gridspec(2, 1, height_ratios=[1, 1.2])
+        top = _zonal_row(ds, fig, grid[0], _snapshot_indices(_t(ds), None, 3))
+        bottom = _zonal_series_row(ds, fig, grid[1])
+        _letter_panels(top + bottom)
+        fig.suptitle(_title(ds))
+    return fig
+
+
 def _circle_note(ds: xr.Dataset) -> str:
     """The statement of θ̄ for figures whose panels are labelled θ − θ̄ only."""
     return "angles relative to " + _centre_note(*_circ._centre(ds))
@@ -93,7 +116,15 @@ def _circle_note(ds: xr.Dataset) -> str:
 
 def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     with style():
-        if ds.attrs["geometry"] == "circle":
+        if ds.attrs["geometry"] == "zonal":
+            fig = _new_figure((7.5, 4.6))
+            grid = fig.add_gridspec(2, 1)
+            idx = _snapshot_indices(_t(ds), None, 6)
+            half = (idx.size + 1) // 2
+            for r, part in enumerate((idx[:half], idx[half:])):
+                if part.size:
+                    _zonal_row(ds, fig, grid[r], part, legend=r == 0)
+        elif ds.attrs["geometry"] == "circle":
             fig = _new_figure((7.5, 4.6))
             grid = fig.add_gridspec(2, 1)
             idx = _snapshot_indices(_t(ds), None, 6)
@@ -114,7 +145,8 @@ def _snapshots_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
 def _distance_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure:
     with style():
         fig = _new_figure((7.5, 3.6))
-        _letter_panels(_series_row(ds, fig, fig.add_gridspec(1, 1)[0]))
+        row = _zonal_series_row if ds.attrs["geometry"] == "zonal" else _series_row
+        _letter_panels(row(ds, fig, fig.add_gridspec(1, 1)[0]))
         fig.suptitle(_title(ds), fontsize=9)
     return fig
 
@@ -126,7 +158,10 @@ def _animate(ds: xr.Dataset, path: Path, *, dpi: float, fps: float, max_frames: 
     t = _t(ds)
     frames = _frame_indices(t.size, max_frames)
     with style():
-        if ds.attrs["geometry"] == "circle":
+        if ds.attrs["geometry"] == "zonal":
+            fig = _new_figure((5.0, 3.2))
+            update = _zonal_animation(ds, fig.add_subplot(), frames)
+        elif ds.attrs["geometry"] == "circle":
             fig = _new_figure((5.0, 3.2))
             ax = fig.add_subplot()
             line, steps = density_vs_histogram(ds, ax, time=t[frames[0]], log=log)

@@ -21,7 +21,7 @@ from meanfield.errors import ConfigError
 from meanfield.plotting import circle as _circ
 from meanfield.plotting import sphere_grid as _grid
 from meanfield.plotting.helpers import _attr_summary, _periodic_edges, _snapshot_indices
-from meanfield.plotting.tokens import _need, _sorted_time
+from meanfield.plotting.tokens import _SUPERSCRIPT, _need, _sorted_time
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
@@ -37,9 +37,9 @@ def _check_compare(ds: Any) -> xr.Dataset:
         raise ConfigError(f"cannot plot a {type(ds).__name__}; expected an xarray.Dataset "
                           "as returned by meanfield.compare", None)
     geometry = ds.attrs.get("geometry")
-    if geometry not in ("circle", "sphere"):
-        raise ConfigError(f"a 'compare' dataset needs the attribute geometry = 'circle' or "
-                          f"'sphere'; found {geometry!r}", "geometry")
+    if geometry not in ("circle", "sphere", "zonal"):
+        raise ConfigError(f"a 'compare' dataset needs the attribute geometry = 'circle', "
+                          f"'sphere' or 'zonal'; found {geometry!r}", "geometry")
     _need(ds, "particle_density", ("time", "bin"), "a 'compare'")
     _need(ds, "l1_distance", ("time",), "a 'compare'")
     for name, dims in (("pde_bin_density", ("time", "bin")), ("l1_noise_floor", ("time",)),
@@ -49,6 +49,8 @@ def _check_compare(ds: Any) -> xr.Dataset:
         if name in ds.data_vars:
             _need(ds, name, dims, "a 'compare'")
     ds = _sorted_time(ds)
+    if geometry == "zonal":
+        return _check_zonal_compare(ds)
     if geometry == "circle":
         if "bin" not in ds.coords:
             raise ConfigError("a circle comparison needs the coordinate 'bin' (bin centres "
@@ -66,10 +68,31 @@ def _check_compare(ds: Any) -> xr.Dataset:
     return _grid._check_sphere(ds)
 
 
+def _check_zonal_compare(ds: xr.Dataset) -> xr.Dataset:
+    """A zonal comparison: intervals of t (``bin_edges``, increasing in [-1, 1], one more
+    than ``bin``), the PDE's ``density (time, polar)`` and the attribute ``dim``."""
+    edges = np.asarray(ds["bin_edges"].values, dtype=float) if "bin_edges" in ds else None
+    if edges is None or edges.size != ds.sizes["bin"] + 1 or np.any(np.diff(edges) <= 0) \
+            or edges[0] < -1 or edges[-1] > 1:
+        raise ConfigError("a zonal comparison needs 'bin_edges': the increasing ends of the "
+                          "bins in t = <x, e>, within [-1, 1], one more than bins",
+                          "bin_edges")
+    _need(ds, "density", ("time", "polar"), "a zonal 'compare'")
+    for name in ("w1_distance", "w1_noise_floor"):
+        if name in ds.data_vars:
+            _need(ds, name, ("time",), "a zonal 'compare'")
+    if not isinstance(ds.attrs.get("dim"), (int, np.integer)) or ds.attrs["dim"] < 2:
+        raise ConfigError("a zonal comparison needs the attribute dim = d of S^(d-1), an "
+                          f"integer >= 2 (found {ds.attrs.get('dim')!r})", "dim")
+    return ds
+
+
 def _title(ds: xr.Dataset) -> str:
     runs = ds.sizes.get("run", ds.attrs.get("ensemble", 1))
     n = ds.attrs.get("n", ds.sizes.get("particle", "?"))
     head = f"PDE vs {runs} × {n} tokens" if runs != 1 else f"PDE vs {n} tokens"
+    if ds.attrs.get("geometry") == "zonal" and "dim" in ds.attrs:  # tokens on S^{d-1}
+        head += f" on S{str(int(ds.attrs['dim']) - 1).translate(_SUPERSCRIPT)}"
     summary = _attr_summary(ds)
     return f"{head} ({summary})" if summary else head
 

@@ -33,7 +33,8 @@ The parts (bytes of float64 = 8, complex = 16):
   models (``meanfield.model.weighted_particles``) with saved or ranked attention add
   ``ATTENTION_ARRAYS`` dense ``n x n`` arrays per head, and ``particles.save_attention``
   adds ``heads x n^2 x 8`` bytes to each frame (memory and disk);
-- compare: the PDE, the ``particles.ensemble`` members' kept frames (the positions) with
+- compare: the PDE, the ``particles.ensemble`` members' kept frames (the positions; zonal:
+  their first components only) with
   their copies in the comparison and the checkpoint, and the working set of the members
   running at once (``parallel.workers``);
 - every stepped run: the array of save times itself (16 bytes a frame);
@@ -279,8 +280,9 @@ def estimate(cfg: dict, task: str, streamed: bool = False) -> Budget:
         _particle_parts(cfg, running)
         budget.parts["members running"] = (
             min(cfg["parallel"]["workers"], ensemble) * running.bytes, running.dominant[1])
-        budget.parts["ensemble frames"] = (float(FRAME_COPIES * ensemble * frames * n * d * 8),
-                                           _frames_key(frames, key))
+        kept = 1 if cfg["domain"]["geometry"] == "zonal" else d  # (zonal: <x_i, e> only)
+        budget.parts["ensemble frames"] = (float(FRAME_COPIES * ensemble * frames * n * kept
+                                                 * 8), _frames_key(frames, key))
     if task == "bifurcation":
         _bifurcation_parts(cfg, budget)
     return budget
@@ -304,7 +306,8 @@ def _bifurcation_parts(cfg: dict, budget: Budget) -> None:
     ``spectrum.DENSE_MAX`` unknowns (ARPACK beyond). On S^2 the stability of the
     axisymmetric states is formed by blocks from ``2L`` products of the ``(L+1)^2`` real
     components each (``stationary_linear.axisymmetric_eigenvalues``): ``~2L (L+1)^2``
-    doubles, 128 GiB a copy at L = 2047."""
+    doubles, 128 GiB a copy at L = 2047. On the zonal geometry a state is ``L + 1``
+    coefficients (two branches per even degree); a study across d keeps every d's."""
     from meanfield.discretizations.spectrum import DENSE_MAX
     b, res = cfg["bifurcation"], cfg["discretization"]["resolution"]
     key = "discretization.resolution"
@@ -312,8 +315,11 @@ def _bifurcation_parts(cfg: dict, budget: Budget) -> None:
     at_once = min(cfg["parallel"]["workers"], 2 * len(b["scan_starts"])) \
         if b["mode"] == "scan" else 1
     budget.parts["PDE state and work arrays"] = (at_once * _pde_work(cfg), key)
-    branches = 1 + b["modes"] * (2 if sphere else 1)
-    saved = branches * (b["points"] // b["stride"] + 2)
+    branches = 1 + b["modes"] * (2 if sphere or cfg["domain"]["geometry"] == "zonal" else 1)
+    # (a zonal study across d keeps the states of every d: one d runs at a time)
+    dims = cfg["domain"]["dim"]
+    saved = branches * (b["points"] // b["stride"] + 2) * (len(dims) if isinstance(
+        dims, list) else 1)
     budget.parts["branch states"] = (FRAME_COPIES * saved * grid_size(cfg) * 8.0,
                                      "bifurcation.points")
     size = (res + 1) ** 2 if sphere else res  # real components of a state

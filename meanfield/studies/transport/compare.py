@@ -19,6 +19,11 @@ the PDE's mass in the same bins:
   of the spectral solution (spectral) or of the piecewise-constant finite-volume solution
   (its value at a quadrature point is that of the nearest PDE cell; the quadrature
   triangles are refined 3 times, so the cut PDE cells along the edges cost O(h^2)).
+- zonal (S^{d-1}, any d): tokens on S^{d-1} (the sphere's engine in dimension d, from exact
+  samples of the zonal density) against the PDE's marginal of t = <x, e>: intervals of t
+  across the PDE's mass (``"auto"``: 2 N^(1/3), raised to 6 intervals across the width of
+  the most concentrated marginal, at most 256), their masses exact; with the W_1 distance
+  of the marginals and the order parameters along e (``compare_zonal``).
 
 The PDE runs with adaptive steps (``time.tolerance``; finite volumes under their
 stability bounds): ``time.dt`` is the particles' step, which their noise needs.
@@ -43,12 +48,14 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
+from meanfield.metrics import zonal_marginal as zm
 from meanfield.metrics.binning import histogram_bins
 from meanfield.runs import budget
 from meanfield.runs.evolve import evolve
 from meanfield.runs.executor import Executor, TaskResult
 from meanfield.runs.particles import check_config, particles
 from meanfield.studies.members import MemberStudy, run_study
+from meanfield.studies.transport import compare_zonal as cz
 
 SAMPLES_PER_CELL = 20
 
@@ -69,7 +76,7 @@ def check_compare_config(cfg: dict) -> dict:
                           f"{cfgmod.MAX_SEED}; use a smaller seed", "particles.seed")
     total = plan["n"] * cfg["particles"]["ensemble"]
     bins = cfg["particles"]["bins"]
-    if cfg["domain"]["geometry"] == "circle":
+    if cfg["domain"]["geometry"] in ("circle", "zonal"):
         plan["bins"] = int(np.clip(round(2 * total ** (1 / 3)), 8, 256)) if bins == "auto" \
             else bins
     else:
@@ -92,6 +99,11 @@ def check_compare_config(cfg: dict) -> dict:
 MEMBER_VARS = ("position", "order_parameter", "energy")
 
 
+def member_vars(cfg: dict) -> tuple[str, ...]:
+    """The variables compare keeps of each member (zonal: ``compare_zonal``)."""
+    return cz.MEMBER_VARS if cfg["domain"]["geometry"] == "zonal" else MEMBER_VARS
+
+
 def run_member(config: dict, progress: bool, params: dict) -> xr.Dataset:
     """Ensemble member ``params["member"]``: ``meanfield particles`` with
     ``particles.seed = params["particles.seed"]``; what compare keeps of it."""
@@ -100,7 +112,8 @@ def run_member(config: dict, progress: bool, params: dict) -> xr.Dataset:
     run = particles(member, progress=progress)
     if run.attrs["status"] != 0:  # its own engine caught a Ctrl-C: hand it on to ours
         raise KeyboardInterrupt
-    kept = run[list(MEMBER_VARS)]
+    zonal = config["domain"]["geometry"] == "zonal"
+    kept = cz.member_frames(run) if zonal else run[list(MEMBER_VARS)]
     kept.attrs = {"wall_time_s": run.attrs["wall_time_s"]}
     return kept
 
@@ -183,7 +196,7 @@ class CompareTask(MemberStudy):
         if members:
             stacked = xr.concat(list(members.values()), dim="member")
             stacked = stacked.assign_coords(member=list(members))
-            for name in MEMBER_VARS:
+            for name in member_vars(self.cfg):
                 ds[f"member_{name}"] = stacked[name]
             ds["member_wall_time_s"] = ("member", [m.attrs["wall_time_s"]
                                                    for m in members.values()])
@@ -197,7 +210,7 @@ class CompareTask(MemberStudy):
         frames = [None, pde]
         for r in (ckpt["member"].values if "member" in ckpt.coords else []):
             m = xr.Dataset({name: ckpt[f"member_{name}"].sel(member=r, drop=True)
-                            for name in MEMBER_VARS},
+                            for name in member_vars(self.cfg)},
                            attrs={"wall_time_s": float(ckpt["member_wall_time_s"].sel(
                                member=r))})
             self.restored[int(r)] = m
@@ -263,13 +276,17 @@ def resolving_bins(pde: xr.Dataset, count: int) -> int:
     return int(min(max(count, need), 256))
 
 
-def _bins(cfg: dict, plan: dict, pde: xr.Dataset, positions: np.ndarray) -> dict:
+def _bins(cfg: dict, plan: dict, pde: xr.Dataset, positions: np.ndarray,
+          marginal: tuple | None = None) -> dict:
     """PDE bin masses ``q`` (time, bin), each token's bin ``index`` (run, time, i), bin
-    sizes ``width``, the bins' coordinates and extra variables."""
-    count = plan["bins"]
-    if cfg["domain"]["geometry"] == "circle" and cfg["particles"]["bins"] == "auto":
+    sizes ``width``, the bins' coordinates and extra variables. Zonal: ``positions`` are
+    the tokens' ``(<x_i, e>,)`` and ``marginal`` the PDE's (``compare_zonal``)."""
+    count, geometry = plan["bins"], cfg["domain"]["geometry"]
+    if geometry == "circle" and cfg["particles"]["bins"] == "auto":
         count = resolving_bins(pde, count)
-    bins = histogram_bins(cfg["domain"]["geometry"], count)
+    if geometry == "zonal" and cfg["particles"]["bins"] == "auto":
+        count = cz.resolving_count(pde, count, marginal)
+    bins = histogram_bins(geometry, count, pde)
     return {"q": bins.masses(pde), "index": bins.locate(positions), "width": bins.weights,
             "coords": bins.coords(), "extra": bins.variables()}
 
@@ -290,17 +307,29 @@ def _histograms(bins: dict, n: int) -> dict:
             "l1_member": np.abs(counts / n - q[None]).sum(axis=2).T, "floor": floor}
 
 
+# histogram units per geometry: (density, bin size, what the bin size is)
+BIN_UNITS = {"circle": ("1/rad", "rad", "bin length (circle) or area (sphere)"),
+             "sphere": ("1/sr", "sr", "bin length (circle) or area (sphere)"),
+             "zonal": ("1", "1", "bin length in t = <x, e>")}
+
+
 def comparison(cfg: dict, plan: dict, pde: xr.Dataset, members: dict[int, xr.Dataset],
                info: dict) -> xr.Dataset:
     """The comparison dataset of the PDE and the members (index -> member) done."""
     if not members:
         return xr.Dataset({k: pde[k] for k in pde.data_vars}, attrs=dict(info))
     runs = list(members.values())
-    positions = np.stack([run["position"].values for run in runs])  # run, time, i, comp
-    bins = _bins(cfg, plan, pde, positions)
+    zonal = cfg["domain"]["geometry"] == "zonal"
+    if zonal:  # run, time, i: the tokens' <x_i, e>
+        t_values = np.stack([run["axis_projection"].values for run in runs])
+        marginal = zm.marginal_nodes(pde)
+        bins = _bins(cfg, plan, pde, t_values[..., None], marginal)
+    else:
+        positions = np.stack([run["position"].values for run in runs])  # run, time, i, comp
+        bins = _bins(cfg, plan, pde, positions)
     h = _histograms(bins, plan["n"])
     q, width = bins["q"], bins["width"]
-    unit = "1/rad" if cfg["domain"]["geometry"] == "circle" else "1/sr"
+    unit, size_unit, size_name = BIN_UNITS[cfg["domain"]["geometry"]]
 
     def per_run(name: str) -> np.ndarray:
         return np.stack([r_[name].values for r_ in runs], axis=1)
@@ -313,8 +342,7 @@ def comparison(cfg: dict, plan: dict, pde: xr.Dataset, members: dict[int, xr.Dat
         "particle_density": (("time", "bin"), h["p"] / width,
                              {"units": unit, "long_name": "pooled particle histogram "
                               "(fraction of tokens in each bin / its size)"}),
-        "bin_size": (("bin",), width, {"units": "rad" if unit == "1/rad" else "sr",
-                                       "long_name": "bin length (circle) or area (sphere)"}),
+        "bin_size": (("bin",), width, {"units": size_unit, "long_name": size_name}),
         "l1_distance": (("time",), h["l1"], {"units": "1", "long_name":
                                              "sum_b |p_b - q_b|: pooled particles vs PDE"}),
         "l1_distance_member": (("time", "run"), h["l1_member"], {
@@ -328,16 +356,23 @@ def comparison(cfg: dict, plan: dict, pde: xr.Dataset, members: dict[int, xr.Dat
                                      {"units": "1", "long_name": "|mean_i x_i| per run"}),
         "particle_energy": (("time", "run"), per_run("energy"),
                             {"units": "1", "long_name": "E_beta(mu^n) - E_beta(uniform)"}),
-        "position": runs[0]["position"],
         **bins["extra"],
     }
+    if zonal:
+        data["marginal"] = pde["marginal"]
+        data["axis_projection"] = runs[0]["axis_projection"].assign_attrs(
+            units="1", long_name="<x_i, e> of the first run's tokens")
+        data.update(cz.zonal_variables(pde, t_values, per_run("axis_order_parameter"),
+                                       marginal))
+    else:
+        data["position"] = runs[0]["position"]
     coords = {"time": pde["time"].values, "run": np.array(list(members)), **bins["coords"]}
     ds = xr.Dataset(data, coords=coords)
     if "free_energy" in pde:
         ds["free_energy"] = pde["free_energy"]
     ds.attrs.update({k: v for k, v in pde.attrs.items()
                      if k in ("geometry", "method", "model", "beta", "kappa", "resolution",
-                              "value")})
+                              "value", "dim")})
     ds.attrs.update({
         "title": f"PDE vs {len(runs)} x {plan['n']} tokens: {pde.attrs['title']}",
         "n": plan["n"], "ensemble": len(runs), "bins": len(width),

@@ -454,7 +454,7 @@ def test_bad_compare_datasets():
     with pytest.raises(ConfigError, match="'bin_lat'") as info:
         figure(sph.drop_vars("bin_lat"))
     assert info.value.key == "bin_lat"
-    with pytest.raises(ConfigError, match="geometry = 'circle' or 'sphere'"):
+    with pytest.raises(ConfigError, match="geometry = 'circle', 'sphere' or 'zonal'"):
         figure(ds.assign_attrs(geometry="torus"))
 
 
