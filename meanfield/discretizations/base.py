@@ -202,6 +202,11 @@ class Discretization:
             self.model.set_parameters(beta, kappa, value)
         self._parameters_changed(kappa is not None)
 
+    def diagnostics(self, state: np.ndarray, rho: np.ndarray) -> dict:
+        """The diagnostics of a saved state (``rho`` its grid values): the model's, from
+        the grid values; an entry may read some of them from the state exactly."""
+        return self.model.diagnostics(rho)
+
     # --- the velocity field off the grid ----------------------------------------------
     exact_velocity_at = False  # whether velocity_at is the discrete field itself
 

@@ -130,16 +130,43 @@ def zonal_critical_kappa(dim: int, beta: float, normalized: bool, value: float =
     return math.inf if a1 <= 0 else 1.0 / a1
 
 
+def log_harmonic_dimension(lmax: int, dim: int) -> np.ndarray:
+    """``log N(d, l)`` for l = 0..lmax: the dimension of the degree-l spherical harmonics
+    of S^{d-1}, ``N = (2l + d - 2)/(l + d - 2) C(l + d - 2, l)`` (2 for l >= 1 on S^1;
+    ``2l + 1`` on S^2), which is ``Q_l(1)^2``, the largest value of ``Q_l^2``."""
+    l = np.arange(lmax + 1, dtype=float)
+    if dim == 2:
+        return np.where(l == 0, 0.0, math.log(2.0))
+    # log C(l + d - 2, l) as a sum of log1p((d - 2)/k): no difference of large lgammas
+    binomial = np.concatenate([[0.0], np.cumsum(np.log1p((dim - 2) / l[1:]))])
+    return np.log(2 * l + dim - 2) - np.log(l + dim - 2) + binomial
+
+
+def log_uniform_weights(a: np.ndarray, dim: int) -> np.ndarray:
+    """``log(|a_l| N(d, l))``: the sup norm on the sphere of the degree-l part of the
+    kernel's series, ``sum_l a_l N(d, l) P_l(<x, y>)`` (addition theorem). A multiplier
+    counts with this weight: a probability density has ``|c_l| <= Q_l(1) = sqrt(N)``, so
+    the degree-l part of its potential is at most ``|a_l| N`` anywhere. At large d, N
+    grows like ``d^l / l!`` while ``a_l`` falls like ``(beta/d)^l``: the product, about
+    ``beta^l / l!``, is what decides where the series may stop, not ``a_l`` alone."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.abs(a)) + log_harmonic_dimension(a.size - 1, dim)
+
+
 def zonal_required_lmax(dim: int, beta: float, tolerance: float = RESOLUTION_TOLERANCE
                         ) -> int:
-    """Smallest band limit (>= 8) whose dropped degrees carry multipliers below
-    ``tolerance`` of the first: ``a_l / a_1 <= tolerance`` for l > lmax."""
+    """Smallest band limit (>= 8) whose dropped degrees carry less than ``tolerance`` of
+    the largest degree's part of the kernel in the sup norm: ``a_l N(d, l) <= tolerance
+    max_k a_k N(d, k)`` (k >= 1) for l > lmax (``log_uniform_weights``). On S^1 (N = 2,
+    ``a_k`` decreasing) this is the circle's criterion; at large d the parts peak near l ~
+    beta (about ``beta^l / l!``), so the band limit grows like e beta, not like beta/d."""
     if beta == 0:
         return 8
     count = 64
     while True:
-        a = zonal_multipliers(count, dim, beta, normalized=True)
-        small = np.nonzero(a[2:] <= tolerance * a[1])[0]
-        if small.size:
-            return max(8, int(small[0]) + 1)
+        w = log_uniform_weights(zonal_multipliers(count, dim, beta, normalized=True), dim)
+        peak = int(np.argmax(w[1:])) + 1
+        small = np.nonzero(w[peak + 1:] <= math.log(tolerance) + w[peak])[0]
+        if small.size and peak + 1 + small[0] < count:
+            return max(8, peak + int(small[0]))
         count *= 2

@@ -83,7 +83,7 @@ class EvolveTask(SteppingTask):
 
     def frame(self, state: PdeState) -> tuple[np.ndarray, dict]:
         rho = state.density if state.density is not None else self.solver.to_density(state.u)
-        return rho, self.model.diagnostics(rho)
+        return rho, self.solver.diagnostics(state.u, rho)
 
     def dataset(self, frames: list, info: dict, start: int = 0) -> xr.Dataset:
         return to_dataset(self.cfg, self.grid, list(self.times[start:start + len(frames)]),

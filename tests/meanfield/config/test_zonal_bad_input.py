@@ -13,6 +13,11 @@ from meanfield import ConfigError, evolve
 from meanfield.cli import main
 
 
+def required(dim: int, beta: float) -> int:
+    from meanfield.model.zonal_kernels import zonal_required_lmax
+    return zonal_required_lmax(dim, beta)
+
+
 def zonal(dim: int | None = None, **sections) -> dict:
     domain = {"geometry": "zonal", **({} if dim is None else {"dim": dim})}
     return {"domain": domain, **sections}
@@ -65,12 +70,15 @@ BAD = [
     (zonal(discretization={"resolution": 7}), "discretization.resolution", ">= 8"),
     (zonal(discretization={"method": "finite-volume", "resolution": 7}),
      "discretization.resolution", ">= 8"),
+    # (the band limits the kernel needs: zonal_required_lmax, whose criterion
+    # tests/meanfield/model/test_zonal_kernels.py checks against decimal eigenvalues)
     (zonal(model={"beta": 50.0}, discretization={"resolution": 16}),
-     "discretization.resolution", "the kernel needs resolution >= 53"),
+     "discretization.resolution", f"the kernel needs resolution >= {required(3, 50.0)}"),
     (zonal(64, model={"beta": 200.0}, discretization={"resolution": 16}),
-     "discretization.resolution", "the kernel needs resolution >= 80"),
+     "discretization.resolution", f"the kernel needs resolution >= {required(64, 200.0)}"),
     (zonal(model={"beta": 5.0}, discretization={"method": "finite-volume", "resolution": 16}),
-     "discretization.resolution", "the kernel needs resolution >= 38"),
+     "discretization.resolution",
+     f"the kernel needs resolution >= {max(16, 2 * required(3, 5.0))}"),
     (zonal(initial={"kind": "von_mises", "concentration": 300.0},
            discretization={"resolution": 16}), "discretization.resolution",
      "not resolved at band limit 16"),
@@ -94,14 +102,15 @@ def test_bad_zonal_input_raises_config_error_naming_key(config, key, words, monk
 
 def test_needed_resolution_is_enough():
     """The resolution the error asks for runs (spectral and cells)."""
-    for method, needed in (("spectral", 53), ("finite-volume", 106)):
+    lmax = required(3, 50.0)
+    for method, needed in (("spectral", lmax), ("finite-volume", 2 * lmax)):
         ds = evolve(zonal(model={"beta": 50.0}, initial={"kind": "uniform"},
                           discretization={"method": method, "resolution": needed},
                           time={"t_final": 0.01, "save_every": 0.01}))
         assert ds.attrs["resolution"] == needed
-    with pytest.raises(ConfigError, match="resolution >= 106"):
+    with pytest.raises(ConfigError, match=f"resolution >= {2 * lmax}"):
         evolve(zonal(model={"beta": 50.0}, discretization={"method": "finite-volume",
-                                                           "resolution": 105}))
+                                                           "resolution": 2 * lmax - 1}))
 
 
 def test_sample_file_of_the_wrong_dimension(tmp_path):

@@ -170,10 +170,38 @@ def test_critical_kappa_and_value():
             assert zk.zonal_critical_kappa(dim, 1.5, normalized, value=-1.0) == math.inf
 
 
-@pytest.mark.parametrize("dim,beta", [(3, 5.0), (16, 30.0), (512, 22.6), (4096, 64.0)])
-def test_required_lmax_drops_only_negligible_multipliers(dim, beta):
+def _log_harmonic_dimension(l: int, dim: int) -> float:
+    """log N(d, l) from the binomial (independent of zk.log_harmonic_dimension)."""
+    if dim == 2:
+        return 0.0 if l == 0 else math.log(2)
+    return math.log((2 * l + dim - 2) / (l + dim - 2)) + math.log(
+        math.comb(l + dim - 2, l))
+
+
+def test_harmonic_dimension():
+    # S^2: 2l + 1; S^1: 2; S^3: (l + 1)^2; and the binomial form at d = 4096
+    assert np.allclose(np.exp(zk.log_harmonic_dimension(6, 3)), 2 * np.arange(7) + 1)
+    assert np.allclose(np.exp(zk.log_harmonic_dimension(6, 2)), [1, 2, 2, 2, 2, 2, 2])
+    assert np.allclose(np.exp(zk.log_harmonic_dimension(6, 4)), (np.arange(7) + 1) ** 2)
+    logs = zk.log_harmonic_dimension(40, 4096)
+    assert all(logs[l] == pytest.approx(_log_harmonic_dimension(l, 4096), rel=1e-13)
+               for l in range(1, 41))
+
+
+@pytest.mark.parametrize("dim,beta", [(2, 3.0), (3, 5.0), (16, 30.0), (512, 22.6),
+                                      (4096, 64.0)])
+def test_required_lmax_drops_only_negligible_parts_of_the_kernel(dim, beta):
+    """The dropped degrees carry at most 1e-12 of the largest degree's part of the kernel
+    in the sup norm, a_l N(d, l) (the multiplier times the dimension of its harmonics),
+    and the band limit is the smallest that does (independent decimal eigenvalues)."""
     lmax = zk.zonal_required_lmax(dim, beta)
-    logs = np.array([log_funk_hecke_decimal(l, dim, beta) for l in (1, lmax, lmax + 1)])
-    ratio = np.exp(logs - logs[0])  # a_l / a_1 = lambda_l / lambda_1
-    assert ratio[2] <= zk.RESOLUTION_TOLERANCE  # the first dropped degree
-    assert lmax == 8 or ratio[1] > zk.RESOLUTION_TOLERANCE  # the smallest such band limit
+    degrees = range(1, lmax + 2)
+    logs = np.array([log_funk_hecke_decimal(l, dim, beta) + _log_harmonic_dimension(l, dim)
+                     for l in degrees])
+    ratio = np.exp(logs - logs.max())
+    assert ratio[-1] <= zk.RESOLUTION_TOLERANCE  # the first dropped degree
+    assert lmax == 8 or ratio[-2] > zk.RESOLUTION_TOLERANCE  # the smallest such band limit
+    # and the parts beyond keep falling (the degree after is smaller still)
+    beyond = log_funk_hecke_decimal(lmax + 2, dim, beta) + _log_harmonic_dimension(
+        lmax + 2, dim)
+    assert beyond < logs[-1]
