@@ -31,7 +31,11 @@ on every piece between their breakpoints. ``marginal_nodes`` gives the nodes fin
 that the linear interpolation of the PDE's CDF costs far less than the distance
 measured (its error is ``O(h^2 f')`` per node interval; 4096 intervals across the
 interval that holds all but ``SPAN_TAIL`` of the mass at every time, and the two tails).
-``w1_floor`` is the expected W_1 of N exact samples, ``sqrt(2 / (pi N)) int sqrt(F (1 -
+``angle_nodes`` does the same in the polar angle theta (the geodesic distance to e): for
+zonal measures the W_p of their theta-marginals is their W_p on S^{d-1} (the monotone
+rearrangement along the meridians attains it, any d, any p >= 1; as
+``meanfield.metrics.sphere_zonal`` on S^2), and for any measures it is a lower bound
+(theta is 1-Lipschitz). ``w1_floor`` is the expected W_1 of N exact samples, ``sqrt(2 / (pi N)) int sqrt(F (1 -
 F)) dt`` (the normal limit of ``E|F_N(t) - F(t)|``; exact for F linear between the nodes).
 """
 from __future__ import annotations
@@ -103,19 +107,24 @@ def theta_rule(edges: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray, 
     intervals between ``edges`` (increasing), exact to round-off for trigonometric
     polynomials of ``degree`` (module docstring): each interval in pieces no longer than
     ``PIECE_WIDTH / degree``, each piece with ``ceil(degree h / 2) + 16`` nodes."""
-    widths = np.diff(edges)
-    pieces = np.maximum(np.ceil(widths * max(degree, 1) / PIECE_WIDTH), 1).astype(int)
-    points, weights, owner = [], [], []
-    for k in np.flatnonzero(widths > 0):
-        h = widths[k] / pieces[k]
-        x, w = _gauss(int(math.ceil(degree * h / 2)) + 16)
-        starts = edges[k] + h * np.arange(pieces[k])
-        points.append((starts[:, None] + 0.5 * h * (x + 1.0)).ravel())
-        weights.append(np.tile(0.5 * h * w, pieces[k]))
-        owner.append(np.full(points[-1].size, k))
+    widths = np.diff(np.asarray(edges, dtype=float))
+    pieces = np.where(widths > 0, np.maximum(np.ceil(widths * max(degree, 1)
+                                                     / PIECE_WIDTH), 1), 0).astype(int)
+    owner = np.repeat(np.arange(widths.size), pieces)
+    h = (widths / np.maximum(pieces, 1))[owner]
+    first = np.cumsum(pieces) - pieces  # each interval's first piece
+    start = edges[:-1][owner] + h * (np.arange(owner.size) - first[owner])
+    nodes = np.ceil(degree * h / 2).astype(int) + 16
+    points, weights, owners = [], [], []
+    for m in np.unique(nodes):  # (a few sizes: one rule each, all its pieces at once)
+        sel = nodes == m
+        x, w = _gauss(int(m))
+        points.append((start[sel, None] + 0.5 * h[sel, None] * (x + 1.0)).ravel())
+        weights.append((0.5 * h[sel, None] * w).ravel())
+        owners.append(np.repeat(owner[sel], m))
     if not points:
         return np.zeros(0), np.zeros(0), np.zeros(0, dtype=int)
-    return np.concatenate(points), np.concatenate(weights), np.concatenate(owner)
+    return np.concatenate(points), np.concatenate(weights), np.concatenate(owners)
 
 
 @functools.lru_cache(maxsize=64)
@@ -173,6 +182,24 @@ def marginal_nodes(ds: xr.Dataset, tail: float = SPAN_TAIL,
     inner = np.linspace(lo, hi, intervals + 1)
     nodes = np.unique(np.concatenate([[-1.0], inner, [1.0]]))
     return nodes, t_cdf(ds, nodes)
+
+
+def angle_nodes(ds: xr.Dataset, tail: float = SPAN_TAIL,
+                intervals: int = FINE_INTERVALS) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes in theta (increasing, from 0 to pi) and the PDE's CDF of the polar angle
+    there ``(time, nodes)`` (or ``(nodes,)``): ``intervals`` equal intervals across the
+    angles of ``span(ds, tail)``, with 0 and pi added."""
+    lo, hi = span(ds, tail)
+    inner = np.linspace(math.acos(hi), math.acos(lo), intervals + 1)
+    nodes = np.unique(np.concatenate([[0.0], inner, [math.pi]]))
+    return nodes, angle_cumulative(ds, nodes)
+
+
+def polar_angles(x: np.ndarray) -> np.ndarray:
+    """``theta = angle(x, e)`` of unit vectors ``(n, d)``, accurate near the poles
+    (``atan2`` of the orthogonal length)."""
+    x = np.asarray(x, dtype=float)
+    return np.arctan2(np.sqrt(np.einsum("ij,ij->i", x[:, 1:], x[:, 1:])), x[:, 0])
 
 
 def span(ds: xr.Dataset, tail: float) -> tuple[float, float]:

@@ -126,6 +126,8 @@ def coupled_paths(solver, table: PdeTable, model, x0: np.ndarray, save_times: np
 
     def field(t: float):
         state = table.at(t)
+        if solver.geometry == "zonal":  # (its field is written for unit vectors)
+            return lambda p: solver.velocity_at(state, normalize_rows(p))
         return lambda p: solver.velocity_at(state, p)
 
     for start, h, m in step_grid(save_times, dt):
