@@ -198,7 +198,10 @@ def _phase_summary(ds) -> str:
 
 def _bifurcation_summary(ds) -> str:
     """One line on a bifurcation result: its pitchforks and transitions (or the scan's
-    kind when it has no special points)."""
+    kind when it has no special points); per d for a study across dimensions."""
+    if "dim" in ds.dims:
+        return "; ".join(f"d = {int(d)}: {_bifurcation_summary(ds.isel(dim=i))}"
+                         for i, d in enumerate(ds["dim"].values))
     if "map_transition" in ds:
         first = [float(b) for b, t in zip(ds.beta.values, ds.map_transition.values)
                  if str(t) == "subcritical"]

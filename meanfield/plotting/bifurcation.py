@@ -27,7 +27,8 @@ the Maxwell points and ``map_bistable`` hatched (gids ``order_parameter``, ``kap
 
 The curves (what is drawn, exactly as computed: the uniform branch at 0, the splits at the
 computed pitchforks and folds, the amplitude for modes k >= 2) are made by
-``meanfield.plotting.bifurcation_curves``.
+``meanfield.plotting.bifurcation_curves``; a study across dimensions (dim ``dim``, the
+zonal geometry) is drawn by ``meanfield.plotting.bifurcation_dims``.
 
 Every artist carries a ``gid``: ``"branch:{b}:{stable|unstable|unknown}:{run}"`` for
 the line runs of panel (a), ``"free_energy:{b}:..."`` for panel (b), ``"special:{type}"``,
@@ -56,6 +57,7 @@ from meanfield.plotting.bifurcation_curves import (  # noqa: F401 (stability_run
     branch_curve,
     stability_runs,
 )
+from meanfield.plotting.bifurcation_dims import dims_figure, is_across_dims
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 
@@ -90,6 +92,11 @@ def _check(ds: Any) -> xr.Dataset:
     """The dataset if it is a continuation or scan bifurcation dataset; ConfigError naming
     what is missing otherwise."""
     variables = getattr(ds, "data_vars", {})
+    if is_across_dims(ds):
+        if "tricritical_beta_landau" not in variables:
+            raise ConfigError("a bifurcation dataset across dimensions needs "
+                              "tricritical_beta_landau (docs/datasets.md)", "result")
+        return ds
     if _is_map(ds):
         missing = [n for n in MAP_NEEDED if n not in variables]
         missing += [d for d in ("beta", "kappa") if d not in getattr(ds, "dims", {})]
@@ -120,7 +127,7 @@ def _color(mode: int) -> Any:
 def _mode_label(mode: int, geometry: str | None) -> str:
     if mode == 0:
         return "uniform"
-    name = {"circle": "k", "sphere": "l"}.get(geometry or "", "mode")
+    name = {"circle": "k", "sphere": "l", "zonal": "l"}.get(geometry or "", "mode")
     return f"${name} = {mode}$" if geometry else f"mode {mode}"
 
 
@@ -337,7 +344,8 @@ def _title(ds: xr.Dataset) -> str:
         parts.append(f"{model} model")  # (at beta = 0 the study's title says Kuramoto)
     geometry = _geometry(ds)
     if geometry and geometry not in title:
-        parts.append({"circle": r"$\mathbb{S}^1$", "sphere": r"$\mathbb{S}^2$"}[geometry])
+        parts.append({"circle": r"$\mathbb{S}^1$", "sphere": r"$\mathbb{S}^2$",
+                      "zonal": "zonal"}[geometry])
     other = "beta" if _parameter(ds) == "kappa" else "kappa"
     if other in ds.attrs:
         symbol = {"beta": r"$\beta$", "kappa": r"$\kappa$"}[other]
@@ -422,7 +430,8 @@ def map_figure(ds: xr.Dataset) -> Any:
 
             kc = landau_critical_kappa(str(ds.attrs.get("geometry", "circle")), star,
                                        ds.attrs.get("model") == "SA",
-                                       float(ds.attrs.get("value", 1.0)))  # V = c I
+                                       float(ds.attrs.get("value", 1.0)),  # V = c I
+                                       ds.attrs.get("dim"))  # (zonal: d)
             exact = float(ds.attrs.get("tricritical_beta_landau", math.nan))
             label = rf"tricritical $\beta^* = {star:.4f}$" + (
                 f" (Landau {exact:.4f})" if math.isfinite(exact) else "")
@@ -442,11 +451,15 @@ def map_figure(ds: xr.Dataset) -> Any:
 
 def _summary(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
+    if is_across_dims(ds):
+        return dims_figure(ds)
     return map_figure(ds) if _is_map(ds) else bifurcation_figure(ds)
 
 
 def _diagram_page(ds: xr.Dataset, log: Any = "auto") -> Any:
     del log
+    if is_across_dims(ds):
+        return dims_figure(ds)
     if _is_map(ds):
         return map_figure(ds)
     with style():

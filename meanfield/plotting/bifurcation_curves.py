@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 STYLES = {1: ("-", "stable"), 0: ("--", "unstable"), -1: (":", "unknown")}
-AREAS = {"circle": 2 * math.pi, "sphere": 4 * math.pi}
+AREAS = {"circle": 2 * math.pi, "sphere": 4 * math.pi, "zonal": 1.0}  # (zonal: normalized)
 
 
 def _parameter(ds: xr.Dataset) -> str:

@@ -88,13 +88,11 @@ def _unstable(eigenvalues: np.ndarray) -> int:
     return int(np.sum(np.real(eigenvalues) > EIG_TOL))
 
 
-def _crossing_mode(disc) -> tuple[int, int, float]:
+def _crossing_mode(disc, spectrum: lin.UniformSpectrum) -> tuple[int, int, float]:
     """At a located crossing of the uniform state: (multiplicity, mode, |max radius|):
     the zero eigenvalues of the dense Jacobian and the mode their eigenvectors carry."""
     u = lin._uniform_state(disc)
-    matvec, size = lin.mass_preserving_operator(disc, u)
-    jac = np.column_stack([matvec(e) for e in np.eye(size)])
-    lam, vec = np.linalg.eig(jac)
+    lam, vec = np.linalg.eig(spectrum.jacobian())
     radius = float(np.max(np.abs(lam)))
     zero = np.abs(lam) <= ZERO_EIG_RTOL * max(radius, 1.0)
     if not zero.any():
@@ -120,9 +118,10 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
     num = int(min(b["points"], max(2, math.ceil((b["stop"] - b["start"]) / b["ds_max"]) + 1)))
     values = np.linspace(b["start"], b["stop"], num)
     u = lin._uniform_state(disc)
-    points = _uniform_points(disc, parameter, values, u)
+    spectrum = lin.UniformSpectrum(disc, u)
+    points = _uniform_points(disc, parameter, values, spectrum)
     counts = points["counts"]
-    search = _PitchforkSearch(disc, plan, u)
+    search = _PitchforkSearch(disc, plan, spectrum)
     for i in range(num - 1):
         if counts[i] != counts[i + 1]:
             search.locate(float(values[i]), float(values[i + 1]), counts[i], counts[i + 1])
@@ -143,11 +142,12 @@ def uniform_branch(disc, cfg: dict, plan: dict) -> dict:
             "transition": "", "fold_lam": math.nan}
 
 
-def _uniform_points(disc, parameter: str, values: np.ndarray, u: np.ndarray
-                    ) -> dict[str, list]:
-    """The uniform state ``u`` at each parameter value: the number of unstable
+def _uniform_points(disc, parameter: str, values: np.ndarray,
+                    spectrum: lin.UniformSpectrum) -> dict[str, list]:
+    """The uniform state ``spectrum.u`` at each parameter value: the number of unstable
     eigenvalues (``counts``), the leading one, whether it is stable, its free energy and
     its density."""
+    u = spectrum.u
     points: dict[str, list] = {name: [] for name in ("counts", "leading", "stable",
                                                      "energies", "states")}
     for value in values:
@@ -156,7 +156,7 @@ def _uniform_points(disc, parameter: str, values: np.ndarray, u: np.ndarray
         # ``stability`` would drop the critical one at a point on kappa_c exactly. The
         # same dense computation as ``stability``; a zero eigenvalue (a point on a
         # crossing) is degenerate, not stable, as ``stability`` says.
-        lam = lin.jacobian_eigenvalues(disc, u)
+        lam = spectrum.eigenvalues()
         radius = float(np.max(np.abs(lam))) if lam.size else 0.0
         zero = bool(np.any(np.abs(lam) <= lin.ZERO_RTOL * max(radius, 1.0)))
         points["counts"].append(_unstable(lam))
@@ -174,8 +174,8 @@ class _PitchforkSearch:
     while it holds more crossings than the one found (``special``: the points, in the
     order found)."""
 
-    def __init__(self, disc, plan: dict, u: np.ndarray):
-        self.disc, self.plan, self.u = disc, plan, u
+    def __init__(self, disc, plan: dict, spectrum: lin.UniformSpectrum):
+        self.disc, self.plan, self.spectrum = disc, plan, spectrum
         self.parameter = plan["parameter"]
         self.special: list[dict] = []
 
@@ -183,13 +183,13 @@ class _PitchforkSearch:
         # every eigenvalue, none dropped as zero: ``stability`` drops those below
         # ZERO_RTOL of the spectral radius, which near the crossing is the one located
         set_parameter(self.disc, self.parameter, value)
-        lam = lin.jacobian_eigenvalues(self.disc, self.u)
+        lam = self.spectrum.eigenvalues()
         # (its zero, not EIG_TOL: the counts only bracket it)
         return float(lam[index].real) if index < lam.size else -math.inf
 
     def unstable_at(self, value: float) -> int:
         set_parameter(self.disc, self.parameter, value)
-        return _unstable(lin.jacobian_eigenvalues(self.disc, self.u))
+        return _unstable(self.spectrum.eigenvalues())
 
     def root(self, lo: float, hi: float, index: int) -> float:
         """Where eigenvalue ``index`` crosses zero in ``[lo, hi]``."""
@@ -210,7 +210,7 @@ class _PitchforkSearch:
         closed form's kappa_c there."""
         plan = self.plan
         set_parameter(self.disc, self.parameter, root)
-        multiplicity, mode, _ = _crossing_mode(self.disc)
+        multiplicity, mode, _ = _crossing_mode(self.disc, self.spectrum)
         kappa, beta = kappa_beta(plan, self.parameter, root)
         analytic = (lin.critical_kappa(plan["geometry"], beta, plan["normalized"], mode,
                                        plan.get("value", 1.0), plan.get("dim"))

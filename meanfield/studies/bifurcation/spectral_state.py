@@ -132,6 +132,17 @@ class RealView:
 GEOMETRIES = ("circle", "sphere", "zonal")
 
 
+def check_geometry(geometry: str, dim: int | None = None) -> None:
+    """ValueError unless ``geometry`` is one of ``GEOMETRIES`` (with an integer ``dim``
+    >= 2 for the zonal geometry: the d of S^{d-1})."""
+    if geometry not in GEOMETRIES:
+        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
+    if geometry == "zonal" and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))
+                                or dim < 2):
+        raise ValueError(f"the zonal geometry needs dim, an integer >= 2 (d of S^{{d-1}}), "
+                         f"got {dim!r}")
+
+
 def check_spectral(disc) -> None:
     if getattr(disc, "method", None) != "spectral" or disc.geometry not in GEOMETRIES:
         raise ConfigError(

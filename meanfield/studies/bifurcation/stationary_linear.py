@@ -1,7 +1,7 @@
 """Linear theory of the stationary states of ``meanfield.studies.bifurcation.stationary``: their
-stability, the closed-form seeds of the branches that the uniform state sheds, and the
-exact stationary states of the noisy model at beta = 0 (references for the solver), on
-S^1, S^2 and the zonal densities of S^{d-1} (``geometry = "zonal"``, ``dim = d``).
+stability (and the uniform state's spectrum for many kappa, ``UniformSpectrum``) and the
+closed-form seeds of the branches that the uniform state sheds, on S^1, S^2 and the zonal
+densities of S^{d-1} (``geometry = "zonal"``, ``dim = d``).
 
 Stability (``stability``): the eigenvalues of ``F'(u)`` on the mass-preserving real
 components (the constant component left out: ``F`` maps into mean-zero densities, so
@@ -24,12 +24,9 @@ along it; ``branch_seed`` starts Newton on it with the zonal / cosine representa
 which the phase conditions of ``meanfield.studies.bifurcation.stationary`` expect (mean direction
 ``theta = 0`` on S^1, axisymmetric about z on S^2).
 
-At beta = 0 (noisy Kuramoto on S^1, its analogue on S^2) the velocity is ``P_x m`` with
-``m = int y dmu = r e``, so stationary states are ``rho ∝ exp(kappa r <x, e>)`` and the
-order parameter solves ``r = A(kappa r)``: ``A(s) = I_1(s)/I_0(s)`` on S^1 and the
-Langevin function ``A(s) = coth(s) - 1/s`` on S^2 (the mean of ``<x, e>`` under
-``exp(s <x, e>)``), ``A(s) = I_{d/2}(s)/I_{d/2-1}(s)`` on S^{d-1}. ``A'(0) = 1/d``:
-non-trivial roots for ``kappa > d`` (2, 3, d), the pitchforks at ``kappa_c = 1/a_1``.
+The exact states at beta = 0 (``rho ∝ exp(kappa r <x, e>)``, ``r = A(kappa r)``: the
+pitchforks at ``kappa_c = 1/a_1 = d``) are ``meanfield.studies.bifurcation.noisy_kuramoto``
+(imported here too: ``noisy_order_parameter``, ``noisy_stationary_density``, ...).
 
 With the value matrix ``V = c I`` (the discretization's ``value``) the velocity is
 multiplied by c: the rates are ``k^2 (c a_k - 1/kappa)``, ``kappa_c = 1/(c a_k)`` (none for
@@ -41,19 +38,25 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
 
 from meanfield.discretizations.spectrum import DENSE_MAX, ZERO_RTOL
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
-from meanfield.model.zonal_kernels import log_bessel_orders, log_funk_hecke, zonal_growth_rate
+from meanfield.model.zonal_kernels import zonal_growth_rate
+from meanfield.studies.bifurcation.noisy_kuramoto import (  # noqa: F401 (re-exported)
+    langevin,
+    mean_alignment,
+    noisy_order_parameter,
+    noisy_stationary_density,
+)
 from meanfield.studies.bifurcation.spectral_state import (
+    GEOMETRIES,
     RealView,
+    check_geometry,
     check_spectral,
     lowest_mode,
     zonal_peak,
 )
 
-GEOMETRIES = ("circle", "sphere", "zonal")
 # A sphere state whose order m >= 1 coefficients (a circle state whose Im c_k) stay below
 # this fraction of the mean is axisymmetric (even), and its stability is computed by
 # blocks. What the blocks leave out couples them at this relative size delta; for the
@@ -113,6 +116,51 @@ def jacobian_eigenvalues(disc, u: np.ndarray, count: int | None = None) -> np.nd
     dropped: every one (dense, ``size <= DENSE_MAX``: ``size`` JVPs and one dense
     eigenvalue problem) or the ``count + 8`` of largest real part (ARPACK)."""
     return _eigenvalues(disc, u, count)[0]
+
+
+class UniformSpectrum:
+    """``F'`` at the uniform state ``u`` on the mass-preserving components (the matrix of
+    ``mass_preserving_operator``) at the discretization's current parameters, and its
+    eigenvalues as ``jacobian_eigenvalues`` gives them, for many kappa at one beta.
+
+    ``F' = Delta/kappa + N'(u)`` and ``N'`` has no kappa: the columns of ``N'(u)`` are
+    formed once per beta (at kappa = inf, where the diffusion is 0) and the diffusion's
+    diagonal added at each kappa; column j is then ``N' e_j + (Delta/kappa)_j e_j``, the
+    very sums ``disc.jvp`` forms, so the matrix is the same to the last bit as one made
+    of products at each kappa (the uniform branch of a zonal d = 64, L = 256 study:
+    215 matrices of 256 products each took 31 s). The sphere's eigenvalues stay by blocks
+    (``axisymmetric_eigenvalues``), a system above ``DENSE_MAX`` stays with ARPACK.
+    """
+
+    def __init__(self, disc, u: np.ndarray):
+        self.disc, self.u = disc, np.asarray(u)
+        view = RealView(disc, self.u)
+        self._keep = np.arange(view.size) != view.constant
+        self._view = view
+        self._formed: tuple[float, np.ndarray] | None = None
+
+    def jacobian(self) -> np.ndarray:
+        """The dense matrix at the current (beta, kappa)."""
+        disc, view = self.disc, self._view
+        beta, kappa = disc.parameters
+        if self._formed is None or self._formed[0] != beta:
+            disc.set_parameters(kappa=math.inf)
+            try:
+                matvec, size = mass_preserving_operator(disc, self.u)
+                columns = np.column_stack([matvec(e) for e in np.eye(size)])
+            finally:
+                disc.set_parameters(kappa=kappa)
+            self._formed = (beta, columns)
+        linear = np.broadcast_to(disc.linear, view.shape)
+        diagonal = view.to_real(linear * (1 + 1j) if view.complex else linear).real
+        return self._formed[1] + np.diag(diagonal[self._keep])
+
+    def eigenvalues(self) -> np.ndarray:
+        """Every eigenvalue, sorted by decreasing real part (``jacobian_eigenvalues``)."""
+        if is_axisymmetric(self.disc, self.u) or int(self._keep.sum()) > DENSE_MAX:
+            return jacobian_eigenvalues(self.disc, self.u)
+        lam = np.linalg.eigvals(self.jacobian())
+        return lam[np.argsort(-lam.real)]
 
 
 def is_axisymmetric(disc, u: np.ndarray) -> bool:
@@ -254,15 +302,6 @@ def symmetry_zero_modes(geometry: str, mode: int) -> int:
 
 
 # --- seeds of the branches shed by the uniform state --------------------------------------
-def _check_geometry(geometry: str, dim: int | None = None) -> None:
-    if geometry not in GEOMETRIES:
-        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
-    if geometry == "zonal" and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))
-                                or dim < 2):
-        raise ValueError(f"the zonal geometry needs dim, an integer >= 2 (d of S^{{d-1}}), "
-                         f"got {dim!r}")
-
-
 def area(geometry: str) -> float:
     """The measure of the domain the densities are taken against: 2 pi (S^1), 4 pi
     (S^2), 1 (zonal: the normalized surface measure)."""
@@ -276,7 +315,7 @@ def attraction_coefficient(geometry: str, beta: float, normalized: bool, mode: i
     ``l(l + d - 2)``), from ``meanfield.model.kernels.growth_rate`` /
     ``sphere_growth_rate`` / ``meanfield.model.zonal_kernels.zonal_growth_rate``
     (``dim`` = d, for the zonal geometry only)."""
-    _check_geometry(geometry, dim)
+    check_geometry(geometry, dim)
     if int(mode) != mode or mode < 1:
         raise ValueError(f"mode must be an integer >= 1, got {mode!r}")
     if geometry == "circle":
@@ -317,7 +356,7 @@ def critical_modes(disc, mode: int) -> list[np.ndarray]:
     all; only the first has maximum 1, the others unit coefficient). Zonal: ``P_l(t) =
     Q_l(t)/Q_l(1)`` (1: the zonal states hold no other degree-l harmonic).
     """
-    _check_geometry(disc.geometry, disc_dim(disc))
+    check_geometry(disc.geometry, disc_dim(disc))
     template = _uniform_state(disc)
     if disc.geometry == "zonal":
         if not 1 <= mode <= disc.grid.lmax:
@@ -396,71 +435,3 @@ def branch_seed(disc, mode: int = 1, kappa: float | None = None,
 def _density_scale(disc) -> float:
     """The uniform density ``1/|S|``: the seed is ``(1 + amplitude phi) / |S|``."""
     return 1 / area(disc.geometry)
-
-
-# --- exact stationary states at beta = 0 ------------------------------------------------
-def langevin(s: float) -> float:
-    """``coth(s) - 1/s`` (series below 1e-3, where the difference cancels)."""
-    s = float(s)
-    if abs(s) < 1e-3:
-        return s / 3 - s**3 / 45 + 2 * s**5 / 945
-    return 1 / math.tanh(s) - 1 / s
-
-
-def mean_alignment(geometry: str, s: float, dim: int | None = None) -> float:
-    """``A(s)``: the mean of ``<x, e>`` under the density ``∝ exp(s <x, e>)``:
-    ``I_1(s)/I_0(s)`` on S^1 (scaled Bessel: no overflow), ``langevin(s)`` on S^2,
-    ``I_{d/2}(s)/I_{d/2-1}(s)`` on the zonal S^{d-1} (``dim`` = d; the ratio of
-    ``meanfield.model.zonal_kernels.log_bessel_orders``, Perron's continued fraction:
-    no underflow at any order)."""
-    _check_geometry(geometry, dim)
-    if geometry == "circle":
-        return float(special.i1e(s) / special.i0e(s))
-    if geometry == "zonal":
-        if s == 0:
-            return 0.0
-        logs = log_bessel_orders(dim / 2 - 1, 2, abs(float(s)))
-        return math.copysign(math.exp(logs[1] - logs[0]), s)
-    return langevin(s)
-
-
-def noisy_order_parameter(geometry: str, kappa: float, dim: int | None = None) -> float:
-    """The non-trivial root of ``r = A(kappa r)`` at beta = 0 (0 where there is none,
-    ``kappa <= d``: 2 on S^1, 3 on S^2, ``dim`` on the zonal geometry), by brentq to
-    1e-15."""
-    _check_geometry(geometry, dim)
-    threshold = {"circle": 2.0, "sphere": 3.0}.get(geometry, float(dim or 0))
-    if kappa <= threshold:
-        return 0.0
-
-    def gap(r: float) -> float:
-        return mean_alignment(geometry, kappa * r, dim) - r
-
-    # gap > 0 just above 0 (slope kappa/threshold - 1 > 0) and gap(1) = A(kappa) - 1 < 0
-    low = 1e-6 * min(1.0, kappa / threshold - 1)
-    return float(optimize.brentq(gap, low, 1.0, xtol=1e-16, rtol=4 * np.finfo(float).eps))
-
-
-def noisy_stationary_density(geometry: str, kappa: float, points: np.ndarray,
-                             direction: np.ndarray | None = None,
-                             dim: int | None = None) -> np.ndarray:
-    """``rho(x) = exp(s <x, e>) / Z`` with ``s = kappa r`` (``noisy_order_parameter``) at
-    the unit vectors ``points`` (..., d): ``Z = 2 pi I_0(s)`` on S^1, ``4 pi sinh(s)/s``
-    on S^2, ``lambda_0(s) = Gamma(d/2) (2/s)^{d/2-1} I_{d/2-1}(s)`` on the zonal S^{d-1}
-    (normalized measure; its points may be the values ``t = <x, e>``, shape (..., 1));
-    ``e`` the first axis on S^1 (theta = 0) and the zonal geometry, +z on S^2 by
-    default."""
-    _check_geometry(geometry, dim)
-    p = np.asarray(points, dtype=float)
-    d = p.shape[-1]
-    if direction is None:
-        direction = np.eye(d)[-1] if geometry == "sphere" else np.eye(d)[0]
-    s = kappa * noisy_order_parameter(geometry, kappa, dim)
-    proj = p @ np.asarray(direction, dtype=float)
-    if geometry == "zonal":
-        return np.exp(s * proj - (log_funk_hecke(0, dim, s)[0] if s else 0.0))
-    if geometry == "circle":  # exp(s (c - 1)) / (2 pi I_0(s) e^-s): no overflow
-        return np.exp(s * (proj - 1)) / (2 * math.pi * special.i0e(s))
-    if s == 0:
-        return np.full(proj.shape, 1 / (4 * math.pi))
-    return np.exp(s * (proj - 1)) * s / (2 * math.pi * -math.expm1(-2 * s))

@@ -22,7 +22,9 @@ branch in progress is computed again).
 steady state; its checkpoint keeps the members done, ``resume`` runs the others).
 ``mode = "map"``: ``meanfield.studies.bifurcation.parameter_map`` (the first bifurcation
 over a (beta, kappa) map: kappa_c(beta), the fold curve, the Maxwell point, the stable
-order parameter, bistability).
+order parameter, bistability). On the zonal geometry ``domain.dim`` may be a list or a
+range of d: the study of each d, with a dimension ``dim`` in the dataset
+(``meanfield.studies.bifurcation.across_dims``).
 
 The dataset (docs/datasets.md): dims ``(branch, point)``: ``kappa``, ``beta``,
 ``order_parameter``, ``amplitude`` (of the branch's own mode k: ``|int e^{ik theta} dmu|``
@@ -61,6 +63,7 @@ from meanfield.runs import budget
 from meanfield.runs.engine import Engine, RunTask
 from meanfield.runs.threads import one_blas_thread
 from meanfield.studies.bifurcation import parameter_map as bm
+from meanfield.studies.bifurcation.across_dims import AcrossDimsTask, config_at, dims_of
 from meanfield.studies.bifurcation.branch_dataset import branches_from_dataset, study_dataset
 from meanfield.studies.bifurcation.branches import (
     mode_branch,
@@ -172,6 +175,13 @@ def bifurcation(config: dict | None = None, *, out: str | Path | None = None,
 
 
 def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Dataset:
+    if dims_of(cfg) is not None:  # a study across d (zonal): each d in memory
+        for d in dims_of(cfg):
+            _check_one(config_at(cfg, d), f"at domain.dim = {d}: ")
+        budget.check(cfg, "bifurcation")  # (the states of every d kept)
+        return Engine(cfg, _out(cfg, out), overwrite=overwrite, resume=resume,
+                      progress=progress).run(
+            AcrossDimsTask(cfg, lambda c: _run(c, None, False, False, False)))
     if cfg["bifurcation"]["mode"] == "map":
         bm.check_map_config(cfg)
         budget.check(cfg, "bifurcation")
@@ -190,6 +200,24 @@ def _run(cfg: dict, out, overwrite: bool, resume: bool, progress: bool) -> xr.Da
     out = _out(cfg, out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(BifurcationTask(cfg, plan))
+
+
+def _check_one(cfg: dict, where: str) -> None:
+    """The checks of one dimension's study before any work (ConfigError, prefixed with
+    ``where``)."""
+    try:
+        mode = cfg["bifurcation"]["mode"]
+        if mode == "map":
+            bm.check_map_config(cfg)
+        elif mode == "scan":
+            from meanfield.studies.bifurcation.scan_plan import scan_plan
+
+            scan_plan(cfg)
+        else:
+            check_bifurcation_config(cfg)
+        budget.check(cfg, "bifurcation")
+    except ConfigError as exc:
+        raise ConfigError(where + str(exc), exc.key) from None
 
 
 def _out(cfg: dict, out):
