@@ -28,6 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from meanfield.discretizations.base import Discretization
+from meanfield.model.zonal import PARITY_MIN_DEGREES
 
 BETA, KAPPA, DT = 2.0, 10.0, 1e-3
 
@@ -76,15 +77,21 @@ def breakdown(resolution: int, normalized: bool, repeat: int) -> tuple[float, fl
     and of the potential, SA's derivative, the analysis of the two products)."""
     disc, c = build("zonal", resolution, normalized, 3, 1)
     model, grid = disc.model, disc.model.products
-    two = np.stack([c, c])
-    fields = two @ grid.synthesis_matrix
+    four = np.stack([c, c, c, c])
+    fields = four @ grid.synthesis_matrix
+    parity = c.size > PARITY_MIN_DEGREES  # (the model's choice: tables split by parity)
 
-    def products() -> None:
-        two @ grid.synthesis_matrix  # rho and its Laplacian
-        two @ grid.synthesis_matrix  # phi and its Laplacian
-        if normalized:
-            c @ grid.derivative_table  # phi'
-        fields @ grid.analysis_matrix  # the two products, back to coefficients
+    def products() -> None:  # the matrix products of ZonalModel.tendency, as it does them
+        if parity:
+            grid.parity_synthesis(four)  # rho, Delta rho, phi, Delta phi
+            if normalized:
+                grid.parity_synthesis(c, derivative=True)  # phi'
+            grid.parity_analysis(fields[:2])  # the two products, back to coefficients
+        else:
+            four @ grid.synthesis_matrix
+            if normalized:
+                c @ grid.derivative_table
+            fields[:2] @ grid.analysis_matrix
 
     return best_of(lambda: model.tendency(c), repeat), best_of(products, repeat)
 

@@ -138,3 +138,25 @@ def test_finite_volume_kernel_keeps_every_degree(dim, beta, cells):
     want = np.diff(np.log(kernel)) / beta
     got = model.potential_difference(rho)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-11 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dim", [2, 3, 64])
+@pytest.mark.parametrize("normalized", [False, True], ids=["USA", "SA"])
+@pytest.mark.parametrize("parity", [False, True], ids=["full", "parity"])
+def test_fused_tendency_equals_the_reference_transport(dim, normalized, parity,
+                                                      monkeypatch):
+    """``tendency`` (one compiled loop, tables split by parity from PARITY_MIN_DEGREES on)
+    equals the plain composition ``_transport(c, *potential_fields(c))`` to round-off."""
+    import meanfield.model.zonal as zonal_module
+
+    monkeypatch.setattr(zonal_module, "PARITY_MIN_DEGREES", 0 if parity else 10**9)
+    rng = np.random.default_rng(3)
+    grid = ZonalGrid(47, dim)
+    model = zonal_module.ZonalModel(grid, 2.0, 10.0, normalized, value=1.5)
+    c = np.zeros(48)
+    c[0] = 1.0
+    c[1:10] = 0.1 * rng.standard_normal(9) / np.arange(1, 10) ** 2
+    fused = model.tendency(c)
+    reference = model._transport(c, *model.potential_fields(c))
+    assert np.abs(fused - reference).max() <= 1e-12 * np.abs(reference).max()
+    assert fused[0] == 0.0

@@ -188,3 +188,19 @@ def test_log_measure_density():
     # in t: the Gauss weights of the d = 7 rule are the measure of the Gegenbauer weight
     t, w = gegenbauer.gauss_nodes(30, 7)
     assert w @ t**2 == pytest.approx(1 / 7, rel=1e-14)
+
+
+@pytest.mark.parametrize("lmax,nodes,dim", [(10, 11, 3), (10, 12, 5), (31, 48, 64),
+                                            (30, 47, 2)])
+def test_parity_transforms_equal_the_full_products(lmax, nodes, dim):
+    """Even and odd degrees on half the nodes (odd and even node counts, the middle node
+    t = 0 once) give the full synthesis, derivative and analysis to round-off."""
+    rng = np.random.default_rng(1)
+    grid = ZonalGrid(lmax, dim, nodes)
+    c = rng.standard_normal((4, lmax + 1))
+    f = rng.standard_normal((2, nodes))
+    for fast, full in ((grid.parity_synthesis(c), grid.synthesis(c)),
+                       (grid.parity_synthesis(c, derivative=True), grid.derivative(c)),
+                       (grid.parity_analysis(f), grid.analysis(f))):
+        assert fast.shape == full.shape
+        assert np.abs(fast - full).max() <= 1e-13 * np.abs(full).max()
