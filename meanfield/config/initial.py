@@ -115,6 +115,11 @@ def validate_initial(raw: dict, geometry: str, dim: int, key: str = "initial",
     params = INITIAL_PARAMS[geometry][kind]
     allowed = {"kind", *params} | ({"weight"} if not allow_mixture else set())
     for name in raw:
+        if name == "center" and geometry == "zonal":
+            raise ConfigError(f"{key}.center: a zonal density is symmetric about the fixed "
+                              "axis e = (1, 0, ..., 0), so it takes no center; a density "
+                              "about another axis is not zonal (tokens on S^{d-1} take "
+                              "geometry = \"sphere\")", f"{key}.center")
         if name not in allowed:
             raise renamed_key_error(f"{key}.{name}") or ConfigError(
                 f"{key}.{name} is not a parameter of initial kind '{kind}'; "

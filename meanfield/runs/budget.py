@@ -212,8 +212,11 @@ def _fv_time(cfg: dict, budget: Budget) -> None:
     cfl = cfg["discretization"]["cfl"]
     if cfg["domain"]["geometry"] == "circle":
         dt = cfl * 2.51 * (2 * math.pi / n) ** 2 / (4 * diffusion)
-    elif cfg["domain"]["geometry"] == "zonal":  # (interior cells: lambda ~ 4/h^2, h = pi/n)
-        dt = cfl * 2.51 * (math.pi / n) ** 2 / (4 * diffusion)
+    elif cfg["domain"]["geometry"] == "zonal":
+        # the pole cells are the stiffest: face/cell measure ~ (d - 1)/h there, so the
+        # Gershgorin radius of GradientFlowZonalFV is ~ 2 max(2, d - 1)/h^2, h = pi/n
+        dim = cfg["domain"]["dim"]
+        dt = cfl * 2.51 * (math.pi / n) ** 2 / (2 * max(2, dim - 1) * diffusion)
     else:
         dt = cfl * 2.51 / (diffusion * 7.0 / (3.82 / math.sqrt(n)) ** 2)
     steps = cfg["time"]["t_final"] / dt
