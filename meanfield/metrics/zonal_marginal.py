@@ -184,14 +184,19 @@ def marginal_nodes(ds: xr.Dataset, tail: float = SPAN_TAIL,
     return nodes, t_cdf(ds, nodes)
 
 
-def angle_nodes(ds: xr.Dataset, tail: float = SPAN_TAIL,
+def angle_nodes(ds: xr.Dataset | list[xr.Dataset], tail: float = SPAN_TAIL,
                 intervals: int = FINE_INTERVALS) -> tuple[np.ndarray, np.ndarray]:
     """Nodes in theta (increasing, from 0 to pi) and the PDE's CDF of the polar angle
     there ``(time, nodes)`` (or ``(nodes,)``): ``intervals`` equal intervals across the
-    angles of ``span(ds, tail)``, with 0 and pi added."""
-    lo, hi = span(ds, tail)
+    angles of ``span(ds, tail)``, with 0 and pi added. A list of frames: nodes across
+    all their spans, and a list of their CDFs there."""
+    frames = ds if isinstance(ds, list) else [ds]
+    spans = [span(f, tail) for f in frames]
+    lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
     inner = np.linspace(math.acos(hi), math.acos(lo), intervals + 1)
     nodes = np.unique(np.concatenate([[0.0], inner, [math.pi]]))
+    if isinstance(ds, list):
+        return nodes, [angle_cumulative(f, nodes) for f in frames]
     return nodes, angle_cumulative(ds, nodes)
 
 
@@ -221,20 +226,49 @@ def line_wasserstein(values: np.ndarray, nodes: np.ndarray, cdf: np.ndarray,
     total 1), on the line (module docstring)."""
     x = np.sort(np.asarray(values, dtype=float))
     n = x.size
-    f = np.maximum.accumulate(np.asarray(cdf, dtype=float))
-    f = f / f[-1]
-    f[0] = 0.0
+    f = _unit_cdf(cdf)
     u = np.unique(np.concatenate([f, np.arange(n + 1) / n]))
     a, b = u[:-1], u[1:]
     keep = b > a
     a, b = a[keep], b[keep]
     mid = 0.5 * (a + b)
     sample = x[np.minimum((mid * n).astype(int), n - 1)]
-    k = np.clip(np.searchsorted(f, mid, side="right") - 1, 0, f.size - 2)
-    slope = (nodes[k + 1] - nodes[k]) / (f[k + 1] - f[k])
-    ga = nodes[k] + slope * (a - f[k]) - sample
-    gb = nodes[k] + slope * (b - f[k]) - sample
+    qa, qb = _quantile(nodes, f, a, b)
+    return float(np.sum((b - a) * _mean_power(qa - sample, qb - sample, p)) ** (1.0 / p))
+
+
+def cdf_wasserstein(nodes: np.ndarray, cdf_a: np.ndarray, cdf_b: np.ndarray,
+                    p: float = 2.0) -> float:
+    """Exact ``W_p`` on the line between two measures whose CDFs are linear between the
+    same ``nodes`` (each scaled to total 1): both quantile functions are linear between
+    the merged breakpoints of the two CDFs, and ``|Q_a - Q_b|^p`` is integrated there in
+    closed form."""
+    fa, fb = (_unit_cdf(c) for c in (cdf_a, cdf_b))
+    u = np.unique(np.concatenate([fa, fb]))
+    a, b = u[:-1], u[1:]
+    keep = b > a
+    a, b = a[keep], b[keep]
+    ends = [_quantile(nodes, f, a, b) for f in (fa, fb)]
+    ga, gb = ends[0][0] - ends[1][0], ends[0][1] - ends[1][1]
     return float(np.sum((b - a) * _mean_power(ga, gb, p)) ** (1.0 / p))
+
+
+def _unit_cdf(cdf: np.ndarray) -> np.ndarray:
+    f = np.maximum.accumulate(np.asarray(cdf, dtype=float))
+    f = f / f[-1]
+    f[0] = 0.0
+    return f
+
+
+def _quantile(nodes: np.ndarray, f: np.ndarray, a: np.ndarray, b: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The quantile function of the CDF ``f`` (linear between ``nodes``) at the ends
+    ``a < b`` of pieces on which it is linear (the piece found from its left end, ``f[k]
+    <= a < f[k + 1]``, which rounding cannot push onto a flat part of ``f`` as it can a
+    midpoint next to 1)."""
+    k = np.clip(np.searchsorted(f, a, side="right") - 1, 0, f.size - 2)
+    slope = (nodes[k + 1] - nodes[k]) / (f[k + 1] - f[k])
+    return nodes[k] + slope * (a - f[k]), nodes[k] + slope * (b - f[k])
 
 
 def _mean_power(ga: np.ndarray, gb: np.ndarray, p: float) -> np.ndarray:

@@ -56,6 +56,10 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   ``pair_fitted_rate`` (without noise fitted only where ``distance`` is within the window
   too: the difference of two clusters decays at the linear rate once both are small).
 
+Zonal densities on S^{d-1}: exact W_2 of zonal frames, tokens without noise as on the
+sphere; tokens with noise and ``contraction.other`` refused (``contraction_zonal``: what
+is exact, what is refused and why, and where a noiseless spectral run meets round-off).
+
 Each (beta, source) is a member run through the executor (``[parallel]``: serial or dask,
 the same numbers); a checkpoint keeps the members done and ``resume`` goes on from them.
 Tokens step with fixed steps ``time.dt`` (``"auto"``: ``min(0.05, 0.25/rate)`` without
@@ -76,12 +80,14 @@ from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.initial.samplers import sample_tokens
+from meanfield.initial.zonal_samplers import zonal_tokens
 from meanfield.model.tokens import initial_rng
 from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
 from meanfield.studies.transport import contraction_reference as ref
+from meanfield.studies.transport import contraction_zonal as zonal
 from meanfield.studies.transport import coupling as cp
 from meanfield.studies.transport.convergence import frame_dataset
 from meanfield.studies.transport.contraction_dataset import study_dataset
@@ -112,6 +118,8 @@ def check_contraction_config(cfg: dict) -> dict:
     c, m = cfg["contraction"], cfg["model"]
     cfgmod.check_pde_dim(cfg)
     noisy = not math.isinf(m["kappa"])
+    if cfg["domain"]["geometry"] == "zonal":
+        zonal.check(cfg, noisy)
     if not m["normalized"]:
         high = [b for b in c["beta"] if b > cfgmod.MAX_USA_BETA]
         if high:
@@ -210,6 +218,8 @@ def _spacing(solver) -> float:
     """The length the grid resolves: half the shortest wavelength of a spectral grid
     (``pi/L``, ``2 pi/N``), the cell size of a finite-volume mesh."""
     grid = solver.grid
+    if grid.geometry == "zonal":
+        return zonal.spacing(solver)
     if grid.geometry == "sphere" and solver.method == "spectral":
         return math.pi / (grid.shape[0] - 1)
     total = 2 * math.pi if grid.geometry == "circle" else 4 * math.pi
@@ -303,7 +313,9 @@ def core_width(solver, state: np.ndarray) -> float:
     mass, d = _distances(solver, state, _mean_direction(solver, state))
     order = np.argsort(d)
     half = np.searchsorted(np.cumsum(mass[order]), 0.5 * mass.sum())
-    return CORE_SCALE[solver.grid.geometry] * float(d[order][min(half, d.size - 1)])
+    scale = (zonal.core_scale(solver.grid.dim) if solver.grid.geometry == "zonal" else
+             CORE_SCALE[solver.grid.geometry])
+    return scale * float(d[order][min(half, d.size - 1)])
 
 
 def _collapsed(solver, floor: float):
@@ -313,6 +325,9 @@ def _collapsed(solver, floor: float):
 
 def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
     from meanfield.metrics.wasserstein import wasserstein
+
+    if cfg["domain"]["geometry"] == "zonal":  # (exact: contraction_zonal)
+        wasserstein = zonal.wasserstein2  # noqa: F811
 
     if cfg["contraction"]["pde"] == "characteristics":
         return ref.label_member(cfg, plan, beta)
@@ -356,7 +371,8 @@ def _token_paths(cfg: dict, plan: dict, beta: float, initial: dict, seed: int) -
     mcfg = with_beta(cfg, beta)
     n = cfg["particles"]["n"]
     model = build_model(mcfg, {**plan, "n": n}, threads=1)
-    x0 = sample_tokens(initial, n, plan["dim"], initial_rng(seed))
+    draw = zonal_tokens if cfg["domain"]["geometry"] == "zonal" else sample_tokens
+    x0 = draw(initial, n, plan["dim"], initial_rng(seed))
     return cp.token_path(model, x0, plan["times"][1:], plan["dt"], cfg["model"]["kappa"],
                          seed)
 

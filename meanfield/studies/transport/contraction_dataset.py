@@ -105,6 +105,15 @@ def _fits(cfg: dict, plan: dict, done: list) -> tuple[dict, dict, np.ndarray, li
     return curves, fits, regimes, measured, problems
 
 
+def _sphere_name(cfg: dict) -> str:
+    """S¹, S², or S^{d-1} of a zonal config (superscript digits)."""
+    geometry = cfg["domain"]["geometry"]
+    if geometry != "zonal":
+        return "S¹" if geometry == "circle" else "S²"
+    return "S" + str(cfg["domain"]["dim"] - 1).translate(str.maketrans("0123456789",
+                                                                       "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     """The contraction dataset of the members done (NaN for the others); the problems in
     the attr ``problems`` ("" when none)."""
@@ -162,7 +171,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
               "source": ("source", np.asarray(sources, dtype=str))}
     ds = assemble(data, coords, {
         "title": f"contraction of {model_name(m['normalized'])} on "
-                 f"{'S¹' if cfg['domain']['geometry'] == 'circle' else 'S²'}, κ = "
+                 f"{_sphere_name(cfg)}, κ = "
                  f"{'∞' if math.isinf(m['kappa']) else format(m['kappa'], 'g')}: W₂ to the "
                  + ("limit point" if target == "dirac" else "stationary state"),
         "geometry": cfg["domain"]["geometry"], "model": model_name(m["normalized"]),

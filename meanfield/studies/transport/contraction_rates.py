@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats
 
 from meanfield.model.kernels import growth_rate, sphere_growth_rate
+from meanfield.model.zonal_kernels import zonal_growth_rate
 
 SLOWEST_MODES = 64  # the modes searched for the slowest one of the uniform state
 FAR = math.pi / 2  # far_share: the mass beyond this distance from the limit point
@@ -51,8 +52,13 @@ def local_rate(cfg: dict, beta: float) -> float:
     if math.isinf(m["kappa"]):
         return attraction_repulsion(m["normalized"], beta)[0]
     modes = np.arange(1, SLOWEST_MODES + 1)
-    rate = growth_rate if cfg["domain"]["geometry"] == "circle" else sphere_growth_rate
-    top = float(np.max(rate(modes, beta, m["kappa"], m["normalized"])))
+    if cfg["domain"]["geometry"] == "zonal":
+        rates = zonal_growth_rate(modes, cfg["domain"]["dim"], beta, m["kappa"],
+                                  m["normalized"])
+    else:
+        rate = growth_rate if cfg["domain"]["geometry"] == "circle" else sphere_growth_rate
+        rates = rate(modes, beta, m["kappa"], m["normalized"])
+    top = float(np.max(rates))
     return -top if top < 0 else math.nan
 
 
