@@ -112,6 +112,8 @@ def _transition(ds: xr.Dataset, ax, dims: np.ndarray) -> None:
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(ScalarFormatter())  # (d = 4, 8, 64: not 4 x 10^0)
     ax.xaxis.set_minor_formatter(NullFormatter())
+    if dims.size <= 10:
+        ax.set_xticks(dims)
     ax.set_xlabel("$d$")
 
 

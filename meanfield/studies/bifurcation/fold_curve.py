@@ -139,11 +139,16 @@ def signed_amplitude(disc, u: np.ndarray) -> float:
 
 
 class _FoldSystem:
-    """The extended system of the module docstring on ``X = (z * scale, phi, kappa)``,
-    with beta the continuation parameter."""
+    """The extended system of the module docstring on ``X = (z * scale, phi * weights,
+    kappa / unit)``, with beta the continuation parameter (``weights`` and ``unit`` 1
+    except on the zonal geometry: the moments' weights ``1/Q_l(1)`` and d/2, as in
+    ``shed_branch``; ``scale`` then carries the weights too). ``ell`` acts on the
+    scaled ``phi``."""
 
-    def __init__(self, disc, system: st.BorderedSystem, scale: float, ell: np.ndarray):
+    def __init__(self, disc, system: st.BorderedSystem, scale: np.ndarray | float,
+                 ell: np.ndarray, weights: np.ndarray | float = 1.0, unit: float = 1.0):
         self.disc, self.system, self.scale, self.ell = disc, system, scale, ell
+        self.weights, self.unit = weights, unit
         self.n = system.size
 
     def set(self, beta: float, kappa: float) -> bool:
@@ -160,7 +165,7 @@ class _FoldSystem:
 
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         n = self.n
-        return x[:n] / self.scale, x[n:2 * n], float(x[2 * n])
+        return x[:n] / self.scale, x[n:2 * n] / self.weights, float(x[2 * n]) * self.unit
 
     def _dkappa(self, v: np.ndarray, kappa: float) -> np.ndarray:
         """``d(G_z v)/dkappa`` (and ``dG/dkappa`` for ``v = z``): ``-(linear / kappa) v``."""
@@ -174,7 +179,7 @@ class _FoldSystem:
             return np.full(x.size, np.nan)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             return np.concatenate([self.system.residual(z), self.system.jvp(z, phi),
-                                   [self.ell @ phi - 1.0]])
+                                   [self.ell @ (phi * self.weights) - 1.0]])
 
     def jvp(self, x: np.ndarray, beta: float, v: np.ndarray) -> np.ndarray:
         z, phi, kappa = self.split(x)
@@ -188,7 +193,7 @@ class _FoldSystem:
             h = _CBRT_EPS * max(1.0, float(np.linalg.norm(z))) / norm
             second = (sys.jvp(z + h * dz, phi) - sys.jvp(z - h * dz, phi)) / (2 * h)
         jphi = second + dk * self._dkappa(phi, kappa) + sys.jvp(z, dphi)
-        return np.concatenate([jz, jphi, [self.ell @ dphi]])
+        return np.concatenate([jz, jphi, [self.ell @ (dphi * self.weights)]])
 
     def dbeta(self, x: np.ndarray, beta: float) -> np.ndarray:
         h = _H_BETA * max(1.0, abs(beta))
@@ -206,7 +211,7 @@ class _FoldSystem:
     def precondition(self, r: np.ndarray) -> np.ndarray:
         n, sys = self.n, self.system
         return np.concatenate([self.scale * sys.precondition(r[:n]),
-                               sys.precondition(r[n:2 * n]), r[2 * n:]])
+                               self.weights * sys.precondition(r[n:2 * n]), r[2 * n:]])
 
 
 def _dense_jacobian(system: st.BorderedSystem, z: np.ndarray) -> np.ndarray:
@@ -316,11 +321,17 @@ def _fold_at_start(disc, system: st.BorderedSystem, z0: np.ndarray, scale: float
         raise ValueError(f"the start is not a stationary state at beta = {beta0:g}, "
                          f"kappa = {kappa0:.10g}: ||G|| = {residual0:.3g} > start_tol = "
                          f"{start_tol:g}")
-    # the null vector: the right singular vector of the smallest singular value
-    _, sigma, vt = np.linalg.svd(_dense_jacobian(system, z0))
-    phi0 = vt[-1] / np.linalg.norm(vt[-1])
-    fs = _FoldSystem(disc, system, scale, phi0)
-    x0 = np.concatenate([z0 * scale, phi0, [float(kappa0)]])
+    weights, unit = 1.0, 1.0
+    if disc.geometry == "zonal":  # (the moments and kappa/(d/2), as shed_branch)
+        weights = np.concatenate([system.rows, np.ones(system.p)])
+        unit = disc.grid.dim / 2
+    # the null vector: the right singular vector of the smallest singular value, of G_z
+    # in the scaled unknowns (zonal: in the coefficients themselves the columns of the
+    # high degrees are ~1/Q_l(1) and several singular values sit at round-off)
+    _, sigma, vt = np.linalg.svd(_dense_jacobian(system, z0) / weights)
+    phi0 = vt[-1] / np.linalg.norm(vt[-1])  # (scaled: ell @ phi0 = 1)
+    fs = _FoldSystem(disc, system, scale * weights, phi0, weights, unit)
+    x0 = np.concatenate([z0 * scale * weights, phi0, [float(kappa0) / unit]])
     first = newton_krylov(lambda x: fs.residual(x, beta0), x0,
                           jvp=lambda x, v: fs.jvp(x, beta0, v),
                           precondition=fs.precondition, tol=tol, max_iter=40)
@@ -330,7 +341,7 @@ def _fold_at_start(disc, system: st.BorderedSystem, z0: np.ndarray, scale: float
                          f"{kappa0:.10g}: Newton on the fold system from it failed "
                          f"({first.message}); smallest singular values of G_z "
                          f"{sigma[-1]:.3g}, {sigma[-2]:.3g} (ratio {ratio:.3g})")
-    kappa_found = float(first.x[-1])
+    kappa_found = float(first.x[-1]) * unit
     rel = abs(kappa_found - kappa0) / abs(kappa0)
     if not rel <= fold_rtol:
         raise ValueError(f"the start is not a fold: kappa0 = {kappa0:.10g} is {rel:.3g} "

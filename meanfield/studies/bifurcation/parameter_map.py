@@ -142,9 +142,8 @@ def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
     """The fold curve of the map (module docstring) from the largest subcritical beta:
     a dict of the ``fold_curve_*`` arrays and the tricritical attrs."""
     from meanfield.model import landau
-    from meanfield.studies.bifurcation import fold_curve as fc
 
-    b, m = cfg["bifurcation"], cfg["model"]
+    m = cfg["model"]
     betas = map_betas(cfg)[:len(done)]
     geometry = cfg["domain"]["geometry"]
     exact = landau.tricritical_beta(geometry, bool(m["normalized"]),
@@ -158,24 +157,45 @@ def map_fold_curve(cfg: dict, done: list[dict]) -> dict:
            if d["transition"] == "subcritical" and math.isfinite(d["fold_kappa"])]
     if not sub:
         return out
-    beta0 = float(betas[sub[-1]])
     disc = build_discretization(_at_beta(cfg, float(map_betas(cfg)[-1])))
+    failures = []
+    for i in reversed(sub):  # the largest subcritical beta first (the longest curve); a
+        # start refused (a fold at the zonal round-off floor in high d) tries the next
+        got = _fold_curve_from(cfg, disc, float(betas[i]), done[i]["fold_kappa"])
+        if isinstance(got, str):
+            failures.append(got)
+            continue
+        out.update(got)
+        if failures:
+            out["message"] += "; before: " + "; ".join(failures)
+        return out
+    out.update(status="failed", message="; ".join(failures))
+    return out
+
+
+def _fold_curve_from(cfg: dict, disc, beta0: float, fold_kappa: float) -> dict | str:
+    """The fold curve from the fold at ``beta0`` (the map's ``fold_kappa``): the
+    ``map_fold_curve`` entries, or why it could not start."""
+    from meanfield.studies.bifurcation import fold_curve as fc
+
+    b = cfg["bifurcation"]
     kappa0, state, message = fc.locate_fold(disc, beta0, kappa_min=b["start"], ds=b["ds"],
                                             ds_max=b["ds_max"], points=b["points"],
                                             tol=b["tolerance"])
     if state is None:
-        out.update(status="failed", message=f"the fold at beta = {beta0:g} was not found "
-                                            f"again: {message}")
-        return out
-    curve = fc.fold_curve(disc, beta0, state, kappa0, beta_stop=float(b["map_start"]),
-                          ds=b["ds"], ds_max=max(b["ds"], min(b["ds_max"], 0.2)),
-                          points=b["points"], tol=b["tolerance"])
-    out.update(beta=curve.beta, kappa=curve.kappa, order_parameter=curve.order_parameter,
-               tricritical_beta=curve.tricritical_beta,
-               tricritical_fit=curve.tricritical_fit, status=curve.status,
-               message=f"from the fold at beta = {beta0:g}, kappa = {kappa0:.10g} (the "
-                       f"map's: {done[sub[-1]]['fold_kappa']:.10g}): {curve.message}")
-    return out
+        return f"the fold at beta = {beta0:g} was not found again: {message}"
+    try:
+        curve = fc.fold_curve(disc, beta0, state, kappa0, beta_stop=float(b["map_start"]),
+                              ds=b["ds"], ds_max=max(b["ds"], min(b["ds_max"], 0.2)),
+                              points=b["points"], tol=b["tolerance"])
+    except ValueError as exc:  # (the start refused: e.g. a fold at the round-off floor)
+        return f"the fold curve from beta = {beta0:g} could not start: {exc}"
+    return {"beta": curve.beta, "kappa": curve.kappa,
+            "order_parameter": curve.order_parameter,
+            "tricritical_beta": curve.tricritical_beta,
+            "tricritical_fit": curve.tricritical_fit, "status": curve.status,
+            "message": f"from the fold at beta = {beta0:g}, kappa = {kappa0:.10g} (the "
+                       f"map's: {fold_kappa:.10g}): {curve.message}"}
 
 
 def map_dataset(cfg: dict, done: list[dict], info: dict,

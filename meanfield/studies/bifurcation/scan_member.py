@@ -8,10 +8,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import optimize
 
 from meanfield import config as cfgmod
 from meanfield.discretizations.base import Discretization
 from meanfield.errors import SolverError
+from meanfield.model.zonal_kernels import log_bessel_orders
+from meanfield.studies.bifurcation.noisy_kuramoto import mean_alignment
 from meanfield.studies.bifurcation.scan_plan import STARTS, ScanPlan
 from meanfield.studies.bifurcation.spectral_state import (
     RealView,
@@ -23,7 +26,9 @@ from meanfield.studies.bifurcation.stationary_linear import area, stability
 from meanfield.studies.bifurcation.steady_state import steady_state
 
 PERTURBATION = 1e-3  # relative amplitude of the mode-1 perturbation of the uniform start
-CONCENTRATION = 5.0  # of the clustered start on S^1 and S^2 (S^{d-1}: times d/3 for d > 3)
+CONCENTRATION = 5.0  # of the clustered start on S^1 and S^2 (S^{d-1}: zonal_concentration)
+START_TAIL = 1e-10  # the zonal clustered start's moments over the top quarter, at most
+ZONAL_START_R = 0.6  # the zonal clustered start's order parameter for d > 3
 UNIFORM_SNAP = 1e-6  # modes below this fraction of the mean: polished from the uniform
 AUTO_DT = 0.1  # the fixed step of time.dt = "auto" (halved on failure)
 HALVINGS = 6
@@ -43,15 +48,34 @@ def _start_state(disc, name: str) -> np.ndarray:
         initial = cfgmod.validate_initial(initial, disc.geometry, dim)
         return np.asarray(disc.to_state(disc.initial_density(initial)))
     grid = disc.grid
-    # about theta = 0 (S^1, and t = <x, e> = 1 on the zonal geometry) or +z (S^2); in
-    # dimension d a von Mises-Fisher density of concentration c has r ~ c/d for c << d,
-    # so the zonal start's c grows with d (r = 0.80 at d = 3, 0.76 at d = 8, 0.75 at 64)
+    # about theta = 0 (S^1, and t = <x, e> = 1 on the zonal geometry) or +z (S^2)
     axis = grid.points[..., -1] if disc.geometry == "sphere" else grid.points[..., 0]
-    concentration = CONCENTRATION * max(1.0, getattr(disc, "dim", 3) / 3) \
-        if disc.geometry == "zonal" else CONCENTRATION
+    concentration = (zonal_concentration(grid.dim, grid.lmax) if disc.geometry == "zonal"
+                     else CONCENTRATION)
     rho = np.exp(concentration * (axis - 1.0))
     rho = rho / float(grid.integrate(rho))
     return np.asarray(disc.to_state(rho))
+
+
+def zonal_concentration(dim: int, lmax: int) -> float:
+    """The clustered start's concentration on the zonal S^{d-1}: ``CONCENTRATION`` for d
+    <= 3 (as on S^1 and S^2: r = 0.89, 0.80), else the von Mises-Fisher density whose
+    order parameter is ``ZONAL_START_R`` (c ~ 0.9 d; in high d a start as clustered as
+    on S^2 relaxes so fast that its transient goes negative: d = 64, kappa = 80, band
+    limit 64: r = 0.75 fails in its first step, 0.62 settles in 450 steps of 0.1),
+    halved until the band limit carries it (its moments ``I_{l+d/2-1}(c)/I_{d/2-1}(c)``
+    over the top quarter of the degrees below ``START_TAIL``)."""
+    if dim <= 3:
+        c = CONCENTRATION
+    else:
+        c = optimize.brentq(lambda x: mean_alignment("zonal", x, dim) - ZONAL_START_R,
+                            1e-3, 10.0 * dim, xtol=1e-10)
+    while c > CONCENTRATION / 8:
+        logs = log_bessel_orders(dim / 2 - 1, lmax + 1, c)
+        if np.exp(logs[3 * lmax // 4 + 1:] - logs[0]).max() <= START_TAIL:
+            break
+        c /= 2
+    return float(c)
 
 
 def _kick(disc) -> np.ndarray:
@@ -65,7 +89,21 @@ def _kicked(disc, u: np.ndarray, kick: np.ndarray) -> np.ndarray:
     mode-1 profile), renormalised to mass 1. At the uniform state this is ``u + kick``;
     elsewhere it stays positive where ``u`` is, whereas ``u + kick`` went negative on
     concentrated states (noisy Kuramoto from kappa = 5 on, where the density's minimum,
-    1.3e-4 at kappa = 5, is below the kick's 1.6e-4), and the sweep stopped there."""
+    1.3e-4 at kappa = 5, is below the kick's 1.6e-4), and the sweep stopped there.
+    Zonal: ``f = PERTURBATION t`` and the product is taken on the coefficients, by the
+    three-term recurrence ``t Q_l = b_{l+1} Q_{l+1} + b_l Q_{l-1}`` (the degree L + 1
+    dropped): on the nodes it would alias that degree onto L, 1e-3 of a top coefficient
+    that grows like Q_L(1) (d = 64: the kicked state's density went negative at once)."""
+    if disc.geometry == "zonal":
+        from solvers.transforms.gegenbauer import recurrence
+
+        c = np.asarray(u, dtype=float)
+        b = recurrence(c.size, disc.grid.dim)  # b_0 = 0 .. b_{L+1}
+        tc = np.zeros_like(c)
+        tc[1:] += b[1:c.size] * c[:-1]
+        tc[:-1] += b[1:c.size] * c[1:]
+        out = c + PERTURBATION * tc
+        return out / out[0]  # (mass c_0 = 1)
     relative = np.asarray(disc.to_density(kick)) / _uniform_value(disc)
     rho = np.asarray(disc.to_density(u)) * (1.0 + relative)
     return np.asarray(disc.to_state(rho / float(disc.grid.integrate(rho))))
@@ -139,7 +177,10 @@ def _point(disc, u0: np.ndarray, plan: ScanPlan, view: RealView) -> tuple[dict, 
                       residual=polished.residual_norm,
                       converged=math.isfinite(steady.time), message="")
         signature = spectrum_signature(disc, polished.state)
-        nxt = polished.state
+        # (zonal: the sweep goes on from the integrated state; Newton leaves the polished
+        # one at the residual's round-off floor, whose negative lobes near the equator
+        # carry up to 1e-5 of the mass at d = 64, which the time integration refuses)
+        nxt = u_end if disc.geometry == "zonal" else polished.state
     else:
         record.update(order_parameter=nan, free_energy=nan, stable=False,
                       leading_eigenvalue=nan, mode=-1, residual=polished.residual_norm,
