@@ -147,3 +147,27 @@ def test_a_branch_stops_where_its_states_are_not_resolved():
     assert str(ds.branch_status.values[1]) == "stopped"
     assert "not resolved" in str(ds.branch_message.values[1])
     assert "raise discretization.resolution" in str(ds.branch_message.values[1])
+
+
+def test_a_zonal_stationary_state_from_a_reflected_guess():
+    """Newton from the branch seed reflected (t -> -t: the cluster at t = -1) converges
+    to the noisy Kuramoto state of S^7 aligned at t = +1 (the reflection is the zonal
+    states' only symmetry), with zero flux to round-off and the root's r."""
+    from meanfield import config
+    from meanfield.discretizations.base import Discretization
+    from meanfield.studies.bifurcation import stationary as st
+    from meanfield.studies.bifurcation import stationary_linear as lin
+
+    d, kappa = 8, 12.0
+    cfg = config.validate({"model": {"beta": 0.0, "kappa": kappa},
+                           "domain": {"geometry": "zonal", "dim": d},
+                           "discretization": {"resolution": 32}})
+    disc = Discretization.from_config(cfg)
+    seed = lin.branch_seed(disc, 1)
+    seed[1::2] *= -1  # (the mirror image)
+    result = st.stationary_state(disc, seed, tol=1e-12)
+    assert result.converged, result.message
+    assert result.state[1] > 0 and result.mode == 1
+    assert abs(result.order_parameter - zonal_root(kappa, d)) <= 1e-12
+    assert result.flux_defect <= 1e-10
+    assert lin.stability(disc, result.state).stable
