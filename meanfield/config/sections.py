@@ -345,8 +345,8 @@ CORE_SECTIONS: tuple[Section, ...] = (
     Section("domain", {
         "geometry": (ck.choice(GEOMETRIES), "circle"),
         "dim": (ck.accepting("an integer >= 1, or for the bifurcation study on the zonal "
-                             "geometry a list of integers >= 2 or a range {start, stop, "
-                             "num} (numpy.linspace) of them (a study across d)", _dim),
+                             "geometry a list or a range {start, stop, num} "
+                             "(numpy.linspace) of dimensions (a study across d)", _dim),
                 None),
     }, finish=_finish_domain),
     Section("discretization", {
