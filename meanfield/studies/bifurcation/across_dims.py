@@ -45,7 +45,8 @@ from meanfield.studies.dataset import model_name
 SHARED_ATTRS = ("geometry", "model", "parameter", "value", "mode", "beta", "kappa",
                 "scan_tolerance", "polish_tolerance", "scan_t_max")
 SHARED_INDEXES = ("sweep", "beta")  # (the scan's sweeps, the map's betas: the same for all d)
-DROPPED_ATTRS = ("kind", "config", "version", "dim", "title")  # (the run's own, or the coordinate)
+# (the run's own, or the coordinate)
+DROPPED_ATTRS = ("kind", "config", "version", "dim", "title")
 RENAMED_ATTRS = {"status": "dim_status", "message": "dim_message",
                  "wall_time_s": "dim_wall_time_s"}
 

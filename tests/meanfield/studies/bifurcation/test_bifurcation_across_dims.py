@@ -56,7 +56,8 @@ def test_branches_per_dimension(kuramoto, tmp_path):
         far = kappa > 1.01 * d
         assert max(abs(ri - zonal_root(k, d)) for k, ri in zip(kappa[far], r[far])) <= 1e-8
         # the padding past the branch's end: NaN, stable -1
-        assert np.isnan(one.kappa.values[1, n:]).all() and (one.stable.values[1, n:] == -1).all()
+        assert np.isnan(one.kappa.values[1, n:]).all()
+        assert (one.stable.values[1, n:] == -1).all()
         # each d's Gauss nodes
         np.testing.assert_array_equal(one.polar_of_dim.values, ZonalGrid(32, d).theta)
         assert one.critical_kappa.values[0] == pytest.approx(d, rel=1e-15)
@@ -146,3 +147,24 @@ def test_a_dimension_that_cannot_run_is_refused_before_any_work():
                        ) as info:
         bf.bifurcation(cfg)
     assert info.value.key == "discretization.resolution"
+
+
+@pytest.mark.slow
+def test_usa_map_in_higher_dimensions_finds_the_tricritical_beta_of_landau():
+    """The same at d = 16, 32, 64 (band limit 64, ~40 s): first order exactly where beta >
+    beta*(d) (1.1290, 1.0635, 1.0315), and the fold curves reach beta*(d) to 1e-5 (at
+    d = 64 from a fold the curve can start from: those of the larger beta sit at the
+    round-off floor of the residual, docs/bifurcation.md section 9)."""
+    ds = bf.bifurcation({"model": {"normalized": False},
+                         "domain": {"geometry": "zonal", "dim": [16, 32, 64]},
+                         "discretization": {"resolution": 64},
+                         "bifurcation": {"mode": "map", "map_start": 1.0, "map_stop": 2.0,
+                                         "map_num": 5}})
+    assert ds.attrs["status"] == 0, ds.attrs["message"]
+    np.testing.assert_allclose(ds.map_critical_kappa, ds.map_analytic_kappa, rtol=1e-6)
+    for i, d in enumerate([16, 32, 64]):
+        star = usa_tricritical(d)
+        expected = ["subcritical" if b > star else "supercritical" for b in ds.beta.values]
+        assert list(ds.map_transition.values[i]) == expected
+        assert abs(ds.tricritical_beta.values[i] - star) <= 1e-5, (
+            d, ds.fold_curve_message.values[i])
