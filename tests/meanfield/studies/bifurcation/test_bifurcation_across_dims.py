@@ -168,3 +168,14 @@ def test_usa_map_in_higher_dimensions_finds_the_tricritical_beta_of_landau():
         assert list(ds.map_transition.values[i]) == expected
         assert abs(ds.tricritical_beta.values[i] - star) <= 1e-5, (
             d, ds.fold_curve_message.values[i])
+
+
+def test_the_budget_counts_the_states_of_every_dimension():
+    from meanfield import config
+    from meanfield.runs import budget
+
+    one = config.validate({"domain": {"geometry": "zonal", "dim": 8}}, "bifurcation")
+    three = config.validate({"domain": {"geometry": "zonal", "dim": [4, 8, 16]}},
+                            "bifurcation")
+    states = budget.estimate(one, "bifurcation").parts["branch states"][0]
+    assert budget.estimate(three, "bifurcation").parts["branch states"][0] == 3 * states
