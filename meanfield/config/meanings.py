@@ -13,7 +13,8 @@ from __future__ import annotations
 # One line per section: what it is for.
 SECTION_MEANINGS: dict[str, str] = {
     "model": "the dynamics: attention temperature, noise, normalization",
-    "domain": "where the tokens live: the circle S^1, the sphere S^{d-1}, or R^d",
+    "domain": "where the tokens live: the circle S^1, the sphere S^{d-1} (zonal densities: "
+              "any d), or R^d",
     "discretization": "the grid of the PDE solvers",
     "initial": "the initial density or tokens: a kind and that kind's parameters",
     "time": "the time interval and the steps",
@@ -74,7 +75,8 @@ MEANINGS: dict[str, str] = {
     "particles.bins": "compare: bins of the L1 gap (circle: arcs, \"auto\" 2 N^(1/3) in "
                       "[8, 256], or 6 arcs across the width 1/max rho of the PDE's most "
                       "concentrated state if more, <= 256; sphere: cells of an "
-                      "icosahedral mesh)",
+                      "icosahedral mesh; zonal: intervals of t = <x, e> across the PDE's "
+                      "mass)",
     "particles.rescaled": "pure, one head: integrate z = e^{-tV} x (refused where e^{tV} "
                           "cannot be formed at t_final)",
     "particles.mask": "attention mask: none, or causal (token i attends to j <= i)",

@@ -174,6 +174,7 @@ class ZonalModel:
         """The velocity ``U'(t) (e - t x)`` at unit vectors ``points`` (m, d), off the grid
         (``t = x_1``; ``e - t x`` is the surface gradient of ``t``)."""
         points = np.asarray(points, dtype=float)
+        points = points / np.linalg.norm(points, axis=1, keepdims=True)  # (directions)
         t = np.clip(points[:, 0], -1.0, 1.0)
         phi, dphi = self.grid.evaluate(self.a * c, t, derivative=True)
         speed = self.scale * dphi if not self.normalized else \
