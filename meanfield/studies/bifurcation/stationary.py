@@ -156,14 +156,19 @@ def zero_flux_defect(disc, u: np.ndarray) -> float:
         tangent = np.stack([-np.sin(grid.theta), np.cos(grid.theta)], axis=-1)
         grad = disc.to_density(1j * grid.k * u)[:, None] * tangent
     elif disc.geometry == "zonal":
-        # (the points are t = <x, e>: the first component of the flux, the gradient of
-        # rho(t) being rho'(t) (e - t x), whose first component is rho'(t) (1 - t^2);
-        # velocity_at gives the same component of its velocity. Only the reliable nodes:
-        # at the others, in high d, the pointwise values are round-off of the coefficients)
+        # (the first component of the flux, at unit vectors whose first component is the
+        # node's t: the gradient of rho(t) is rho'(t) (e - t x), first component rho'(t)
+        # (1 - t^2). Only the reliable nodes: at the others, in high d, the pointwise
+        # values are round-off of the coefficients)
         keep = np.asarray(getattr(grid, "reliable", np.ones(grid.shape, bool)))
-        points = points[keep]
+        t = grid.t[keep]
+        points = np.stack([t, np.sqrt(np.maximum(1 - t**2, 0.0))], axis=-1)
         rho = disc.to_density(u)[keep]
-        grad = (grid.derivative(u) * (1 - grid.t**2))[keep][:, None]
+        grad = (grid.derivative(u)[keep] * (1 - t**2))[:, None]
+        diffusive = grad / kappa
+        scale = max(float(np.max(np.abs(diffusive))), float(np.max(np.abs(rho))) / kappa)
+        flux = rho[:, None] * disc.velocity_at(u, points)[:, :1] - diffusive
+        return float(np.max(np.abs(flux)) / scale)
     else:
         from solvers.transforms.pointwise import sphere_synthesis_at
 
