@@ -52,6 +52,16 @@ from solvers.particles.multipliers import (
 RESOLUTION_TOLERANCE = 1e-12
 
 
+def log1p_ratio(num: np.ndarray, den: np.ndarray | float, beta: float) -> np.ndarray:
+    """``log(1 + beta num/den) / beta``, SA's potential ``log(K*rho / M)/beta`` with ``K*rho
+    = M + beta phi``, computed as ``(num/den) log1p(y)/y``, ``y = beta num/den``: exact
+    as beta -> 0 (the series ``1 - y/2`` below ``|y| = 1e-8``), no division by beta."""
+    y = beta * num / den
+    small = np.abs(y) < 1e-8
+    safe = np.where(small, 1.0, y)
+    return (num / den) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+
+
 def kernel_multiplier(kmax: int, beta: float) -> np.ndarray:
     """``2 pi e^{-beta} I_k(beta)`` for k = 0..kmax."""
     k = np.arange(kmax + 1)

@@ -34,6 +34,7 @@ import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model.kernels import (
+    log1p_ratio,
     sphere_kernel_multiplier,
     sphere_potential_multiplier,
 )
@@ -161,10 +162,7 @@ class SphereModel:
 
     def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
         """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
-        y = self.beta * phi / mean
-        small = np.abs(y) < 1e-8
-        safe = np.where(small, 1.0, y)
-        return (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        return log1p_ratio(phi, mean, self.beta)
 
     def _potential_fields_by_analysis(self, a: np.ndarray, phi: np.ndarray):
         p = self.products
@@ -324,11 +322,7 @@ class SphereFVModel:
         if not self.normalized:
             return self.scale * dphi
         kernel = self.s0 * c00.real * Y00 + self.beta * phi  # e^{-beta} K*rho at centres
-        ratio = dphi / kernel[self.mesh.edges[:, 0]]
-        y = self.beta * ratio
-        small = np.abs(y) < 1e-8
-        safe = np.where(small, 1.0, y)
-        out = ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        out = log1p_ratio(dphi / kernel[self.mesh.edges[:, 0]], 1.0, self.beta)
         return out if self.value == 1 else self.value * out
 
     def diagnostics(self, rho: np.ndarray) -> dict:

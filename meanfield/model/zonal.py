@@ -35,6 +35,7 @@ import numba
 import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
+from meanfield.model.kernels import log1p_ratio
 from meanfield.model.zonal_kernels import log_uniform_weights, zonal_multipliers
 from solvers.grids.zonal import ZonalGrid, product_nodes
 
@@ -60,6 +61,17 @@ def effective_degree(a: np.ndarray, dim: int) -> int:
 # multiply-adds, a few more elementwise operations; measured at d = 3: L = 255 even,
 # L = 383 1.7-2x faster, L = 127 1.2-1.7x slower).
 PARITY_MIN_DEGREES = 300
+
+
+def set_value_and_noise(model, value: float | None, kappa: float | None) -> None:
+    """What both zonal models do with a new value c and kappa: the potential's factor
+    ``scale`` (c e^beta for USA, c for SA) and the noise ``1/kappa`` (0 without)."""
+    if value is not None:
+        model.value = float(value)
+    model.scale = model.value * (1.0 if model.normalized else math.exp(model.beta))
+    if kappa is not None:
+        model.kappa = kappa
+        model.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
 
 
 def make_zonal_products():
@@ -133,12 +145,7 @@ class ZonalModel:
                 self._products[nodes] = ZonalGrid(lmax, self.dim, nodes)
             self.products = self._products[nodes]
             self._lap_a = self.laplacian * self.a
-        if value is not None:
-            self.value = float(value)
-        self.scale = self.value * (1.0 if self.normalized else math.exp(self.beta))
-        if kappa is not None:
-            self.kappa = kappa
-            self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        set_value_and_noise(self, value, kappa)
 
     # --- the potential ---------------------------------------------------------------------
     def _phi_fields(self, coeffs: np.ndarray
@@ -165,10 +172,7 @@ class ZonalModel:
 
     def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
         """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
-        y = self.beta * phi / mean
-        small = np.abs(y) < 1e-8
-        safe = np.where(small, 1.0, y)
-        return (phi / mean) * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        return log1p_ratio(phi, mean, self.beta)
 
     def velocity_at(self, c: np.ndarray, points: np.ndarray) -> np.ndarray:
         """The velocity ``U'(t) (e - t x)`` at unit vectors ``points`` (m, d), off the grid
@@ -321,12 +325,7 @@ class ZonalFVModel:
             self.lmax = self.a.size - 1
             self.energy_multiplier = zonal_multipliers(self.lmax, self.dim, beta, False)
             self.q = self._table(self.lmax, self.dim, self.cells.t)
-        if value is not None:
-            self.value = float(value)
-        self.scale = self.value * (1.0 if self.normalized else math.exp(self.beta))
-        if kappa is not None:
-            self.kappa = kappa
-            self.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
+        set_value_and_noise(self, value, kappa)
 
     def _coefficients(self, rho: np.ndarray) -> np.ndarray:
         return self.q @ (self.cells.weights * rho)
@@ -339,11 +338,7 @@ class ZonalFVModel:
         if not self.normalized:
             return self.scale * dphi
         kernel = c[0] + self.beta * phi  # K*rho / lambda_0 at the centres
-        ratio = dphi / kernel[:-1]
-        y = self.beta * ratio
-        small = np.abs(y) < 1e-8
-        safe = np.where(small, 1.0, y)
-        out = ratio * np.where(small, 1 - y / 2, np.log1p(safe) / safe)
+        out = log1p_ratio(dphi / kernel[:-1], 1.0, self.beta)
         return out if self.value == 1 else self.value * out
 
     def diagnostics(self, rho: np.ndarray) -> dict:
