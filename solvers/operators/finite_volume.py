@@ -270,7 +270,25 @@ def make_cch_mesh_tendency() -> Callable:
 cch_mesh_tendency_kernel = functools.cache(make_cch_mesh_tendency)
 
 
-class GradientFlowMeshFV(_CachedRhs):
+class _CellRateBounds(_CachedRhs):
+    """The step bounds of a CCH right-hand side whose kernel returns the largest outflow
+    rate per cell measure (the mesh's and the zonal cells'): positivity ``1 / (2 rate)``,
+    diffusion ``2.51 / (D lambda_max)`` with ``lambda_max = self.laplacian_radius``, the
+    radius of the linearised (two-point) diffusion."""
+
+    laplacian_radius: float
+
+    def max_step_diffusion(self) -> float:
+        """``2.51 / (D lambda_max)``: SSP-RK3 on the linearised (two-point) diffusion."""
+        if self.diffusion == 0:
+            return np.inf
+        return 2.51 / (self.diffusion * self.laplacian_radius)
+
+    def _positivity_step(self, rate: float) -> float:
+        return 1.0 / (2 * rate)
+
+
+class GradientFlowMeshFV(_CellRateBounds):
     """Right-hand side and step bound of the CCH scheme on a ``SphereMesh``.
 
     The state is the vector of cell averages ``rho_c`` (mass ``mesh.integrate(rho)``, initial
@@ -292,15 +310,7 @@ class GradientFlowMeshFV(_CachedRhs):
         self.mesh = mesh
         self.kernel = cch_mesh_tendency_kernel()
         self.edge_coupling = mesh.edge_length / mesh.edge_distance
-
-    def max_step_diffusion(self) -> float:
-        """``2.51 / (D lambda_max)``: SSP-RK3 on the linearised (two-point) diffusion."""
-        if self.diffusion == 0:
-            return np.inf
-        return 2.51 / (self.diffusion * self.mesh.laplacian_radius)
-
-    def _positivity_step(self, rate: float) -> float:
-        return 1.0 / (2 * rate)
+        self.laplacian_radius = mesh.laplacian_radius
 
     def _evaluate(self, rho: np.ndarray) -> tuple[np.ndarray, float]:
         m = self.mesh

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from solvers.operators.finite_volume import LIMITER_THETA, _CachedRhs
+from solvers.operators.finite_volume import LIMITER_THETA, _CellRateBounds
 
 
 def make_zonal_cch_tendency() -> Callable:
@@ -77,7 +77,7 @@ def make_zonal_cch_tendency() -> Callable:
 zonal_cch_tendency_kernel = functools.cache(make_zonal_cch_tendency)
 
 
-class GradientFlowZonalFV(_CachedRhs):
+class GradientFlowZonalFV(_CellRateBounds):
     """Right-hand side and step bounds of the CCH scheme on ``ZonalCells``.
 
     Args:
@@ -93,14 +93,6 @@ class GradientFlowZonalFV(_CachedRhs):
         self.cells = cells
         self.kernel = zonal_cch_tendency_kernel()
         self.laplacian_radius = float(np.max(2 * (cells.up + cells.down) / cells.h))
-
-    def max_step_diffusion(self) -> float:
-        if self.diffusion == 0:
-            return np.inf
-        return 2.51 / (self.diffusion * self.laplacian_radius)
-
-    def _positivity_step(self, rate: float) -> float:
-        return 1.0 / (2 * rate)
 
     def _evaluate(self, rho: np.ndarray) -> tuple[np.ndarray, float]:
         c = self.cells
