@@ -65,6 +65,10 @@ MEANINGS: dict[str, str] = {
     "particles.seed": "seed of the initial tokens and of the noise",
     "particles.architecture": "token update; absent: \"pure\" for tokens in R^d, else "
                               "\"post-ln\"",
+    "particles.ngpt_alpha": "nGPT (architecture \"ngpt\"): the step alpha of theta' = "
+                            "alpha P(A/|A|)",
+    "particles.mix_switch": "Mix-LN (architecture \"mix-ln\"): the time at which Post-LN "
+                            "hands over to Pre-LN",
     "particles.sum_method": "interaction sums: direct, or the fast expansions (fourier on "
                             "the circle, harmonic on S^2)",
     "particles.accuracy": "target accuracy of the fast interaction sums",

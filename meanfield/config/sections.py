@@ -28,7 +28,9 @@
                       integrates z = e^(-tV) x, refused where e^(tV) cannot be formed at
                       time.t_final), mask ["none" | "causal" (post-ln, pure)],
                       save_attention [false] (post-ln, pure: attention (time, particle,
-                      key))
+                      key)); the normalization family: architecture "peri-ln" (tokens in
+                      R^d, x' = A/|A|), "ngpt" (on the sphere, ngpt_alpha [1] > 0),
+                      "mix-ln" (Post-LN until mix_switch [1] > 0, Pre-LN after)
     [weights]         query, key, value [each "identity"]: "identity", a number c (c I),
                       a list of d rows, {kind = "gaussian", scale, seed}, {kind =
                       "symmetric", eigenvalues, seed} or {file = "M.npy"}; or heads =
@@ -85,7 +87,9 @@ MAX_ZONAL_LMAX = 8191  # band limit of the spectral zonal solver (dense transfor
 MAX_ZONAL_DIM = 100_000  # d of S^{d-1} for the zonal PDE
 # Finite volumes on the sphere use icosahedral Voronoi meshes of 10 4^k + 2 cells.
 SPHERE_MESH_CELLS = tuple(10 * 4**k + 2 for k in range(1, 8))
-ARCHITECTURES = ("post-ln", "pre-ln", "hardmax", "pure")
+ARCHITECTURES = ("post-ln", "pre-ln", "hardmax", "pure", "peri-ln", "ngpt", "mix-ln")
+# the normalization family whose tokens move in R^d (their lengths: the datasets' radius)
+RADIAL_ARCHITECTURES = ("pre-ln", "peri-ln", "mix-ln")
 MASKS = ("none", "causal")  # meanfield.model.weighted_attention.MASKS
 SUM_METHODS = ("auto", "direct", "fourier", "harmonic")
 MAX_SPECTRAL_LMAX = 2047  # band limit of the spectral sphere solver
@@ -384,6 +388,10 @@ CORE_SECTIONS: tuple[Section, ...] = (
         "rescaled": (ck.boolean, False),
         "mask": (ck.choice(MASKS), "none"),
         "save_attention": (ck.boolean, False),
+        # the normalization family (meanfield.model.normalizations): nGPT's step alpha,
+        # Mix-LN's time of the switch from Post-LN to Pre-LN
+        "ngpt_alpha": (_at_least(0.0, strict=True, maximum=1e6), 1.0),
+        "mix_switch": (_at_least(0.0, strict=True, maximum=1e12), 1.0),
     }, finish=_finish_particles),
     Section("weights", validator=validate_weights_section, finish=finish_weights),
     Section("feedforward", validator=validate_feedforward_section, finish=finish_feedforward),

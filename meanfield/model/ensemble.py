@@ -19,7 +19,9 @@ The batch is one array ``(B, n, m)`` (system, token, component). The fields are 
   ``meanfield.model.weighted_attention`` do, by ``np.matmul`` broadcasting, for the same
   weights in every system). ``simulate_ensemble`` checks this before the run (systems
   0 and B-1 of the batch against ``velocity`` of each alone); the span reduction stays
-  with the models above (a value matrix takes the tokens out of their span), and a
+  with the models above and those marked ``in_span`` (the Peri-LN and nGPT models of
+  ``meanfield.model.normalizations``; a value matrix takes the tokens out of their
+  span), and a
   field of the time (``time_dependent``, the rescaled flow) is refused.
   B = 1024 post-LN systems of n = 16 tokens in d = 3 run ~16x faster than a loop of
   ``simulate`` over them, with the same tokens (benchmarks/bench_weighted_attention.py).
@@ -142,7 +144,10 @@ def _check_model(model) -> None:
 
 
 def _check_built_in(model, what: str) -> None:
-    if not isinstance(model, BUILT_IN):
+    # (``in_span``: a model whose velocities are combinations of the tokens with
+    # coefficients of the Gram matrix, meanfield.model.normalizations)
+    if not isinstance(model, BUILT_IN) and not (getattr(model, "in_span", False)
+                                                and what == "the span reduction"):
         raise ConfigError(f"{what} holds for AttentionParticles, PreLNParticles and "
                           f"HardmaxParticles only (their velocities are combinations of "
                           f"the tokens), not {type(model).__name__}", "model")

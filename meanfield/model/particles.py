@@ -432,7 +432,9 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
     if save_times.size == 0 or not np.all(np.isfinite(save_times)) or save_times[0] <= t0 \
             or np.any(np.diff(save_times) <= 0):
         raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
-    stepper = TokenStepper(model, kappa=kappa, dt=dt, tolerance=tolerance, noise=seed)
+    # (a model of several phases brings its own stepper: meanfield.model.normalizations)
+    stepper = getattr(model, "stepper_class", TokenStepper)(
+        model, kappa=kappa, dt=dt, tolerance=tolerance, noise=seed)
     run = ParticleRun(times=np.empty(0), positions=np.empty(0))
     times, saved = [float(t0)], [x0.copy()]
     x, h, h_min = x0, h0, 1e-14 * float(save_times[-1] - t0)

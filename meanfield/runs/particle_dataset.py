@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from meanfield.config.sections import RADIAL_ARCHITECTURES
 from meanfield.config.weights import head_specs, is_weighted, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
@@ -88,7 +89,7 @@ def component_names(dim: int) -> list[str]:
 
 LONG_NAMES = {
     "position": "token direction x_i / |x_i| (unit vector in R^d)",
-    "radius": "token length |x_i| (Pre-LN: tokens move in R^d)",
+    "radius": "token length |x_i| (Pre-LN, Peri-LN, Mix-LN: tokens move in R^d)",
     "angle": "token angle on the circle, in [0, 2 pi)",
     "order_parameter": "|mean_i x_i|",
     "axis_order_parameter": "mean_i <x_i, e>: the order parameter along the zonal axis e",
@@ -123,7 +124,7 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
     else:
         norms = np.sqrt(np.einsum("tij,tij->ti", x, x))
         data["position"] = (dims3, x / norms[..., None])
-        if p["architecture"] == "pre-ln":
+        if p["architecture"] in RADIAL_ARCHITECTURES:
             data["radius"] = (("time", "particle"), norms)
         if plan["dim"] == 2:
             data["angle"] = (("time", "particle"),
@@ -216,6 +217,9 @@ def _model_title(cfg: dict, plan: dict) -> tuple[str, str]:
     else:
         model = {"post-ln": "SA" if m["normalized"] else "USA",
                  "pre-ln": f"Pre-LN {'SA' if m['normalized'] else 'USA'}",
+                 "mix-ln": f"Mix-LN {'SA' if m['normalized'] else 'USA'} (switch at t = "
+                           f"{p['mix_switch']:g})",
+                 "peri-ln": "Peri-LN", "ngpt": f"nGPT (alpha = {p['ngpt_alpha']:g})",
                  "hardmax": "hardmax"}[p["architecture"]]
     return model, (f"{n} tokens, {model} on S^{dim - 1}, beta = {beta:g}, kappa = "
                    f"{m['kappa']:g}{more}")

@@ -12,6 +12,11 @@ runs the sphere's tokens on S^{d-1}, drawn from the zonal density about ``e = (1
   retraction (fixed ``time.dt`` or adaptive with ``time.tolerance``);
 - ``"pre-ln"``: tokens in R^d, attention on their directions (no noise);
 - ``"hardmax"``: beta = infinity without self-attention (``model.beta`` is not used);
+- the normalization family (``meanfield.model.normalizations``, [Rig25, §6.2]):
+  ``"peri-ln"`` (tokens in R^d, ``x_i' = A_i/|A_i|``, no noise), ``"ngpt"`` (on
+  S^{d-1}, ``x_i' = alpha P^perp(A_i/|A_i|)``, ``particles.ngpt_alpha``; noise as
+  post-ln) and ``"mix-ln"`` (post-ln until ``particles.mix_switch``, then pre-ln; no
+  noise);
 - ``"pure"`` (``domain.geometry = "euclidean"``): pure self-attention in R^d with the
   weights of ``[weights]`` (``meanfield.model.weighted_particles``), no normalization, no
   noise; ``particles.rescaled = true`` integrates ``z = e^{-tV} x`` instead (one head).
@@ -76,10 +81,12 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.config import weights as wmod
+from meanfield.config.sections import RADIAL_ARCHITECTURES
 from meanfield.initial import samplers as sampling
 from meanfield.initial import zonal_samplers as zonal_sampling
 from meanfield.metrics import clusters as cl
 from meanfield.model import kernels
+from meanfield.model import normalizations as nz
 from meanfield.model import particles as pm
 from meanfield.model import tokens
 from meanfield.model import weighted_attention as wa
@@ -119,10 +126,10 @@ def check_config(cfg: dict) -> dict:
     if cfg["domain"]["geometry"] != "euclidean":  # (in R^d: n >= 2 and d >= 1, validated)
         tokens.check_size(n, dim)
     noisy = not math.isinf(m["kappa"])
-    if noisy and p["architecture"] == "pre-ln":
+    if noisy and p["architecture"] in RADIAL_ARCHITECTURES:
         raise ConfigError("model.kappa: noise is defined for tokens on the sphere (post-ln, "
-                          "hardmax); pre-ln tokens live in R^d: use kappa = \"inf\"",
-                          "model.kappa")
+                          f"ngpt, hardmax); {p['architecture']} tokens live in R^d: use "
+                          "kappa = \"inf\"", "model.kappa")
     dt = cfg["time"]["dt"]
     if noisy and dt == "auto":
         raise ConfigError("time.dt = \"auto\": particle runs with noise need a fixed step "
@@ -202,9 +209,10 @@ def build_model(cfg: dict, plan: dict, threads: int | None = None):
                                     on_sphere=p["architecture"] == "post-ln")
     if p["architecture"] == "hardmax":
         return pm.HardmaxParticles()
-    cls = pm.PreLNParticles if p["architecture"] == "pre-ln" else pm.AttentionParticles
-    return cls(m["beta"], m["normalized"], method=plan["sum_method"],
-               accuracy=p["accuracy"], threads=threads)
+    return nz.build_normalization_model(
+        p["architecture"], m["beta"], m["normalized"], ngpt_alpha=p["ngpt_alpha"],
+        mix_switch=p["mix_switch"], method=plan["sum_method"], accuracy=p["accuracy"],
+        threads=threads)
 
 
 def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
@@ -213,8 +221,8 @@ def initial_tokens(cfg: dict, plan: dict) -> np.ndarray:
     if cfg["domain"]["geometry"] == "euclidean":  # tokens in R^d, as drawn or read
         rng = tokens.initial_rng(cfg["particles"]["seed"])
         return sampling.sample_tokens(init, plan["n"], plan["dim"], rng, geometry="euclidean")
-    if cfg["particles"]["architecture"] == "pre-ln" and init["kind"] == "tokens" \
-            and not init["unit_rows"]:
+    in_rd = cfg["particles"]["architecture"] in ("pre-ln", "peri-ln")  # (Mix-LN: unit)
+    if in_rd and init["kind"] == "tokens" and not init["unit_rows"]:
         return tokens.check_tokens(sampling.load_token_file(init["path"], plan["dim"], plan["n"]),
                                on_sphere=False, key="initial.path")
     rng = tokens.initial_rng(cfg["particles"]["seed"])
@@ -260,9 +268,10 @@ class ParticlesTask(SteppingTask):
         self.model = build_model(cfg, self.plan, threads)
         self.x0 = initial_tokens(cfg, self.plan)
         self.noise = tokens.noise_rng(cfg["particles"]["seed"])
-        self.stepper = pm.TokenStepper(self.model, kappa=self.plan["kappa"],
-                                       dt=self.plan["dt"], tolerance=cfg["time"]["tolerance"],
-                                       noise=self.noise)
+        # (Mix-LN steps phase by phase: meanfield.model.normalizations.PhasedStepper)
+        self.stepper = getattr(self.model, "stepper_class", pm.TokenStepper)(
+            self.model, kappa=self.plan["kappa"], dt=self.plan["dt"],
+            tolerance=cfg["time"]["tolerance"], noise=self.noise)
 
     def start(self) -> TokenState:
         # the run steps from unit rows (sphere models); frame 0 is the tokens as given

@@ -24,39 +24,76 @@ def gaps_and_radii(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.einsum("...ij,...ij->...", dev, dev) / (n - 1), r.mean(axis=-1)
 
 
-def equiangular_log_rhs(architecture: str, n: int, beta: float, normalized: bool):
-    """``f(t, [log eps, r]) -> [(log eps)', r']`` of the equiangular model in
-    ``eps = 1 - rho`` (module docstring; Post-LN ignores and keeps ``r = 1``)."""
-    pre = architecture == "pre-ln"
+def equiangular_log_terms(n: int, beta: float, normalized: bool, eps: float
+                          ) -> tuple[float, float, float]:
+    """``(q, a, m)`` of equiangular directions at ``eps = 1 - rho``: ``q = -(log eps)'`` of
+    Post-LN, ``a = <theta_i, A_i>`` and ``m = |A_i|`` (SA average; USA sum), written so that
+    nothing cancels as ``eps -> 0``: ``m^2 = 1 - (n - 1) w eps (2 + (n - 2) w)/D^2``
+    (``w = e^{-beta eps}``, ``D = 1 + (n - 1) w``; docs/conventions.md)."""
+    rho = 1.0 - eps
+    if normalized:  # over e^{beta eps} (w = e^{-beta eps} <= 1): no overflow at any beta
+        w = math.exp(-beta * eps)
+        den = 1.0 + (n - 1) * w
+        rate = 2.0 * (n - (n - 1) * eps) * w / den  # -(log eps)'
+        radial = (1.0 + (n - 1) * rho * w) / den
+        scale = 1.0
+    else:
+        e = math.exp(beta * rho)
+        rate = 2.0 / n * e * (n - (n - 1) * eps)
+        radial = (math.exp(beta) + (n - 1) * rho * e) / n
+        w = math.exp(-beta * eps)
+        den = 1.0 + (n - 1) * w
+        scale = math.exp(beta) * den / n  # the USA sum over the SA average
+    size = scale * math.sqrt(1.0 - (n - 1) * w * eps * (2.0 + (n - 2) * w) / den**2)
+    return rate, radial, size
+
+
+def equiangular_log_rhs(architecture: str, n: int, beta: float, normalized: bool,
+                        alpha: float = 1.0, switch: float = math.inf):
+    """``f(t, [log eps, r]) -> [(log eps)', r']`` of the equiangular model in ``eps = 1 -
+    rho`` (the normalization module docstring; docs/conventions.md): ``(log eps)' = -q/s``
+    with the speed factor ``s`` of the architecture (Post-LN and nGPT keep ``r = 1``);
+    Mix-LN is Post-LN for ``t < switch``, Pre-LN after. Peri-LN and nGPT see ``A/|A|``
+    only (SA = USA): their terms are the SA ones whatever ``normalized``."""
+    scale_free = architecture in ("peri-ln", "ngpt")
 
     def rhs(t, y):
-        eps, r = math.exp(y[0]), y[1]
-        rho = 1.0 - eps
-        if normalized:  # over e^{beta eps} (w = e^{-beta eps} <= 1): no overflow at any beta
-            w = math.exp(-beta * eps)
-            den = 1.0 + (n - 1) * w
-            rate = 2.0 * (n - (n - 1) * eps) * w / den  # -(log eps)'
-            radial = (1.0 + (n - 1) * rho * w) / den
-        else:
-            e = math.exp(beta * rho)
-            rate = 2.0 / n * e * (n - (n - 1) * eps)
-            radial = (math.exp(beta) + (n - 1) * rho * e) / n
-        return [-rate / r, radial] if pre else [-rate, 0.0]
+        rate, radial, size = equiangular_log_terms(n, beta, normalized or scale_free,
+                                                   math.exp(y[0]))
+        arch = architecture if architecture != "mix-ln" else \
+            ("post-ln" if t < switch else "pre-ln")
+        r = y[1]
+        if arch == "pre-ln":
+            return [-rate / r, radial]
+        if arch == "peri-ln":
+            return [-rate / (r * size), radial / size]
+        if arch == "ngpt":
+            return [-alpha * rate / size, 0.0]
+        return [-rate, 0.0]
 
     return rhs
 
 
 def equiangular_prediction(architecture: str, n: int, beta: float, normalized: bool,
-                           rho0: float, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                           rho0: float, times: np.ndarray, alpha: float = 1.0,
+                           switch: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """``(eps, r)`` of the equiangular model from ``rho0`` (``r = 1``) at ``times`` (t = 0
-    first); DOP853 at relative tolerance ``ODE_TOLERANCE``."""
-    y0 = [math.log(1.0 - rho0), 1.0]
-    sol = solve_ivp(equiangular_log_rhs(architecture, n, beta, normalized),
-                    (0.0, float(times[-1])), y0, method="DOP853", t_eval=times,
-                    rtol=ODE_TOLERANCE, atol=ODE_TOLERANCE)
-    if not sol.success:  # pragma: no cover - a smooth scalar ODE
-        raise RuntimeError(f"equiangular ODE: {sol.message}")
-    return np.exp(sol.y[0]), sol.y[1]
+    first); DOP853 at relative tolerance ``ODE_TOLERANCE``, Mix-LN in two pieces (its
+    field jumps at ``switch``)."""
+    rhs = equiangular_log_rhs(architecture, n, beta, normalized, alpha, switch)
+    cuts = [0.0, float(times[-1])]
+    if architecture == "mix-ln" and switch < times[-1]:
+        cuts = [0.0, float(switch), float(times[-1])]
+    y, eps, r = [math.log(1.0 - rho0), 1.0], np.empty(len(times)), np.empty(len(times))
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        inside = (times >= lo) & (times <= hi)
+        sol = solve_ivp(rhs, (lo, hi), y, method="DOP853", t_eval=times[inside],
+                        rtol=ODE_TOLERANCE, atol=ODE_TOLERANCE, dense_output=True)
+        if not sol.success:  # pragma: no cover - a smooth scalar ODE
+            raise RuntimeError(f"equiangular ODE: {sol.message}")
+        eps[inside], r[inside] = np.exp(sol.y[0]), sol.y[1]
+        y = list(sol.sol(hi))
+    return eps, r
 
 
 # ---------------------------------------------------------------------------------------
