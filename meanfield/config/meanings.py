@@ -85,6 +85,13 @@ MEANINGS: dict[str, str] = {
                           "cannot be formed at t_final)",
     "particles.mask": "attention mask: none, or causal (token i attends to j <= i)",
     "particles.save_attention": "store the attention matrix (time, particle, key)",
+    "particles.attention": "softmax rows, or sinkhorn: the doubly stochastic scaling "
+                           "diag(u) e^L diag(v) of the same kernel (post-ln, pure)",
+    "particles.sinkhorn_tolerance": "largest error of the row and column sums of the "
+                                    "Sinkhorn attention matrix",
+    "particles.cluster_method": "linkage: connected components of the tokens closer than "
+                                "cluster_threshold; rank: the rank of that 0/1 matrix "
+                                "(the papers' count)",
     "weights.query": "query matrix Q (a matrix spec)",
     "weights.key": "key matrix K (a matrix spec)",
     "weights.value": "value matrix V (a matrix spec; the PDE takes V = c I only)",

@@ -30,7 +30,10 @@
                       save_attention [false] (post-ln, pure: attention (time, particle,
                       key)); the normalization family: architecture "peri-ln" (tokens in
                       R^d, x' = A/|A|), "ngpt" (on the sphere, ngpt_alpha [1] > 0),
-                      "mix-ln" (Post-LN until mix_switch [1] > 0, Pre-LN after)
+                      "mix-ln" (Post-LN until mix_switch [1] > 0, Pre-LN after);
+                      attention ["softmax" | "sinkhorn" (doubly stochastic; post-ln,
+                      pure)], sinkhorn_tolerance [1e-12], cluster_method ["linkage" |
+                      "rank"] (``meanfield.config.attention``)
     [weights]         query, key, value [each "identity"]: "identity", a number c (c I),
                       a list of d rows, {kind = "gaussian", scale, seed}, {kind =
                       "symmetric", eigenvalues, seed} or {file = "M.npy"}; or heads =
@@ -58,6 +61,7 @@ from typing import Any
 
 from meanfield.config import checkers as ck
 from meanfield.config import discretizations
+from meanfield.config.attention import ATTENTIONS, CLUSTER_METHODS, finish_attention
 from meanfield.config.initial import (
     INITIAL_KINDS,
     PARTICLE_ONLY_KINDS,
@@ -328,6 +332,7 @@ def _finish_particles(cfg: dict) -> None:
         raise ConfigError(f"particles.mask = {p['mask']!r} with model.normalized = false: "
                           "masked attention is normalized (softmax rows over the tokens "
                           "attended to); use normalized = true", "particles.mask")
+    finish_attention(cfg)  # Sinkhorn: post-ln or pure, normalized, no mask (config.attention)
 
 
 def _scheduler(key: str, value: Any) -> str | None:
@@ -392,6 +397,10 @@ CORE_SECTIONS: tuple[Section, ...] = (
         # Mix-LN's time of the switch from Post-LN to Pre-LN
         "ngpt_alpha": (_at_least(0.0, strict=True, maximum=1e6), 1.0),
         "mix_switch": (_at_least(0.0, strict=True, maximum=1e12), 1.0),
+        # Sinkhorn (doubly stochastic) attention and the cluster count (config.attention)
+        "attention": (ck.choice(ATTENTIONS), "softmax"),
+        "sinkhorn_tolerance": (_at_least(1e-15, maximum=1e-2), 1e-12),
+        "cluster_method": (ck.choice(CLUSTER_METHODS), "linkage"),
     }, finish=_finish_particles),
     Section("weights", validator=validate_weights_section, finish=finish_weights),
     Section("feedforward", validator=validate_feedforward_section, finish=finish_feedforward),

@@ -39,8 +39,8 @@ block diagonal. So after ``FIXED_POINT_ITERATIONS`` sweeps without reaching the
 tolerance both solvers switch to Newton's method on the convex function
 ``Phi(f, g) = sum_ij e^{L_ij + f_i + g_j} - sum f - sum g`` (gradient: the marginal
 errors; Hessian ``[[diag(P 1), P], [P^T, diag(P^T 1)]]``, positive semidefinite,
-shifted by a relative 1e-13 that fixes the gauge), with a backtracking line search: quadratic convergence near the
-solution. Newton forms a dense ``2n x 2n`` system (``n <= NEWTON_MAX``); beyond, the
+shifted by a relative 1e-13 that fixes the gauge), with a backtracking line search:
+quadratic convergence near the solution. Newton forms a dense ``2n x 2n`` system (``n <= NEWTON_MAX``); beyond, the
 fixed point continues to ``MAX_ITERATIONS``. A scaling that does not reach the
 tolerance raises ``SolverError`` naming ``particles.sinkhorn_tolerance``.
 
@@ -261,7 +261,9 @@ def _newton(logits: np.ndarray, f: np.ndarray, g: np.ndarray, tolerance: float
         for _ in range(40):
             f_new, g_new = f + t * delta[:n], g + t * delta[n:]
             phi_new = _objective(logits, f_new, g_new)
-            if phi_new <= phi or marginal_error(_folded(logits, f_new, g_new)) < worst:
+            with np.errstate(over="ignore", invalid="ignore"):  # (a rejected trial)
+                closer = marginal_error(_folded(logits, f_new, g_new)) < worst
+            if phi_new <= phi or closer:
                 break
             t *= 0.5
         else:

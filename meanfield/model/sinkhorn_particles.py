@@ -125,13 +125,14 @@ class SinkhornParticles(WeightedParticles):
         return self.scalings(x)[0].potential
 
     def diagnostics(self, x: np.ndarray) -> dict:
-        """Per frame: ``sinkhorn_potential`` (G, or NaN where undefined),
+        """Per frame: ``sinkhorn_potential`` (G; only where defined, ``has_potential``),
         ``speed_squared_sum`` (``sum_i |dx_i/dt|^2``) and ``sinkhorn_error`` (the
         largest marginal error over the heads)."""
         x = np.asarray(x, dtype=float)
         scalings = self.scalings(x)
         v = self._field(x, scalings)
-        return {"sinkhorn_potential": scalings[0].potential if self.has_potential
-                else math.nan,
-                "speed_squared_sum": float(np.einsum("ij,ij->", v, v)),
-                "sinkhorn_error": max(marginal_error(s.matrix) for s in scalings)}
+        out = {"speed_squared_sum": float(np.einsum("ij,ij->", v, v)),
+               "sinkhorn_error": max(marginal_error(s.matrix) for s in scalings)}
+        if self.has_potential:
+            out["sinkhorn_potential"] = scalings[0].potential
+        return out

@@ -14,6 +14,7 @@ from meanfield.config.sections import RADIAL_ARCHITECTURES
 from meanfield.config.weights import head_specs, is_weighted, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
+from meanfield.metrics.cluster_rank import count_clusters
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model import particles as pm
 
@@ -46,7 +47,7 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
     """
     p = cfg["particles"]
     if cfg["domain"]["geometry"] == "euclidean":
-        out = euclidean_diagnostics(x, p["cluster_threshold"])
+        out = euclidean_diagnostics(x, p["cluster_threshold"], p["cluster_method"])
     else:
         th = pm.directions(x)
         n = th.shape[0]
@@ -59,7 +60,7 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
         out = {key: summary[key] for key in ("order_parameter", "mean_direction", "energy")}
         if cfg["domain"]["geometry"] == "zonal":  # the PDE's order parameter is along e
             out["axis_order_parameter"] = float(np.mean(th[:, 0]))
-        out["clusters"] = cl.cluster_count(th, p["cluster_threshold"])
+        out["clusters"] = count_clusters(th, p["cluster_threshold"], p["cluster_method"])
         if p["attention_rank"] and attention is None:
             out["attention_rank"] = cl.attention_rank(th, plan["beta"],
                                                       cfg["model"]["normalized"],
@@ -72,15 +73,17 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
     return out
 
 
-def euclidean_diagnostics(x: np.ndarray, threshold: float) -> dict:
+def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkage"
+                          ) -> dict:
     """Tokens in R^d: ``mean_position`` (``mean_i x_i``), ``spread``
     (``sqrt(mean_i |x_i - mean|^2)``), ``max_norm`` (``max_i |x_i|``) and ``clusters``
-    (single linkage at Euclidean distance ``threshold``)."""
+    (single linkage at Euclidean distance ``threshold``, or with ``method = "rank"`` the
+    rank of the 0/1 matrix of close pairs)."""
     mean = x.mean(axis=0)
     dev = x - mean
     return {"mean_position": mean, "spread": math.sqrt(np.einsum("ij,ij->", dev, dev) / x.shape[0]),
             "max_norm": float(np.max(np.sqrt(np.einsum("ij,ij->i", x, x)))),
-            "clusters": cl.euclidean_cluster_count(x, threshold)}
+            "clusters": count_clusters(x, threshold, method, euclidean=True)}
 
 
 def component_names(dim: int) -> list[str]:
@@ -102,10 +105,15 @@ LONG_NAMES = {
     "max_norm": "max_i |x_i|",
     "attention": "attention matrix P_ij (row i: the attention token i gives token j)",
     "boolean_distance": "distance to the nearest Boolean matrix, max_i (1 - max_j P_ij)",
+    "sinkhorn_potential": "G = sum_i log u_i of the Sinkhorn scaling P = diag(u) e^L diag(u)",
+    "speed_squared_sum": "sum_i |dx_i/dt|^2 (Sinkhorn: dG/dt = -beta times this when V = "
+                         "Q^T K)",
+    "sinkhorn_error": "max(|P 1 - 1|, |P^T 1 - 1|): the Sinkhorn matrix's marginal error",
 }
 POSITION_HOLDS = {"x": "token position x_i in R^d (pure self-attention, not normalised)",
                   "z": "rescaled token z_i = e^(-tV) x_i in R^d (not normalised)"}
 ATTENTION_VARS = ("attention", "boolean_distance", "attention_rank")
+SINKHORN_VARS = ("sinkhorn_potential", "speed_squared_sum", "sinkhorn_error")
 
 
 def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarray],
@@ -136,7 +144,7 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
             names = ("order_parameter", "clusters")
         if cfg["domain"]["geometry"] == "zonal":
             names += ("axis_order_parameter",)
-    for name in names + ("attention_rank",):  # (a weighted model's rank: per head)
+    for name in names + ("attention_rank",) + SINKHORN_VARS:  # (weighted rank: per head)
         if diags and name in diags[0] and np.ndim(diags[0][name]) == 0:
             data[name] = (("time",), np.array([d[name] for d in diags]))
     data.update(_attention_vars(diags, plan["heads"]))
@@ -157,16 +165,25 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
             "Euclidean distance < threshold"
     ds["clusters"].attrs["threshold"] = p["cluster_threshold"]
     ds["clusters"].attrs["long_name"] += f" = {p['cluster_threshold']:g}"
+    ds["clusters"].attrs["method"] = p["cluster_method"]
+    if p["cluster_method"] == "rank":  # the papers' count ([GLPR25]; metrics.cluster_rank)
+        ds["clusters"].attrs["long_name"] = "rank of 1[|x_i - x_j| < threshold = " \
+            f"{p['cluster_threshold']:g}]"
     if "attention_rank" in ds:
         ds["attention_rank"].attrs["tolerance"] = p["rank_tolerance"]
     model, title = _model_title(cfg, plan)
+    if p["attention"] == "sinkhorn":  # (the doubly stochastic scaling of the same kernel)
+        if model.startswith("SA"):  # (SA: softmax rows) "Sinkhorn with weights", ...
+            model, title = "Sinkhorn" + model[2:], title.replace(model, "Sinkhorn" + model[2:])
+        else:
+            model, title = f"{model}, Sinkhorn attention", f"{title}, Sinkhorn attention"
     ds.attrs.update({
         "title": title, "kind": "particles", "geometry": cfg["domain"]["geometry"],
         "dim": plan["dim"], "model": model, "architecture": p["architecture"],
         "beta": plan["beta"], "kappa": m["kappa"], "n": plan["n"], "seed": p["seed"],
         "sum_method": plan["sum_method"], "sum_order": plan["sum_order"],
         "accuracy": p["accuracy"], "rescaled": int(p["rescaled"]), "mask": p["mask"],
-        "heads": plan["heads"],
+        "heads": plan["heads"], "attention": p["attention"],
         "position_holds": holds if euclidean else "x / |x| (unit vectors)",
     })
     if cfg["domain"]["geometry"] == "zonal":

@@ -26,6 +26,13 @@ General weights (``[weights]`` other than the identity, ``[feedforward]``, a cau
 model of ``meanfield.model.weighted_particles`` (dense softmax attention, no fast sums;
 with Q = K = V = I it is SA to round-off).
 
+``particles.attention = "sinkhorn"`` (post-ln or pure) replaces the softmax rows by the
+doubly stochastic scaling of the same kernel, solved to ``particles.sinkhorn_tolerance``
+(``meanfield.model.sinkhorn_particles``, dense); the dataset adds per time
+``sinkhorn_potential`` (G = sum_i log u_i, one head with Q^T K symmetric; non-increasing
+when V = Q^T K), ``speed_squared_sum`` (sum_i |x_i'|^2: dG/dt = -beta times it) and
+``sinkhorn_error`` (the largest error of P's row and column sums).
+
 Interaction sums: ``particles.sum_method`` (``solvers.particles.fast``): "direct" (exact, O(n^2)),
 "fourier" (S^1) or "harmonic" (S^2), to ``particles.accuracy``; "auto" picks by n, d and
 beta once per run.
@@ -34,7 +41,9 @@ The dataset: ``position (time, particle, component)`` unit vectors (the directio
 Pre-LN, whose lengths are ``radius (time, particle)``), on the circle also ``angle (time,
 particle)`` in [0, 2 pi), and per time ``order_parameter``, ``mean_direction``, ``energy``
 (``E_beta(mu^n) - E_beta(uniform)``, as the PDE's), ``clusters`` (single-linkage clusters
-at chordal distance ``particles.cluster_threshold``; ``meanfield.metrics.clusters``) and, with
+at chordal distance ``particles.cluster_threshold``; ``meanfield.metrics.clusters``; with
+``particles.cluster_method = "rank"`` the rank of the 0/1 matrix of close pairs,
+``meanfield.metrics.cluster_rank``) and, with
 ``particles.attention_rank``, ``attention_rank``; a zonal config adds
 ``axis_order_parameter`` (``mean_i <x_i, e>``, the PDE's ``int t dmu``) and the attr
 ``axis``. The weighted sphere model has
@@ -81,16 +90,19 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.config import weights as wmod
+from meanfield.config.attention import check_depth_weights
 from meanfield.config.sections import RADIAL_ARCHITECTURES
 from meanfield.initial import samplers as sampling
 from meanfield.initial import zonal_samplers as zonal_sampling
 from meanfield.metrics import clusters as cl
+from meanfield.metrics.cluster_rank import check_rank_size
 from meanfield.model import kernels
 from meanfield.model import normalizations as nz
 from meanfield.model import particles as pm
 from meanfield.model import tokens
 from meanfield.model import weighted_attention as wa
 from meanfield.model import weighted_particles as wp
+from meanfield.model.sinkhorn_particles import SinkhornParticles
 from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, StepHook, SteppingTask
@@ -136,7 +148,8 @@ def check_config(cfg: dict) -> dict:
                           "(Euler-Maruyama has no error estimate); give e.g. time.dt = 0.01",
                           "time.dt")
     method = p["sum_method"]
-    if wmod.is_weighted(cfg):
+    check_rank_size(n, p["cluster_method"])
+    if wmod.is_weighted(cfg) or p["attention"] == "sinkhorn":  # (dense attention)
         return _weighted_plan(cfg, n, dim, dt)
     if p["architecture"] == "hardmax" and method not in ("auto", "direct"):
         raise ConfigError(f"particles.sum_method = {method!r}: the hardmax model has no fast sum "
@@ -173,7 +186,9 @@ def check_config(cfg: dict) -> dict:
 def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
     """``check_config`` for the weighted models (dense attention, no fast sums)."""
     p, m = cfg["particles"], cfg["model"]
-    what = "general weights" if not wmod.is_identity(cfg) else \
+    check_depth_weights(cfg)  # (Sinkhorn attention takes constant weights)
+    what = "Sinkhorn attention" if p["attention"] == "sinkhorn" else \
+        "general weights" if not wmod.is_identity(cfg) else \
         "saved attention" if p["save_attention"] else "a mask or a feed-forward layer"
     if p["sum_method"] in FAST_METHODS:
         raise ConfigError(f"particles.sum_method = {p['sum_method']!r} expands the kernel of "
@@ -192,7 +207,7 @@ def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
     eye = np.eye(dim)
     return {"n": n, "dim": dim, "kappa": m["kappa"], "dt": None if dt == "auto" else dt,
             "beta": m["beta"], "sum_method": "direct", "sum_order": 0, "weighted": True,
-            "heads": len(heads),
+            "heads": len(heads), "sinkhorn": p["attention"] == "sinkhorn",
             # E_beta is the energy of the kernel e^{beta <x, y>}: Q^T K = I in every head
             "energy": p["architecture"] == "post-ln" and all(
                 np.array_equal(h.query.T @ h.key, eye) for h in heads)}
@@ -201,6 +216,10 @@ def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
 def build_model(cfg: dict, plan: dict, threads: int | None = None):
     """The model object of ``particles.architecture`` (and of the weights)."""
     p, m = cfg["particles"], cfg["model"]
+    if p["attention"] == "sinkhorn":  # (post-ln or pure: meanfield.config.attention)
+        return SinkhornParticles(wa.build_heads(cfg), m["beta"], wmod.build_feedforward(cfg),
+                                 on_sphere=p["architecture"] == "post-ln",
+                                 tolerance=p["sinkhorn_tolerance"])
     if plan.get("weighted", wmod.is_weighted(cfg)):
         heads, beta = wa.build_heads(cfg), m["beta"]
         if p["rescaled"]:
@@ -314,7 +333,10 @@ class ParticlesTask(SteppingTask):
         p, attention = self.cfg["particles"], None
         if self.plan["weighted"] and (p["save_attention"] or p["attention_rank"]):
             attention = self.model.attention(x, state.at)
-        return x, diagnostics(x, self.cfg, self.plan, attention)
+        out = diagnostics(x, self.cfg, self.plan, attention)
+        if self.plan.get("sinkhorn"):  # G, sum |x'|^2 and the marginals' error
+            out.update(self.model.diagnostics(x))
+        return x, out
 
     def dataset(self, frames: list, info: dict, start: int = 0) -> xr.Dataset:
         return to_dataset(self.cfg, self.plan, list(self.times[start:start + len(frames)]),

@@ -13,7 +13,11 @@ Saved at ``[metastability] times`` (default log-spaced 0.1 .. 1000), dims (beta,
 system):
 
 - ``clusters``: single-linkage clusters at chordal distance ``particles.cluster_threshold``
-  (``cluster_labels``; the count equals ``meanfield.metrics.cluster_count``);
+  (``cluster_labels``; the count equals ``meanfield.metrics.cluster_count``), or with
+  ``particles.cluster_method = "rank"`` the papers' count, the rank of the 0/1 matrix of
+  pairs closer than it (``meanfield.metrics.cluster_rank``: >= the components, equal when
+  every component is a clique). The first plateau and the last merge count components
+  whatever the method (they need the clusters' token fractions);
 - ``energy``: ``E_beta(mu^n) - E_beta(uniform)`` with ``E_beta = (1/2beta) iint
   e^{beta <x, y>}`` (``meanfield.model.particles.interaction_energy``'s convention);
 - ``energy_scaled``: ``S = (1/n^2) sum_ij e^{beta(<x_i, x_j> - 1)}`` in (0, 1], a positive
@@ -108,6 +112,7 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
+from meanfield.metrics.cluster_rank import check_rank_size, cluster_rank
 from meanfield.model import kernels
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles
@@ -157,6 +162,7 @@ def check_metastability_config(cfg: dict) -> dict:
     n = cfg["particles"]["n"] or DEFAULT_N
     if n < 2:
         raise ConfigError(f"particles.n = {n}: clusters need n >= 2", "particles.n")
+    check_rank_size(n, cfg["particles"]["cluster_method"])
     chunk = c["chunk"]
     # (the clusters are stiff at their rate: times up to 1e12 would run on for days)
     limits.check_clustered_steps(c["times"][-1], 2.0 if m["normalized"] else 2.0 * math.exp(
@@ -211,12 +217,17 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
                             first=params["first"])
     states = run.states[1:]  # (T, B, n, d), without t = 0
     out: dict[str, Any] = {k: np.empty((times.size, params["count"])) for k in SERIES}
+    # the plateau and merge analysis counts components (it needs their token fractions);
+    # the clusters series counts by particles.cluster_method
+    rank = cfg["particles"]["cluster_method"] == "rank"
+    components = np.empty((times.size, params["count"]))
     for i in range(times.size):
         out["energy_scaled"][i] = scaled_energy(states[i], beta)
         for s in range(params["count"]):
             labels = cluster_labels(states[i, s], thr)
             share = np.bincount(labels) / plan["n"]
-            out["clusters"][i, s] = share.size
+            components[i, s] = share.size
+            out["clusters"][i, s] = cluster_rank(states[i, s], thr) if rank else share.size
             out["mass_square_sum"][i, s] = float(np.sum(share * share))
             centres = np.zeros((share.size, plan["d"]))
             np.add.at(centres, labels, states[i, s])
@@ -230,8 +241,8 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
         msq = out["mass_square_sum"][:, s]
         collapsed = np.abs(out["energy_scaled"][:, s] - msq) <= tol * msq
         out["plateau_clusters"][s], out["plateau_time"][s] = first_plateau(
-            times, out["clusters"][:, s], collapsed, c["plateau_ratio"])
-        merge = _last_merge(times, out["clusters"][:, s], states[:, s], beta, thr,
+            times, components[:, s], collapsed, c["plateau_ratio"])
+        merge = _last_merge(times, components[:, s], states[:, s], beta, thr,
                             normalized)
         for k, v in merge.items():
             out[k][s] = v
@@ -311,6 +322,8 @@ def _variables(cfg: dict, series: dict, scalars: dict, derived: dict) -> dict:
     threshold = cfg["particles"]["cluster_threshold"]
     return {
         "clusters": variable(ts, series["clusters"],
+                             f"rank of 1[chord < {threshold:g}]" if cfg["particles"][
+                                 "cluster_method"] == "rank" else
                              f"single-linkage clusters at chord {threshold:g}"),
         "energy": variable(ts, derived["energy"], "E_beta(mu^n) - E_beta(uniform), "
                            "E_beta = (1/2beta) iint e^{beta<x,y>}"),
