@@ -27,7 +27,8 @@ SECTION_MEANINGS: dict[str, str] = {
     "contraction": "the contraction study: W_2 decay rates over beta, PDE and tokens",
     "bifurcation": "branches of stationary states of the noisy PDE in kappa or beta",
     "phase_diagram": "the (d, beta, t) phase diagram of pair clustering",
-    "normalization": "Post-LN against Pre-LN from random tokens (equiangular ODEs)",
+    "normalization": "the normalization rules (Post-LN, Pre-LN, Peri-LN, nGPT, Mix-LN) from "
+                     "random tokens (equiangular ODEs)",
     "long_context": "one attention layer as n grows with beta = gamma log n",
     "metastability": "the cluster staircase from uniform tokens at large beta",
 }
@@ -85,16 +86,26 @@ MEANINGS: dict[str, str] = {
                           "cannot be formed at t_final)",
     "particles.mask": "attention mask: none, or causal (token i attends to j <= i)",
     "particles.save_attention": "store the attention matrix (time, particle, key)",
+    "particles.integrator": "ode (the continuous-time flow) or layers (the transformer's "
+                            "discrete layers x^[k+1] = x^[k] + tau v(x^[k]), then its "
+                            "normalization)",
+    "particles.layer_step": "the step tau of one layer (integrator \"layers\"); save "
+                            "times must be multiples of it",
     "particles.attention": "softmax rows, or sinkhorn: the doubly stochastic scaling "
                            "diag(u) e^L diag(v) of the same kernel (post-ln, pure)",
     "particles.sinkhorn_tolerance": "largest error of the row and column sums of the "
                                     "Sinkhorn attention matrix",
     "particles.cluster_method": "linkage: connected components of the tokens closer than "
                                 "cluster_threshold; rank: the rank of that 0/1 matrix "
-                                "(the papers' count)",
+                                "(the count of [GLPR25, §6.3]'s code)",
     "weights.query": "query matrix Q (a matrix spec)",
     "weights.key": "key matrix K (a matrix spec)",
     "weights.value": "value matrix V (a matrix spec; the PDE takes V = c I only)",
+    "weights.layers": "weights that change with depth: a list of tables {query, key, "
+                      "value} (or {heads}), one per unit of time, the last one kept",
+    "weights.redraw": "weights that change with depth: fresh random matrices every "
+                      "`every` units of time, {every, kind, scale | eigenvalues, seed, "
+                      "matrices}",
     "weights.heads": "several heads: a list of tables {query, key, value} (instead of the "
                      "three keys; the velocities add up)",
     "feedforward.activation": "the activation sigma of the layer W sigma(attention term); "
@@ -153,7 +164,7 @@ MEANINGS: dict[str, str] = {
     "phase_diagram.batch": "(system, beta) pairs in one member",
     "phase_diagram.freeze": "stop a system once every pair is past the threshold for good",
     "normalization.dim": "token dimension d",
-    "normalization.systems": "random token systems, each run Post-LN and Pre-LN",
+    "normalization.systems": "random token systems, each run by every architecture",
     "normalization.chunk": "systems per task",
     "normalization.times": "times at which the mean cosine is recorded",
     "normalization.tolerance": "error per adaptive RK4 step",
@@ -161,6 +172,9 @@ MEANINGS: dict[str, str] = {
     "normalization.fit_ceiling": "the band of 1 - rho fitted: its ceiling",
     "normalization.offset_ratio": "the Pre-LN power is fitted from t >= |c| / offset_ratio",
     "normalization.band": "fraction of the systems shaded around the mean",
+    "normalization.architectures": "the normalization rules run side by side, each from the "
+                                   "same tokens (particles.ngpt_alpha, particles.mix_switch "
+                                   "set nGPT's and Mix-LN's)",
     "long_context.rho": "cosine of the equiangular input tokens",
     "long_context.gamma": "beta = gamma log n; absent: [0.5, 1, 1.5] / (1 - rho), below, "
                           "at and above the threshold",

@@ -33,7 +33,14 @@ from meanfield.errors import ConfigError
 WHOLE_TABLE_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
     "weights": {**{k: (f"a matrix spec: {SPEC_FORMS}", "identity") for k in HEAD_KEYS},
                 "heads": ("a non-empty list of tables {query, key, value} "
-                          "([[weights.heads]] in TOML; not with query, key, value)", None)},
+                          "([[weights.heads]] in TOML; not with query, key, value)", None),
+                "layers": ("a non-empty list of tables {query, key, value} or {heads}, "
+                           "one per unit of time ([[weights.layers]] in TOML; nothing "
+                           "beside it)", None),
+                "redraw": ("a table {every > 0, kind = \"gaussian\" (scale) or "
+                           "\"symmetric\" (eigenvalues), seed, matrices [all three]}; "
+                           "query, key, value beside it give the matrices not redrawn",
+                           None)},
     "feedforward": {"activation": ("one of " + ", ".join(repr(a) for a in ACTIVATIONS),
                                    None),
                     "weight": (f"a matrix spec: {SPEC_FORMS}", "identity")},
@@ -222,6 +229,8 @@ def defaults_toml(task: str) -> str:
                 else:
                     example = {"heads": [{"query": "identity", "key": "identity",
                                           "value": "identity"}],
+                               "layers": [{"value": 1.0}, {"value": -1.0}],
+                               "redraw": {"every": 1.0, "kind": "gaussian", "seed": 0},
                                "activation": ACTIVATIONS[0]}.get(key, default)
                     out.append(f"# {key} = {toml_value(example)}")
         else:

@@ -31,13 +31,17 @@
                       key)); the normalization family: architecture "peri-ln" (tokens in
                       R^d, x' = A/|A|), "ngpt" (on the sphere, ngpt_alpha [1] > 0),
                       "mix-ln" (Post-LN until mix_switch [1] > 0, Pre-LN after);
+                      integrator ["ode" | "layers" (the discrete layers of step
+                      layer_step, docs/weights.md)], layer_step [none] (tau > 0, layers);
                       attention ["softmax" | "sinkhorn" (doubly stochastic; post-ln,
                       pure)], sinkhorn_tolerance [1e-12], cluster_method ["linkage" |
                       "rank"] (``meanfield.config.attention``)
     [weights]         query, key, value [each "identity"]: "identity", a number c (c I),
                       a list of d rows, {kind = "gaussian", scale, seed}, {kind =
                       "symmetric", eigenvalues, seed} or {file = "M.npy"}; or heads =
-                      [{query, key, value}, ...] (several heads). Other than the identity:
+                      [{query, key, value}, ...] (several heads); or weights that change
+                      with depth, layers = [{query, key, value}, ...] or redraw = {every,
+                      kind, scale | eigenvalues, seed, matrices}. Other than the identity:
                       architectures "post-ln" and "pure"; the PDE takes V = c I only
                       (``meanfield.config.weights``)
     [feedforward]     activation ["relu" | "tanh"], weight ["identity"] (a matrix as in
@@ -61,18 +65,19 @@ from typing import Any
 
 from meanfield.config import checkers as ck
 from meanfield.config import discretizations
-from meanfield.config.attention import ATTENTIONS, CLUSTER_METHODS, finish_attention
 from meanfield.config.initial import (
     INITIAL_KINDS,
     PARTICLE_ONLY_KINDS,
     validate_initial_section,
 )
+from meanfield.config.attention import ATTENTIONS, CLUSTER_METHODS, finish_attention
+from meanfield.config.layers import INTEGRATORS, finish_integrator
+from meanfield.config.layers import finish_weights as finish_layered_weights
 from meanfield.config.weights import (
     FAST_SUMS,
     WEIGHTED_ARCHITECTURES,
     finish_feedforward,
     is_identity,
-    finish_weights,
     pde_value_scale,
     validate_feedforward_section,
     validate_weights_section,
@@ -332,6 +337,7 @@ def _finish_particles(cfg: dict) -> None:
         raise ConfigError(f"particles.mask = {p['mask']!r} with model.normalized = false: "
                           "masked attention is normalized (softmax rows over the tokens "
                           "attended to); use normalized = true", "particles.mask")
+    finish_integrator(cfg)  # layers: no noise, saves on layers (config.layers)
     finish_attention(cfg)  # Sinkhorn: post-ln or pure, normalized, no mask (config.attention)
 
 
@@ -397,12 +403,15 @@ CORE_SECTIONS: tuple[Section, ...] = (
         # Mix-LN's time of the switch from Post-LN to Pre-LN
         "ngpt_alpha": (_at_least(0.0, strict=True, maximum=1e6), 1.0),
         "mix_switch": (_at_least(0.0, strict=True, maximum=1e12), 1.0),
+        # discrete layers x^[k+1] = x^[k] + tau v(x^[k]) (meanfield.config.layers)
+        "integrator": (ck.choice(INTEGRATORS), "ode"),
+        "layer_step": (_at_least(0.0, strict=True), None),
         # Sinkhorn (doubly stochastic) attention and the cluster count (config.attention)
         "attention": (ck.choice(ATTENTIONS), "softmax"),
         "sinkhorn_tolerance": (_at_least(1e-15, maximum=1e-2), 1e-12),
         "cluster_method": (ck.choice(CLUSTER_METHODS), "linkage"),
     }, finish=_finish_particles),
-    Section("weights", validator=validate_weights_section, finish=finish_weights),
+    Section("weights", validator=validate_weights_section, finish=finish_layered_weights),
     Section("feedforward", validator=validate_feedforward_section, finish=finish_feedforward),
     Section("output", {
         "path": (ck.path, None),

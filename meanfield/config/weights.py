@@ -19,8 +19,9 @@ one of, in dimension d = ``domain.dim``:
 
 ``[weights]`` takes ``query``, ``key``, ``value`` [each "identity"], or instead
 ``heads = [{query, key, value}, ...]`` (several heads: the velocity is the sum of the
-single-head velocities; a head's missing matrices are the identity). Absent: one
-identity head, today's models. The clean table keeps the specs (TOML/JSON values, so the
+single-head velocities; a head's missing matrices are the identity), or weights that
+change with depth, ``layers = [...]`` or ``redraw = {...}`` (``depth_weights``). Absent:
+one identity head, today's models. The clean table keeps the specs (TOML/JSON values, so the
 config stored in a result stays readable), not the arrays: ``head_matrices`` and
 ``weight_matrix`` build those (the model's heads: ``meanfield.model.weighted_attention.
 build_heads``).
@@ -40,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from meanfield.config import checkers as ck
+from meanfield.config import depth_weights as depth
 from meanfield.errors import ConfigError
 from solvers.matrix_exponential import ShiftedExponential
 
@@ -257,6 +259,9 @@ def validate_weights_section(given: dict, cfg: dict, name: str = "weights") -> d
         specs in their clean form; validating the result again returns it unchanged.
     """
     d = _dim(cfg)
+    if depth.depth_key(given):  # weights that change with depth (config.depth_weights)
+        return depth.validate_depth(
+            given, d, name, lambda t, k: validate_weights_section(t, cfg, k), clean_spec)
     if "heads" in given:
         mixed = [k for k in HEAD_KEYS if k in given]
         if mixed:
@@ -281,6 +286,8 @@ def head_specs(cfg: dict) -> list[dict]:
     """The clean ``{query, key, value}`` specs of each head (one identity head when the
     config has no ``[weights]``)."""
     w = cfg.get("weights") or {}
+    if depth.depth_key(w):  # those of the first unit of depth
+        return depth.specs_at(w, 0)
     if "heads" in w:
         return w["heads"]
     return [{k: w.get(k, "identity") for k in HEAD_KEYS}]
@@ -293,6 +300,8 @@ def _head_key(cfg: dict, i: int, name: str) -> str:
 
 def is_identity(cfg: dict) -> bool:
     """Whether the weights are one head with Q = K = V = I (today's models)."""
+    if depth.depth_key(cfg.get("weights")):
+        return False  # weights that change with depth run the weighted models
     specs = head_specs(cfg)
     d = cfg["domain"]["dim"]
     return len(specs) == 1 and all(
@@ -441,6 +450,10 @@ def pde_value_scale(cfg: dict) -> float:
         raise ConfigError(f"[feedforward] is given: {PDE_WEIGHTS}", "feedforward")
     if "weights" not in cfg or not cfg["weights"]:
         return 1.0
+    if depth.depth_key(cfg["weights"]):
+        key = f"weights.{depth.depth_key(cfg['weights'])}"
+        raise ConfigError(f"{key}: weights that change with depth run as particles "
+                          f"(meanfield particles); {PDE_WEIGHTS}", key)
     specs = head_specs(cfg)
     if len(specs) > 1:
         raise ConfigError(f"weights.heads has {len(specs)} heads: {PDE_WEIGHTS}",

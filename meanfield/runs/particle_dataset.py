@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield.config.sections import RADIAL_ARCHITECTURES
+from meanfield.config.depth_weights import depth_key
 from meanfield.config.weights import head_specs, is_weighted, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
@@ -111,7 +112,9 @@ LONG_NAMES = {
     "sinkhorn_error": "max(|P 1 - 1|, |P^T 1 - 1|): the Sinkhorn matrix's marginal error",
 }
 POSITION_HOLDS = {"x": "token position x_i in R^d (pure self-attention, not normalised)",
-                  "z": "rescaled token z_i = e^(-tV) x_i in R^d (not normalised)"}
+                  "z": "rescaled token z_i = e^(-tV) x_i in R^d (not normalised)",
+                  "z_layers": "rescaled layer token z_i = R^(-k) x_i, R = I + tau V, in R^d "
+                              "(not normalised)"}
 ATTENTION_VARS = ("attention", "boolean_distance", "attention_rank")
 SINKHORN_VARS = ("sinkhorn_potential", "speed_squared_sum", "sinkhorn_error")
 
@@ -158,7 +161,8 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         ds[name].attrs["units"] = units.get(name, "1")
         ds[name].attrs["long_name"] = LONG_NAMES[name]
     ds["time"].attrs["units"] = units["time"]
-    holds = "z" if p["rescaled"] else "x"
+    holds = ("z_layers" if p.get("integrator") == "layers" else "z") if p["rescaled"] \
+        else "x"
     if euclidean:
         ds["position"].attrs["long_name"] = POSITION_HOLDS[holds]
         ds["clusters"].attrs["long_name"] = "single-linkage clusters: tokens linked at " \
@@ -166,7 +170,7 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
     ds["clusters"].attrs["threshold"] = p["cluster_threshold"]
     ds["clusters"].attrs["long_name"] += f" = {p['cluster_threshold']:g}"
     ds["clusters"].attrs["method"] = p["cluster_method"]
-    if p["cluster_method"] == "rank":  # the papers' count ([GLPR25]; metrics.cluster_rank)
+    if p["cluster_method"] == "rank":  # [GLPR25, §6.3]'s count (metrics.cluster_rank)
         ds["clusters"].attrs["long_name"] = "rank of 1[|x_i - x_j| < threshold = " \
             f"{p['cluster_threshold']:g}]"
     if "attention_rank" in ds:
@@ -216,17 +220,22 @@ def _model_title(cfg: dict, plan: dict) -> tuple[str, str]:
     extras = ([f"{plan['heads']} heads"] if plan["heads"] > 1 else []) + \
         ([f"feed-forward {cfg['feedforward']['activation']}"] if cfg.get("feedforward")
          else []) + ([f"{p['mask']} mask"] if p["mask"] != "none" else [])
+    depth = depth_key(cfg.get("weights"))  # (config.depth_weights; layers: config.layers)
+    extras += ([f"weights changing with depth ({depth})"] if depth else []) + \
+        ([f"layers tau = {p['layer_step']:g}"] if p.get("integrator") == "layers" else [])
     more = "".join(", " + e for e in extras)
     if p["architecture"] == "pure":
         model = "pure rescaled" if p["rescaled"] else "pure"
         flow = ", rescaled z = e^(-tV) x" if p["rescaled"] else ""
+        if p["rescaled"] and p.get("integrator") == "layers":
+            flow = ", rescaled z = R^(-k) x, R = I + tau V"
         return model, (f"{n} tokens, pure self-attention in R^{dim}{flow}, beta = "
                        f"{beta:g}{more}")
     if plan.get("weighted"):
         model = "SA with weights"
         specs = head_specs(cfg)
-        if len(specs) == 1 and all(scalar_of(specs[0][k], dim, f"weights.{k}") == 1.0
-                                   for k in ("query", "key")):
+        if len(specs) == 1 and not depth and all(
+                scalar_of(specs[0][k], dim, f"weights.{k}") == 1.0 for k in ("query", "key")):
             c = scalar_of(specs[0]["value"], dim, "weights.value")
             if c is not None and c != 1.0:  # say V = c I (c < 0: repulsive) in the title
                 scaled = {1.0: "I", -1.0: "-I"}.get(c, f"{c:g}I")  # -I, not -1 I

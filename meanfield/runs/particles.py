@@ -101,9 +101,9 @@ from meanfield.model import normalizations as nz
 from meanfield.model import particles as pm
 from meanfield.model import tokens
 from meanfield.model import weighted_attention as wa
-from meanfield.model import weighted_particles as wp
 from meanfield.model.sinkhorn_particles import SinkhornParticles
 from meanfield.runs import budget
+from meanfield.runs import layered
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from meanfield.runs.particle_dataset import diagnostics, to_dataset
@@ -210,7 +210,8 @@ def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
             "heads": len(heads), "sinkhorn": p["attention"] == "sinkhorn",
             # E_beta is the energy of the kernel e^{beta <x, y>}: Q^T K = I in every head
             "energy": p["architecture"] == "post-ln" and all(
-                np.array_equal(h.query.T @ h.key, eye) for h in heads)}
+                np.array_equal(h.query.T @ h.key, eye) for h in heads)
+            and layered.same_kernel_at_every_depth(cfg)}
 
 
 def build_model(cfg: dict, plan: dict, threads: int | None = None):
@@ -220,12 +221,8 @@ def build_model(cfg: dict, plan: dict, threads: int | None = None):
         return SinkhornParticles(wa.build_heads(cfg), m["beta"], wmod.build_feedforward(cfg),
                                  on_sphere=p["architecture"] == "post-ln",
                                  tolerance=p["sinkhorn_tolerance"])
-    if plan.get("weighted", wmod.is_weighted(cfg)):
-        heads, beta = wa.build_heads(cfg), m["beta"]
-        if p["rescaled"]:
-            return wp.RescaledParticles(heads, beta, p["mask"])
-        return wp.WeightedParticles(heads, beta, p["mask"], wmod.build_feedforward(cfg),
-                                    on_sphere=p["architecture"] == "post-ln")
+    if plan.get("weighted", wmod.is_weighted(cfg)):  # (layers, depth: runs.layered)
+        return layered.weighted_model(cfg)
     if p["architecture"] == "hardmax":
         return pm.HardmaxParticles()
     return nz.build_normalization_model(
@@ -287,10 +284,9 @@ class ParticlesTask(SteppingTask):
         self.model = build_model(cfg, self.plan, threads)
         self.x0 = initial_tokens(cfg, self.plan)
         self.noise = tokens.noise_rng(cfg["particles"]["seed"])
-        # (Mix-LN steps phase by phase: meanfield.model.normalizations.PhasedStepper)
-        self.stepper = getattr(self.model, "stepper_class", pm.TokenStepper)(
-            self.model, kappa=self.plan["kappa"], dt=self.plan["dt"],
-            tolerance=cfg["time"]["tolerance"], noise=self.noise)
+        # (Mix-LN steps phase by phase: meanfield.model.normalizations.PhasedStepper;
+        # layers and weights that change with depth: meanfield.runs.layered)
+        self.stepper = layered.make_stepper(self.model, cfg, self.plan, self.noise)
 
     def start(self) -> TokenState:
         # the run steps from unit rows (sphere models); frame 0 is the tokens as given

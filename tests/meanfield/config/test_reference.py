@@ -10,6 +10,7 @@ import pytest
 
 from meanfield.config import checkers as ck
 from meanfield.config import reference, registry
+from meanfield.config.depth_weights import DEPTH_KEYS
 from meanfield.config.initial import INITIAL_PARAMS
 from meanfield.config.meanings import INITIAL_MEANINGS, MEANINGS
 from meanfield.errors import ConfigError
@@ -44,6 +45,7 @@ def _registered() -> set[str]:
              for params in kinds.values() for k in ("kind", *params)} | {"initial.weight"}
     keys |= {"weights.query", "weights.key", "weights.value", "weights.heads",
              "feedforward.activation", "feedforward.weight"}
+    keys |= {f"weights.{k}" for k in DEPTH_KEYS}  # weights that change with depth
     return keys
 
 
