@@ -33,6 +33,10 @@ doubly stochastic scaling of the same kernel, solved to ``particles.sinkhorn_tol
 when V = Q^T K), ``speed_squared_sum`` (sum_i |x_i'|^2: dG/dt = -beta times it) and
 ``sinkhorn_error`` (the largest error of P's row and column sums).
 
+``particles.integrator = "layers"`` runs the discrete layers of step ``particles.layer_step``
+instead of the ODE, and ``[weights] layers`` / ``redraw`` weights that change with depth
+(``meanfield.runs.layered``; docs/weights.md section 7).
+
 Interaction sums: ``particles.sum_method`` (``solvers.particles.fast``): "direct" (exact, O(n^2)),
 "fourier" (S^1) or "harmonic" (S^2), to ``particles.accuracy``; "auto" picks by n, d and
 beta once per run.
