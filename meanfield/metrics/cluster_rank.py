@@ -1,4 +1,4 @@
-"""Clusters counted as the papers count them: the rank of the 0/1 matrix of close pairs.
+"""Clusters counted as in [GLPR25, §6.3]: the rank of the 0/1 matrix of close pairs.
 
 The authors of [GLPR25] count the clusters of tokens x_1..x_n on the sphere as the rank
 of ``A_ij = 1[<x_i, x_j> > 1 - eps]`` (diagonal included; eps = 1e-4 in their phase

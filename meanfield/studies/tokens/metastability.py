@@ -14,7 +14,7 @@ system):
 
 - ``clusters``: single-linkage clusters at chordal distance ``particles.cluster_threshold``
   (``cluster_labels``; the count equals ``meanfield.metrics.cluster_count``), or with
-  ``particles.cluster_method = "rank"`` the papers' count, the rank of the 0/1 matrix of
+  ``particles.cluster_method = "rank"`` [GLPR25, §6.3]'s count, the rank of the 0/1 matrix of
   pairs closer than it (``meanfield.metrics.cluster_rank``: >= the components, equal when
   every component is a clique). The first plateau and the last merge count components
   whatever the method (they need the clusters' token fractions);
