@@ -14,7 +14,9 @@ angles down). The equiangular ODEs give the dashed predictions.
 
 Run ``python examples/normalization.py`` (``--quick``: 4 systems, 61 saved times instead
 of 256 and 281); writes ``normalization.png`` (``--out``) and prints the fitted rate of
-Post-LN (predicted 2) and the fitted power of Pre-LN (predicted -2) with their windows.
+Post-LN (predicted 2) and the fitted power of Pre-LN (predicted -2) with their windows,
+then those of the other rules the study runs beside them (Peri-LN and Mix-LN: power -2;
+nGPT: rate 2 alpha).
 Measured (full run, a minute on two cores): rate 1.9999 on t in [5.3, 17.2], power
 -2.0037 on t in [152, 1e4].
 """
@@ -49,6 +51,12 @@ def main(argv=None) -> dict:
           f"{out['predicted_rate']:g})")
     print(f"Pre-LN: 1 - rho ~ t^p, fitted p = {out['fitted_power']:.4f} on t in "
           f"[{out['power_fit_start']:.3g}, {out['power_fit_stop']:.3g}] (predicted -2)")
+    for arch in ("peri-ln", "ngpt", "mix-ln"):  # the other rules (docs/conventions.md)
+        s = ds.sel(architecture=arch)
+        out[arch] = float(s.fitted)
+        print(f"{arch}: 1 - rho law '{str(s.law.values)}', fitted {float(s.fitted):.4f} on "
+              f"t in [{float(s.fit_start):.3g}, {float(s.fit_stop):.3g}] (predicted "
+              f"{float(s.predicted):g})")
 
     # the package's figure of the study (`meanfield plot` draws the same)
     meanfield.plot(ds)["summary"].savefig(args.out, dpi=150)

@@ -159,10 +159,13 @@ def _report(command: str, ds, out: str) -> None:
         print(f"wrote {out}  ({_bifurcation_summary(ds)})")
         if ds.attrs["status"] == 1:
             print(f"meanfield: warning: {ds.attrs['message']}", file=sys.stderr)
-    elif command == "normalization":
-        print(f"wrote {out}  (Post-LN rate of 1 - rho {float(ds.fitted_rate):.4f} "
-              f"(predicted {float(ds.predicted_rate):.4g}), Pre-LN power "
-              f"{float(ds.fitted_power):.4f} (predicted -2))")
+    elif command == "normalization":  # each rule's rate or power of 1 - rho
+        names = {"post-ln": "Post-LN", "pre-ln": "Pre-LN", "peri-ln": "Peri-LN",
+                 "ngpt": "nGPT", "mix-ln": "Mix-LN"}
+        print(f"wrote {out}  (1 - rho: " + ", ".join(
+            f"{names.get(str(a), a)} {str(ds.law[k].values)} {float(ds.fitted[k]):.4f} "
+            f"(predicted {float(ds.predicted[k]):.4g})"
+            for k, a in enumerate(ds.architecture.values)) + ")")
     elif command == "long-context":
         print(f"wrote {out}  (output cosine at n = {int(ds.n[-1]):.3g}: " + ", ".join(
             f"gamma = {float(g):.4g}: {float(ds.cosine[i, -1]):.6f} (limit "

@@ -162,6 +162,25 @@ def _finish_normalization(cfg: dict) -> None:
                           "1 - rho that is fitted)", "normalization.fit_floor")
 
 
+# the architectures the normalization study runs side by side (meanfield.model.normalizations)
+NORMALIZATION_ARCHITECTURES = ("post-ln", "pre-ln", "peri-ln", "ngpt", "mix-ln")
+
+
+def _architectures(key: str, value) -> list[str]:
+    """A non-empty list of distinct names of ``NORMALIZATION_ARCHITECTURES``."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{key} = {ck.describe(value)} must be a non-empty list of "
+                          "architectures, some of " + ", ".join(
+                              repr(a) for a in NORMALIZATION_ARCHITECTURES), key)
+    for i, name in enumerate(value):
+        if name not in NORMALIZATION_ARCHITECTURES:
+            raise ck.unknown_name(f"{key}[{i}]", name, NORMALIZATION_ARCHITECTURES,
+                                  "architecture")
+        if name in value[:i]:
+            raise ConfigError(f"{key} = {ck.describe(value)} names {name!r} twice", key)
+    return list(value)
+
+
 def _finish_long_context(cfg: dict) -> None:
     c = cfg["long_context"]
     if isinstance(c["n"], dict):
@@ -183,6 +202,10 @@ TOKEN_STUDY_SECTIONS += (
         "fit_ceiling": (ck.positive, 1e-3),
         "offset_ratio": (ck.number_in(0.0, True, 1.0), 0.01),
         "band": (_open_unit, 0.9),
+        "architectures": (ck.accepting(
+            "a non-empty list of distinct names among " + ", ".join(
+                f'"{a}"' for a in NORMALIZATION_ARCHITECTURES), _architectures),
+            list(NORMALIZATION_ARCHITECTURES)),
     }, finish=_finish_normalization),
     Section("long_context", {
         "rho": (_open_unit, 0.5),

@@ -1,11 +1,24 @@
-"""``normalization(config)``: Post-LN against Pre-LN from random tokens in high dimension.
+"""``normalization(config)``: the normalization rules side by side from random tokens in
+high dimension.
 
 ``[normalization] systems`` token systems of ``n = particles.n`` (32 when absent) i.i.d.
-uniform tokens on S^{d-1}, ``d = normalization.dim``, each run twice from the same start:
+uniform tokens on S^{d-1}, ``d = normalization.dim``, each run by every architecture of
+``normalization.architectures`` (default all five) from the same start
+(``meanfield.model.normalizations``; docs/conventions.md, "The normalization family"):
 
 - Post-LN (``AttentionParticles``, SA or USA by ``model.normalized``): tokens on the sphere;
 - Pre-LN (``PreLNParticles``): ``x_i' = A_i(theta)``, tokens in R^d, attention on the
-  directions ``theta_i = x_i/|x_i|`` (module docstring of ``meanfield.model.particles``).
+  directions ``theta_i = x_i/|x_i|`` (module docstring of ``meanfield.model.particles``);
+- Peri-LN: ``x_i' = A_i/|A_i|`` in R^d; nGPT: ``theta_i' = alpha P^perp(A_i/|A_i|)`` on the
+  sphere (``particles.ngpt_alpha``); Mix-LN: Post-LN until ``particles.mix_switch``, then
+  Pre-LN (its two phases chained, ``simulate_phases``).
+
+Each rule's law of ``1 - rho`` (``law``, ``predicted``): a rate for Post-LN (2, USA ``2
+e^beta``) and nGPT (``2 alpha``), the power -2 for Pre-LN, Peri-LN and Mix-LN; ``fitted``
+(with ``fitted_low``/``fitted_high``, ``fit_start``/``fit_stop``, ``offset``, ``shifted``,
+``equiangular_fitted``) per architecture, fitted as below (the rate as ``fitted_rate``, the
+power as ``fitted_power``); ``system_fitted`` per system. The derivations below are those of
+Post-LN and Pre-LN; the others' are in docs/conventions.md.
 
 At each time of ``normalization.times`` (and t = 0) it keeps per system the mean
 pairwise gap ``1 - rho = mean_{i != j} (1 - <theta_i, theta_j>) = sum_i |theta_i -
@@ -95,7 +108,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, uniform_span
-from meanfield.model.particles import AttentionParticles, PreLNParticles
+from meanfield.model.normalizations import build_normalization_model, simulate_phases
 from meanfield.runs import limits
 from meanfield.runs.executor import Executor
 from meanfield.studies.dataset import assemble, gather, model_name, variable
@@ -103,12 +116,16 @@ from meanfield.studies.members import MemberList, run_study
 from meanfield.studies.tokens.normalization_theory import (
     equiangular_prediction,
     fit_exponential,
+    fit_law,
     fit_power,
     gaps_and_radii,
-    radius_offset,
+    predicted_law,
+    radius_speed,
 )
 
-ARCHITECTURES = ("post-ln", "pre-ln")
+ARCHITECTURES = ("post-ln", "pre-ln", "peri-ln", "ngpt", "mix-ln")  # the default order
+LABELS = {"post-ln": "Post-LN", "pre-ln": "Pre-LN", "peri-ln": "Peri-LN", "ngpt": "nGPT",
+          "mix-ln": "Mix-LN"}
 DEFAULT_N = 32
 PREDICTED_POWER = -2.0
 MEMORY_LIMIT = 2 * 2**30  # bytes a member's saves, or the result, may take
@@ -118,10 +135,19 @@ MEMORY_LIMIT = 2 * 2**30  # bytes a member's saves, or the result, may take
 # Plan and models.
 
 def build_model(cfg: dict, architecture: str):
-    """``AttentionParticles`` (post-ln) or ``PreLNParticles`` (pre-ln) of ``[model]``."""
-    m = cfg["model"]
-    cls = AttentionParticles if architecture == "post-ln" else PreLNParticles
-    return cls(m["beta"], m["normalized"])
+    """The model of ``architecture`` (``meanfield.model.normalizations``) of ``[model]``,
+    nGPT's alpha and Mix-LN's switch from ``[particles]``."""
+    m, p = cfg["model"], cfg.get("particles", {})
+    return build_normalization_model(architecture, m["beta"], m["normalized"],
+                                     ngpt_alpha=p.get("ngpt_alpha", 1.0),
+                                     mix_switch=p.get("mix_switch", 1.0))
+
+
+def laws(cfg: dict, architectures) -> dict:
+    """``{architecture: (law, predicted)}`` (``normalization_theory.predicted_law``)."""
+    m, p = cfg["model"], cfg.get("particles", {})
+    return {a: predicted_law(a, m["beta"], m["normalized"], p.get("ngpt_alpha", 1.0))
+            for a in architectures}
 
 
 def check_normalization_config(cfg: dict) -> dict:
@@ -133,12 +159,16 @@ def check_normalization_config(cfg: dict) -> dict:
                           "without noise only); set model.kappa = \"inf\"", "model.kappa")
     n = cfg["particles"]["n"] or DEFAULT_N
     d = c["dim"]
-    for a in ARCHITECTURES:
+    archs = tuple(c["architectures"])
+    for a in archs:
         build_model(cfg, a)  # (USA beta beyond overflow: ConfigError)
     times = np.asarray(c["times"], dtype=float)
-    # (the clustered Post-LN systems are stiff at their rate: t = 1e12 ran on for days)
-    limits.check_clustered_steps(times[-1], 2.0 if m["normalized"] else 2.0 * math.exp(
-        m["beta"]), "normalization.times", c["times"], "Post-LN systems")
+    # (the clustered Post-LN and nGPT systems are stiff at their rate: t = 1e12 ran on
+    # for days)
+    for a, (law, rate) in laws(cfg, archs).items():
+        if law == "rate":
+            limits.check_clustered_steps(times[-1], rate, "normalization.times",
+                                         c["times"], f"{LABELS[a]} systems")
     # what a member holds (the ensemble keeps its states at every save) and the result
     member = (times.size + 1) * min(c["chunk"], c["systems"]) * n * min(n, d) * 8
     if member > MEMORY_LIMIT:
@@ -147,18 +177,19 @@ def check_normalization_config(cfg: dict) -> dict:
                           f"systems of {n} x {min(n, d)} coefficients, "
                           f"{member / 2**30:.1f} GiB (limit {MEMORY_LIMIT / 2**30:g}); "
                           "give a smaller chunk or fewer times", "normalization.chunk")
-    result = 4 * (times.size + 1) * c["systems"] * 8
+    result = 2 * len(archs) * (times.size + 1) * c["systems"] * 8
     if result > MEMORY_LIMIT:
         raise ConfigError(f"normalization.systems = {c['systems']}: the result holds "
                           f"{result / 2**30:.1f} GiB of gaps and radii (limit "
                           f"{MEMORY_LIMIT / 2**30:g}); give fewer systems or times",
                           "normalization.systems")
-    limits.check_members(len(ARCHITECTURES) * -(-c["systems"] // c["chunk"]),
+    limits.check_members(len(archs) * -(-c["systems"] // c["chunk"]),
                          "normalization.chunk", c["chunk"],
                          "give a larger chunk or fewer systems")
     members = [(a, first, min(c["chunk"], c["systems"] - first))
-               for a in ARCHITECTURES for first in range(0, c["systems"], c["chunk"])]
+               for a in archs for first in range(0, c["systems"], c["chunk"])]
     return {"n": n, "dim": d, "reduce": d >= n, "times": times, "members": members,
+            "architectures": archs, "laws": laws(cfg, archs),
             "predicted_rate": 2.0 if m["normalized"] else 2.0 * math.exp(m["beta"])}
 
 
@@ -172,14 +203,15 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
     first, count = params["first"], params["count"]
     model = build_model(cfg, params["architecture"])
     tol = cfg["normalization"]["tolerance"]
+    # (Mix-LN: its Post-LN and Pre-LN phases chained, each landing on the switch)
+    simulate = simulate_phases if hasattr(model, "phases") else simulate_ensemble
     if plan["reduce"]:
         c0 = uniform_span(count, n, d, seed, first)
-        run = simulate_ensemble(model, c0, plan["times"], tolerance=tol, seed=seed,
-                                first=first, reduce=True, frame=d)
+        run = simulate(model, c0, plan["times"], tolerance=tol, seed=seed,
+                       first=first, reduce=True, frame=d)
     else:
         x0 = uniform_ensemble(count, n, d, seed, first)
-        run = simulate_ensemble(model, x0, plan["times"], tolerance=tol, seed=seed,
-                                first=first)
+        run = simulate(model, x0, plan["times"], tolerance=tol, seed=seed, first=first)
     gap, radius = gaps_and_radii(run.states)  # (k, count)
     return {"gap": gap.T.copy(), "radius": radius.T.copy(),
             "steps": np.asarray(run.steps, dtype=np.int64)}
@@ -252,11 +284,11 @@ def _member_arrays(plan: dict, systems: int, times: np.ndarray, done: list
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``gap`` and ``radius`` on (architecture, system, time) (NaN where a member is not
     done) and ``steps`` on (architecture, system) (0 there)."""
-    shape = (len(ARCHITECTURES), systems, times.size)
+    shape = (len(plan["architectures"]), systems, times.size)
 
     def where(i: int) -> tuple:
         arch, first, count = plan["members"][i]
-        return ARCHITECTURES.index(arch), slice(first, first + count)
+        return plan["architectures"].index(arch), slice(first, first + count)
 
     curves = gather(done, ("gap", "radius"), shape, where)
     steps = gather(done, ("steps",), shape[:2], where, fill=0, dtype=np.int64)["steps"]
@@ -267,7 +299,7 @@ def _curve_variables(gap: np.ndarray, gap_mean: np.ndarray, eq_gap: np.ndarray,
                      eq_radius: np.ndarray, band: float) -> dict:
     """The curves over time per architecture: the mean gap and cosine with their
     quantile bands over the systems, and the equiangular model's."""
-    bands = [_quantiles(gap[a], band) for a in range(len(ARCHITECTURES))]
+    bands = [_quantiles(gap[a], band) for a in range(gap.shape[0])]
     gap_low = np.stack([b[0] for b in bands])
     gap_high = np.stack([b[1] for b in bands])
     at = ("architecture", "time")
@@ -287,76 +319,81 @@ def _curve_variables(gap: np.ndarray, gap_mean: np.ndarray, eq_gap: np.ndarray,
     }
 
 
+SCALARS = (  # the Post-LN rate and the Pre-LN power as scalars (the first datasets' names)
+    ("post-ln", "fitted", "fitted_rate", "Post-LN: -slope of log(1 - rho) against t"),
+    ("post-ln", "low", "fitted_rate_low", "Post-LN rate, 95 % low"),
+    ("post-ln", "high", "fitted_rate_high", "Post-LN rate, 95 % high"),
+    ("post-ln", "start", "rate_fit_start", "first time of the Post-LN fit"),
+    ("post-ln", "stop", "rate_fit_stop", "last time of the Post-LN fit"),
+    ("pre-ln", "fitted", "fitted_power", "Pre-LN: slope of log(1 - rho) against log t"),
+    ("pre-ln", "low", "fitted_power_low", "Pre-LN power, 95 % low"),
+    ("pre-ln", "high", "fitted_power_high", "Pre-LN power, 95 % high"),
+    ("pre-ln", "start", "power_fit_start", "first time of the Pre-LN fit"),
+    ("pre-ln", "stop", "power_fit_stop", "last time of the Pre-LN fit"),
+    ("pre-ln", "offset", "radius_offset", "Pre-LN c = r/speed - t at the last save (speed "
+     "1 for SA, e^beta for USA)"),
+    ("pre-ln", "shifted", "shifted_power", "Pre-LN: slope of log(1 - rho) against log(t + "
+     "c) over the same window"),
+    ("post-ln", "equiangular", "equiangular_rate", "the rate fitted to the equiangular "
+     "model over the same window"),
+    ("pre-ln", "equiangular", "equiangular_power", "the power fitted to the equiangular "
+     "model over the same window"))
+PER_ARCHITECTURE = (
+    ("fitted", "fitted", "the rate (law 'rate': -slope of log(1 - rho) against t) or the "
+     "power (law 'power': slope against log t) of the mean gap"),
+    ("low", "fitted_low", "fitted, 95 % low"), ("high", "fitted_high", "fitted, 95 % high"),
+    ("start", "fit_start", "first time of the fit"), ("stop", "fit_stop", "last time of "
+                                                      "the fit"),
+    ("offset", "offset", "law 'power': c = r/speed - t at the last save (the window starts "
+     "at t >= |c|/offset_ratio)"),
+    ("shifted", "shifted", "law 'power': the slope against log(t + c) over the window"),
+    ("equiangular", "equiangular_fitted", "the same fit of the equiangular model over the "
+     "window"))
+
+
 def _fit_variables(cfg: dict, plan: dict, times: np.ndarray, curves: dict) -> dict:
-    """The fits of the module docstring (Post-LN rate, Pre-LN power, the equiangular
-    model's over the same windows) as scalar variables, and the fits per system.
-    ``curves``: ``gap``, ``radius``, ``gap_mean``, ``eq_gap``."""
+    """Each architecture's law (``normalization_theory.fit_law``: a rate for Post-LN and
+    nGPT, a power for the others) fitted to the mean gap and to each system's, the same
+    fit of the equiangular model, and the Post-LN rate and Pre-LN power as the scalars of
+    ``SCALARS`` (NaN when that architecture is not run). ``curves``: ``gap``,
+    ``radius``, ``gap_mean``, ``eq_gap``."""
     c, m = cfg["normalization"], cfg["model"]
-    floor, ceiling = c["fit_floor"], c["fit_ceiling"]
-    gap, radius, gap_mean, eq_gap = (curves[k] for k in ("gap", "radius", "gap_mean",
-                                                         "eq_gap"))
-    post, pre = ARCHITECTURES.index("post-ln"), ARCHITECTURES.index("pre-ln")
-    with _quiet_nan_means():
-        mean_radius = np.nanmean(radius[pre], axis=0)
-    speed = 1.0 if m["normalized"] else math.exp(m["beta"])
-    offset = radius_offset(times, mean_radius, speed)
-    t_min = abs(offset) / c["offset_ratio"] if math.isfinite(offset) else math.inf
-    rate = fit_exponential(times, gap_mean[post], floor, ceiling)
-    power = fit_power(times, gap_mean[pre], floor, ceiling, t_min)
-    eq_rate = fit_exponential(times, np.where((times >= rate[3]) & (times <= rate[4]),
-                                              eq_gap[post], np.nan), floor, ceiling)[0]
-    eq_power = fit_power(times, np.where((times >= power[3]) & (times <= power[4]),
-                                         eq_gap[pre], np.nan), floor, ceiling, t_min)[0]
-    shifted = (fit_power(times + offset, np.where((times >= power[3]) & (times <= power[4]),
-                                                  gap_mean[pre], np.nan), floor, ceiling,
-                         -math.inf)[0] if math.isfinite(offset) else math.nan)
-    data = {}
-    for name, value, text in (
-            ("fitted_rate", rate[0], "Post-LN: -slope of log(1 - rho) against t"),
-            ("fitted_rate_low", rate[1], "Post-LN rate, 95 % low"),
-            ("fitted_rate_high", rate[2], "Post-LN rate, 95 % high"),
-            ("rate_fit_start", rate[3], "first time of the Post-LN fit"),
-            ("rate_fit_stop", rate[4], "last time of the Post-LN fit"),
-            ("fitted_power", power[0], "Pre-LN: slope of log(1 - rho) against log t"),
-            ("fitted_power_low", power[1], "Pre-LN power, 95 % low"),
-            ("fitted_power_high", power[2], "Pre-LN power, 95 % high"),
-            ("power_fit_start", power[3], "first time of the Pre-LN fit"),
-            ("power_fit_stop", power[4], "last time of the Pre-LN fit"),
-            ("radius_offset", offset, ("Pre-LN c = r/speed - t at the last save (speed 1 "
-             "for SA, e^beta for USA)")),
-            ("shifted_power", shifted, ("Pre-LN: slope of log(1 - rho) against log(t + c) "
-             "over the same window")),
-            ("predicted_rate", plan["predicted_rate"], "2 (SA) or 2 e^beta (USA)"),
-            ("predicted_power", PREDICTED_POWER, "-2: 1 - rho ~ t^-2"),
-            ("equiangular_rate", eq_rate, ("the rate fitted to the equiangular model over "
-             "the same window")),
-            ("equiangular_power", eq_power, ("the power fitted to the equiangular model "
-             "over the same window"))):
-        units = "1" if "power" in name or "offset" in name or "start" in name \
-            or "stop" in name else "1/time"
-        data[name] = variable((), float(value), text, units)
-    data.update(_system_fits(cfg, times, gap, radius, speed))
+    args = (c["fit_floor"], c["fit_ceiling"], c["offset_ratio"])
+    fits, per_system = {}, np.full((len(plan["architectures"]), c["systems"]), np.nan)
+    for a, arch in enumerate(plan["architectures"]):
+        law = plan["laws"][arch][0]
+        speed = radius_speed(arch, m["beta"], m["normalized"])
+        with _quiet_nan_means():
+            mean_radius = np.nanmean(curves["radius"][a], axis=0)
+        fits[arch] = fit_law(law, times, curves["gap_mean"][a], mean_radius, *args, speed,
+                             curves["eq_gap"][a])
+        for s in range(c["systems"]):
+            if np.isfinite(curves["gap"][a, s]).any():
+                per_system[a, s] = fit_law(law, times, curves["gap"][a, s],
+                                           curves["radius"][a, s], *args, speed)["fitted"]
+    data = {name: variable((), float(fits[arch][key]) if arch in fits else math.nan, text,
+                           "1/time" if "rate" in name else "1")
+            for arch, key, name, text in SCALARS}
+    data["predicted_rate"] = variable((), plan["predicted_rate"], "2 (SA) or 2 e^beta (USA)",
+                                      "1/time")
+    data["predicted_power"] = variable((), PREDICTED_POWER, "-2: 1 - rho ~ t^-2")
+    archs = plan["architectures"]
+    data["law"] = variable("architecture", np.array([plan["laws"][a][0] for a in archs]),
+                           "asymptotics of 1 - rho: 'rate' (e^{-rate t}) or 'power' (t^power)")
+    data["predicted"] = variable("architecture", np.array([plan["laws"][a][1] for a in archs]),
+                                 "the derived rate (2, 2 e^beta USA, nGPT 2 alpha) or power "
+                                 "(-2) (docs/conventions.md)")
+    for key, name, text in PER_ARCHITECTURE:
+        data[name] = variable("architecture", np.array([fits[a][key] for a in archs]), text)
+    data["system_fitted"] = variable(("architecture", "system"), per_system,
+                                     "the rate or power fitted per system")
+    for arch, name in (("post-ln", "system_rate"), ("pre-ln", "system_power")):
+        values = per_system[archs.index(arch)] if arch in archs else \
+            np.full(c["systems"], np.nan)
+        data[name] = variable("system", values, f"{LABELS[arch]} "
+                              f"{'rate' if arch == 'post-ln' else 'power'} fitted per system",
+                              "1/time" if arch == "post-ln" else "1")
     return data
-
-
-def _system_fits(cfg: dict, times: np.ndarray, gap: np.ndarray, radius: np.ndarray,
-                 speed: float) -> dict:
-    """The Post-LN rate and the Pre-LN power fitted per system (NaN where not done)."""
-    c = cfg["normalization"]
-    floor, ceiling, systems = c["fit_floor"], c["fit_ceiling"], c["systems"]
-    post, pre = ARCHITECTURES.index("post-ln"), ARCHITECTURES.index("pre-ln")
-    sys_rate = np.full(systems, np.nan)
-    sys_power = np.full(systems, np.nan)
-    for s in range(systems):
-        if np.isfinite(gap[post, s]).any():
-            sys_rate[s] = fit_exponential(times, gap[post, s], floor, ceiling)[0]
-        if np.isfinite(gap[pre, s]).any():
-            c_s = radius_offset(times, radius[pre, s], speed)
-            sys_power[s] = fit_power(times, gap[pre, s], floor, ceiling,
-                                     abs(c_s) / c["offset_ratio"])[0]
-    return {"system_rate": variable("system", sys_rate, "Post-LN rate fitted per system",
-                                    "1/time"),
-            "system_power": variable("system", sys_power, "Pre-LN power fitted per system")}
 
 
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
@@ -367,29 +404,34 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     gap, radius, steps = _member_arrays(plan, systems, times, done)
     with np.errstate(invalid="ignore"), _quiet_nan_means():
         gap_mean = np.nanmean(gap, axis=1)
-        start = gap[:, :, 0][np.isfinite(gap[:, :, 0])]
+        # (every architecture starts from the same tokens: the first one done)
+        done_starts = [g for g in gap[:, :, 0] if np.isfinite(g).any()]
+        start = done_starts[0][np.isfinite(done_starts[0])] if done_starts else gap[:0, 0, 0]
     rho0 = 1.0 - float(start.mean()) if start.size else 0.0
-    eq_gap = np.full((len(ARCHITECTURES), times.size), np.nan)
+    archs, p = plan["architectures"], cfg["particles"]
+    eq_gap = np.full((len(archs), times.size), np.nan)
     eq_radius = np.full_like(eq_gap, np.nan)
-    for a, arch in enumerate(ARCHITECTURES):
-        eq_gap[a], eq_radius[a] = equiangular_prediction(arch, n, m["beta"],
-                                                         m["normalized"], rho0, times)
-    coords = {"architecture": ("architecture", np.array(ARCHITECTURES)),
+    for a, arch in enumerate(archs):
+        eq_gap[a], eq_radius[a] = equiangular_prediction(
+            arch, n, m["beta"], m["normalized"], rho0, times, p["ngpt_alpha"],
+            p["mix_switch"])
+    coords = {"architecture": ("architecture", np.array(archs)),
               "system": ("system", np.arange(systems)),
               "time": ("time", times, {"units": "1"})}
     pair = "mean over pairs i != j of 1 - <theta_i, theta_j>"
     ast = ("architecture", "system", "time")
     data: dict[str, Any] = {
         "gap": variable(ast, gap, f"1 - rho: {pair}, per system"),
-        "radius": variable(ast, radius, "mean token length |x_i| (1 for Post-LN)"),
+        "radius": variable(ast, radius, "mean token length |x_i| (1 for Post-LN, nGPT)"),
         "steps": variable(("architecture", "system"), steps, "accepted RK4 steps"),
         **_curve_variables(gap, gap_mean, eq_gap, eq_radius, c["band"]),
         **_fit_variables(cfg, plan, times, {"gap": gap, "radius": radius,
                                             "gap_mean": gap_mean, "eq_gap": eq_gap})}
     name = model_name(m["normalized"])
     return assemble(data, coords, {
-        "title": f"Post-LN against Pre-LN ({name}), n = {n}, d = {plan['dim']}, beta = "
-                 f"{m['beta']:g}: mean pairwise cosine",
+        "title": f"{', '.join(LABELS[a] for a in archs)} ({name}), n = {n}, d = "
+                 f"{plan['dim']}, beta = {m['beta']:g}: mean pairwise cosine",
+        "ngpt_alpha": p["ngpt_alpha"], "mix_switch": p["mix_switch"],
         "model": name, "beta": m["beta"], "n": n, "dim": plan["dim"],
         "systems": systems, "reduced": int(plan["reduce"]), "band": c["band"],
         "initial_cosine": rho0, "fit_floor": c["fit_floor"],

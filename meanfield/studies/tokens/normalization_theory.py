@@ -127,3 +127,55 @@ def radius_offset(times: np.ndarray, radius: np.ndarray, speed: float = 1.0) -> 
     if ok.size == 0:
         return math.nan
     return float(radius[ok[-1]] / speed - times[ok[-1]])
+
+
+# ---------------------------------------------------------------------------------------
+# The asymptotic law of each architecture (docs/conventions.md) and its fit.
+
+def predicted_law(architecture: str, beta: float, normalized: bool,
+                  alpha: float = 1.0) -> tuple[str, float]:
+    """``("rate", lambda)`` with ``1 - rho ~ e^{-lambda t}`` (Post-LN: 2 for SA, ``2 e^beta``
+    for USA; nGPT: ``2 alpha``) or ``("power", -2)`` with ``1 - rho ~ t^-2`` (Pre-LN,
+    Peri-LN, Mix-LN: the speed factor grows like t)."""
+    if architecture == "post-ln":
+        return "rate", 2.0 if normalized else 2.0 * math.exp(beta)
+    if architecture == "ngpt":
+        return "rate", 2.0 * alpha
+    return "power", -2.0
+
+
+def radius_speed(architecture: str, beta: float, normalized: bool) -> float:
+    """``r' -> speed`` as the tokens cluster: ``e^beta`` for Pre-LN and Mix-LN with USA
+    (``r' = <theta, A>``), else 1 (SA's average, Peri-LN's unit field)."""
+    return math.exp(beta) if architecture in ("pre-ln", "mix-ln") and not normalized \
+        else 1.0
+
+
+def fit_law(law: str, times: np.ndarray, gap: np.ndarray, radius: np.ndarray | None,
+            floor: float, ceiling: float, offset_ratio: float, speed: float = 1.0,
+            equiangular: np.ndarray | None = None) -> dict:
+    """The fit of ``1 - rho`` (``gap``) by its law: ``fitted``, ``low``, ``high`` (95 %),
+    ``start``, ``stop`` (the window), ``offset`` (power: ``c = r/speed - t`` at the last
+    save; the window starts at ``t >= |c|/offset_ratio``), ``shifted`` (power: the slope
+    against ``log(t + c)`` over the window) and ``equiangular`` (the same fit of the
+    equiangular curve over the window; NaN without one)."""
+    nan = math.nan
+    if law == "rate":
+        fit = fit_exponential(times, gap, floor, ceiling)
+        offset, t_min = nan, None
+    else:
+        offset = radius_offset(times, radius, speed)
+        t_min = abs(offset) / offset_ratio if math.isfinite(offset) else math.inf
+        fit = fit_power(times, gap, floor, ceiling, t_min)
+    inside = (times >= fit[3]) & (times <= fit[4])
+    eq = nan
+    if equiangular is not None:
+        curve = np.where(inside, equiangular, np.nan)
+        eq = (fit_exponential(times, curve, floor, ceiling) if law == "rate" else
+              fit_power(times, curve, floor, ceiling, t_min))[0]
+    shifted = nan
+    if law == "power" and math.isfinite(offset):
+        shifted = fit_power(times + offset, np.where(inside, gap, np.nan), floor, ceiling,
+                            -math.inf)[0]
+    return dict(zip(("fitted", "low", "high", "start", "stop"), fit),
+                offset=offset, shifted=shifted, equiangular=eq)

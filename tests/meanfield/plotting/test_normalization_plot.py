@@ -22,9 +22,11 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 C = -0.5  # synthetic Pre-LN radius r = t + 1 + C: offset c = 1 + C, 1 - rho ~ (t + c)^-2
 
 
-def synthetic(systems: int = 4):
+def synthetic(systems: int = 4, architectures=("post-ln", "pre-ln")):
+    """Exponential laws (Post-LN, nGPT: rate 2) and power laws (the others) as above."""
     cfg = cfgmod.validate({"particles": {"n": 8}, "normalization": {
         "dim": 64, "systems": systems, "chunk": systems,
+        "architectures": list(architectures),
         "times": {"start": 0.05, "stop": 5000.0, "num": 201, "scale": "log"}}})
     plan = nm.check_normalization_config(cfg)
     t = np.concatenate([[0.0], plan["times"]])
@@ -32,9 +34,9 @@ def synthetic(systems: int = 4):
     post = 0.5 * spread * np.exp(-2.0 * t)[None]
     pre = 0.5 * spread * ((1 + C) / (t + 1 + C))[None] ** 2
     members = [{"gap": post, "radius": np.ones_like(post),
-                "steps": np.zeros(systems, dtype=np.int64)},
-               {"gap": pre, "radius": np.broadcast_to(t + 1.0 + C, pre.shape).copy(),
-                "steps": np.zeros(systems, dtype=np.int64)}]
+                "steps": np.zeros(systems, dtype=np.int64)} if a in ("post-ln", "ngpt")
+               else {"gap": pre, "radius": np.broadcast_to(t + 1.0 + C, pre.shape).copy(),
+                     "steps": np.zeros(systems, dtype=np.int64)} for a in architectures]
     ds = nm.study_dataset(cfg, plan, members, {})
     ds.attrs["kind"] = "normalization"
     return ds
@@ -107,7 +109,7 @@ def test_every_drawn_line_is_named_and_no_legend_covers_a_curve():
         assert unnamed_lines([ax], [legend]) == []
         assert legend_covers(ax) == []
     names = {t.get_text() for t in fig.axes[1].get_legend().get_texts()}
-    assert "fit window" in names and "equiangular ODE, Post-LN" in names
+    assert "fit window" in names and "equiangular ODE of each (dashed)" in names
     assert "β = " in fig._suptitle.get_text() and "beta" not in fig._suptitle.get_text()
     assert not texts_with_raw_tex(fig)
     t = ds["time"].values
@@ -117,3 +119,27 @@ def test_every_drawn_line_is_named_and_no_legend_covers_a_curve():
     low = np.nanmin(np.where(shown > 1e-30, shown, np.nan))
     assert low / 10.0 * (1 - 1e-9) <= fig.axes[1].get_ylim()[0] <= low
     assert outside_limits(fig.axes[1]) == []
+
+
+def test_every_rule_in_its_panel():
+    """All five rules: (b) holds the exponential laws (Post-LN, nGPT) with a fit each,
+    (c) the power laws (Pre-LN, Peri-LN, Mix-LN) with a fit each; one legend entry for the
+    equiangular curves and one for the fit windows; every line named, no legend on a
+    curve."""
+    from figure_checks import legend_covers, unnamed_lines
+
+    ds = synthetic(architectures=nm.ARCHITECTURES)
+    fig = figure(ds)
+    fig.canvas.draw()
+    semilog, loglog = (gids(ax) for ax in fig.axes[1:])
+    assert {"fit:post-ln", "fit:ngpt", "gap:post-ln", "gap:ngpt"} <= set(semilog)
+    assert not any(k.endswith(("pre-ln", "peri-ln", "mix-ln")) for k in semilog)
+    assert {f"fit:{a}" for a in ("pre-ln", "peri-ln", "mix-ln")} <= set(loglog)
+    assert not any(k.endswith(("post-ln", "ngpt")) for k in loglog)
+    for ax in fig.axes:
+        texts = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert len(texts) == len(set(texts))
+        assert unnamed_lines([ax], [ax.get_legend()]) == [] and legend_covers(ax) == []
+    assert "nGPT α = 1" in fig._suptitle.get_text()
+    t, g = (np.asarray(v, dtype=float) for v in semilog["fit:ngpt"].get_data())
+    np.testing.assert_allclose(g, 0.5 * np.exp(-2.0 * t), rtol=1e-6)

@@ -29,6 +29,7 @@ HIGH_D = {"model": {"beta": 1.0},
                                       "scale": "log"}}}
 SMALL = {"particles": {"n": 6, "seed": 3},
          "normalization": {"dim": 64, "systems": 4, "chunk": 2,
+                           "architectures": ["post-ln", "pre-ln"],
                            "times": {"start": 0.1, "stop": 40.0, "num": 25,
                                      "scale": "log"}}}
 
@@ -84,16 +85,55 @@ def test_random_tokens_follow_the_equiangular_model(high_d):
     assert np.all(err < 0.02), err
     assert np.all(ds.cosine_low <= ds.cosine + 1e-15) and np.all(ds.cosine <= ds.cosine_high
                                                                 + 1e-15)
-    assert ds.sizes == {"architecture": 2, "system": 12, "time": 152}
+    assert ds.sizes == {"architecture": 5, "system": 12, "time": 152}
     # Pre-LN lags: at t = 5 Post-LN has 1 - rho < 1e-2, Pre-LN > 5e-2
     k = int(np.searchsorted(ds.time.values, 5.0))
     assert ds.gap_mean.sel(architecture="post-ln").values[k] < 1e-2
     assert ds.gap_mean.sel(architecture="pre-ln").values[k] > 5e-2
     # radii: 1 for Post-LN, r ~ t for Pre-LN
-    np.testing.assert_allclose(ds.radius.sel(architecture="post-ln").values, 1.0,
-                               atol=1e-12)
+    for arch in ("post-ln", "ngpt"):
+        np.testing.assert_allclose(ds.radius.sel(architecture=arch).values, 1.0,
+                                   atol=1e-12)
     assert ds.radius.sel(architecture="pre-ln").values[:, -1] == pytest.approx(
         3000.0 + float(ds.radius_offset), rel=1e-3)
+
+
+def test_the_other_rules_follow_their_derived_laws(high_d):
+    """Issue 27 item 1, side by side from the same random tokens (n = 32, d = 512, beta =
+    1): nGPT's rate 2 alpha (measured 1.99988), Peri-LN's power -2 (-1.99818 from t = 34;
+    its radius offset c = +0.17: r' = <theta, A>/|A| starts near 1) and Mix-LN's
+    (-2.00539, switch at t = 1: c = -1.41), all within 0.5 %, against log(t + c) within
+    1e-4; the equiangular ODE's fit over each window within 1e-3."""
+    ds = high_d
+    assert list(ds.architecture.values) == ["post-ln", "pre-ln", "peri-ln", "ngpt",
+                                            "mix-ln"]
+    law = dict(zip(ds.architecture.values, ds.law.values))
+    assert law == {"post-ln": "rate", "pre-ln": "power", "peri-ln": "power",
+                   "ngpt": "rate", "mix-ln": "power"}
+    for arch in ds.architecture.values:
+        s = ds.sel(architecture=arch)
+        predicted, fitted = float(s.predicted), float(s.fitted)
+        assert predicted == (2.0 if law[arch] == "rate" else -2.0)
+        assert abs(fitted / predicted - 1) < 5e-3, (arch, fitted)
+        assert float(s.fitted_low) <= fitted <= float(s.fitted_high)
+        assert float(s.equiangular_fitted) == pytest.approx(fitted, rel=1e-3)
+        if law[arch] == "power":
+            assert float(s.shifted) == pytest.approx(-2.0, rel=1e-4)
+            assert float(s.fit_start) >= abs(float(s.offset)) / 0.01 - 1e-9
+        assert np.all(np.abs(s.system_fitted.values / predicted - 1) < 1e-2)
+    # the scalars are the Post-LN and Pre-LN entries
+    assert float(ds.fitted_rate) == float(ds.fitted.sel(architecture="post-ln"))
+    assert float(ds.fitted_power) == float(ds.fitted.sel(architecture="pre-ln"))
+    assert 0.0 < float(ds.offset.sel(architecture="peri-ln")) < 0.5
+    assert float(ds.offset.sel(architecture="mix-ln")) == pytest.approx(
+        float(ds.radius_offset) + 0.1, abs=0.1)
+    # Mix-LN: Post-LN's tokens until the switch (bit for bit), radii 1, then Pre-LN's r
+    t = ds.time.values
+    before = t <= 1.0
+    np.testing.assert_array_equal(ds.gap.sel(architecture="mix-ln").values[:, before],
+                                  ds.gap.sel(architecture="post-ln").values[:, before])
+    np.testing.assert_allclose(ds.radius.sel(architecture="mix-ln").values[:, before], 1.0,
+                               atol=1e-12)
 
 
 def test_usa_rate_2_e_beta_and_power_minus_2():
@@ -103,6 +143,7 @@ def test_usa_rate_2_e_beta_and_power_minus_2():
     ds = nm.normalization({"model": {"beta": 0.5, "normalized": False},
                            "particles": {"n": 16, "seed": 2},
                            "normalization": {"dim": 256, "systems": 4, "chunk": 4,
+                                             "architectures": ["post-ln", "pre-ln"],
                                              "times": {"start": 0.05, "stop": 3000.0,
                                                        "num": 121, "scale": "log"}}})
     assert float(ds.predicted_rate) == pytest.approx(2 * math.exp(0.5), rel=1e-15)
@@ -115,6 +156,7 @@ def test_usa_rate_2_e_beta_and_power_minus_2():
 @pytest.mark.parametrize("normalized", [True, False])
 @pytest.mark.parametrize("cls", [AttentionParticles, PreLNParticles])
 def test_log_form_is_the_models_equiangular_rhs(cls, normalized):
+    # (the other architectures: tests/meanfield/model/test_normalizations.py)
     """-eps (log eps)' = rho' and r' of ``equiangular_rhs`` (to round-off)."""
     beta, n = 1.7, 9
     model = cls(beta, normalized)
@@ -218,6 +260,21 @@ def test_dimension_below_n_runs_the_full_tokens():
     ({"normalization": {"chunk": 10**6, "systems": 10**6}}, "normalization.chunk"),
     ({"normalization": {"systems": 10**7}}, "normalization.systems"),
     ({"model": {"normalized": False, "beta": 800.0}}, "model.beta"),
+    ({"normalization": {"architectures": []}}, "normalization.architectures"),
+    ({"normalization": {"architectures": "post-ln"}}, "normalization.architectures"),
+    ({"normalization": {"architectures": ["post-ln", "post-ln"]}},
+     "normalization.architectures"),
+    ({"normalization": {"architectures": ["peri"]}}, "normalization.architectures[0]"),
+    ({"normalization": {"architectures": ["post-ln", 3]}},
+     "normalization.architectures[1]"),
+    ({"particles": {"ngpt_alpha": 0.0}}, "particles.ngpt_alpha"),
+    ({"particles": {"mix_switch": -1.0}}, "particles.mix_switch"),
+    ({"particles": {"mix_switch": "soon"}}, "particles.mix_switch"),
+    # nGPT's clustered systems are stiff at 2 alpha: alpha = 1e6 to t = 1e4 is refused
+    # (>= 1.7e9 steps; Post-LN, rate 2, would take 1.7e3)
+    ({"particles": {"ngpt_alpha": 1e6}, "normalization": {"architectures": ["ngpt"],
+                                                          "times": [1.0, 1e4]}},
+     "normalization.times"),
 ])
 def test_bad_input_before_any_work(change, key, monkeypatch):
     monkeypatch.setattr(nm, "run_member", lambda *a: pytest.fail("work started"))
