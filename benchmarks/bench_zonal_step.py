@@ -8,7 +8,9 @@ At the same number of unknowns (circle: n grid points, the n real numbers of its
 Fourier coefficients; zonal: the L + 1 = n Gegenbauer coefficients of band limit L) it
 times, for SA and USA at beta = 2, kappa = 10, the best of ``--repeat``:
 
-- one right-hand side (``nonlinear(u)``: the transport, the cost of a residual);
+- one right-hand side (``nonlinear(u)``: the transport, the cost of a residual; zonal: a
+  synthesis of rho, one of the potential's few degrees, one projection of the flux, all
+  on one values table, split by parity from ``PARITY_MIN_DEGREES`` on);
 - one ETDRK4 step (4 right-hand sides and the diagonal exponentials), as a run takes it;
 
 and prints zonal/circle ratios (issue 26 asks for at most 3); then where one zonal
@@ -73,25 +75,23 @@ def timings(geometry: str, resolution: int, normalized: bool, dim: int, threads:
 
 def breakdown(resolution: int, normalized: bool, repeat: int) -> tuple[float, float]:
     """(one zonal right-hand side, the part of it in the dense matrix products): the
-    products timed alone on the model's own tables and shapes (synthesis of the density
-    and of the potential, SA's derivative, the analysis of the two products)."""
+    products timed alone on the model's own tables and shapes (the synthesis of the
+    density and of the potential's degrees, the projection of the flux)."""
     disc, c = build("zonal", resolution, normalized, 3, 1)
     model, grid = disc.model, disc.model.products
-    four = np.stack([c, c, c, c])
-    fields = four @ grid.synthesis_matrix
+    rows = model._potential_rows(c)
+    flux = np.ones(grid.theta.size)
     parity = c.size > PARITY_MIN_DEGREES  # (the model's choice: tables split by parity)
+    even, odd = grid.parity_tables
 
     def products() -> None:  # the matrix products of ZonalModel.tendency, as it does them
+        rows @ grid.synthesis_matrix[: rows.shape[-1]]  # G phi (and SA's phi)
         if parity:
-            grid.parity_synthesis(four)  # rho, Delta rho, phi, Delta phi
-            if normalized:
-                grid.parity_synthesis(c, derivative=True)  # phi'
-            grid.parity_analysis(fields[:2])  # the two products, back to coefficients
+            c[0::2] @ even[: (c.size + 1) // 2], c[1::2] @ odd[: c.size // 2]  # rho
+            flux[: even.shape[1]] @ even.T, flux[: even.shape[1]] @ odd.T  # projection
         else:
-            four @ grid.synthesis_matrix
-            if normalized:
-                c @ grid.derivative_table
-            fields[:2] @ grid.analysis_matrix
+            c @ grid.synthesis_matrix[: c.size]
+            grid.project(flux)
 
     return best_of(lambda: model.tendency(c), repeat), best_of(products, repeat)
 

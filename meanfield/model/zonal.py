@@ -8,17 +8,20 @@ density 1, mass ``c_0``; ``solvers.grids.zonal``). With the multipliers ``a_l`` 
 - USA: ``U = c e^beta phi``, ``phi = sum_l a_l c_l Q_l`` (a polynomial of degree
   ``a_lmax``, the last degree whose multiplier is above round-off);
 - SA: ``U = c Psi``, ``Psi = (1/beta) log(K*rho) = (1/beta) log1p(beta phi / M)`` up to a
-  constant (``M = c_0``, ``phi`` with SA's multipliers), evaluated pointwise as
-  ``(phi/M) log1p(y)/y`` (exact as beta -> 0), with ``Delta Psi = Delta phi / K - beta
-  (1 - t^2) phi'^2 / K^2``, ``K = M + beta phi``, also pointwise (``phi'`` from the
-  differentiated recurrence): nothing about Psi is truncated before the products.
+  constant (``M = c_0``, ``phi`` with SA's multipliers); only its slope enters the
+  transport, ``(1 - t^2) Psi' = (1 - t^2) phi' / K``, ``K = M + beta phi``, formed
+  pointwise (exact as beta -> 0): nothing about Psi is truncated before the products.
 
-Transport through scalar transforms only: ``div(rho grad U) = (Delta(rho U) + rho Delta U -
-U Delta rho)/2``, the Laplacian diagonal (``-l(l + d - 2)``). The products are formed at
-the Gauss nodes of a product grid and analysed to degree L: exact (dealiased) for USA
-(``2L + a_lmax``), the 3/2 rule for SA. One right-hand side is two matrix products (the
-four fields at the nodes in one, the two products analysed in the other). ETDRK4 takes the
-diffusion ``-l(l + d - 2)/kappa`` exactly, as on the circle and the sphere.
+Transport in weak form: ``<Q_l, -div(rho grad U)> = int (1 - t^2) Q_l' U' rho dsigma``,
+and ``G = (1 - t^2) d/dt`` takes ``Q_m`` to two neighbours (``gegenbauer.gradient_
+recurrence``), so the coefficients are ``G^T`` of the projection (degrees 0..L + 1) of the
+weighted flux ``w rho U'`` at the Gauss nodes of a product grid, and ``(1 - t^2) U'`` is a
+synthesis of ``G phi`` (SA: divided by ``K`` pointwise). One values table serves the
+synthesis of rho, that of the potential's few degrees and the projection (transposed): at
+L = 511 one right-hand side is two passes over one table in cache, where the Laplacian
+identity it replaced took seven matrix-vector products over three tables. Exact
+(dealiased) for USA (nodes for degree ``2L + a_lmax``), the 3/2 rule for SA. ETDRK4 takes
+the diffusion ``-l(l + d - 2)/kappa`` exactly, as on the circle and the sphere.
 
 Diagnostics: mass ``c_0``... by quadrature at the output nodes; energy ``E_beta(rho) -
 E_beta(uniform) = (1/2) e^beta sum_{l>=1} a_l c_l^2`` (USA's multipliers, for both
@@ -28,16 +31,21 @@ normalized measure: on S^2 it is the sphere's plus ``log 4 pi``); order paramete
 """
 from __future__ import annotations
 
-import functools
 import math
 
-import numba
 import numpy as np
 
 from meanfield.metrics.diagnostics import summarize
 from meanfield.model.kernels import log1p_ratio
+from meanfield.model.zonal_flux import (
+    parity_divergence_kernel,
+    parity_flux_kernel,
+    potential_rows_kernel,
+    zonal_flux_kernel,
+)
 from meanfield.model.zonal_kernels import log_uniform_weights, zonal_multipliers
 from solvers.grids.zonal import ZonalGrid, product_nodes
+from solvers.transforms import gegenbauer
 
 # Degrees whose part of the kernel is below this fraction of the largest part (in the sup
 # norm, ``log_uniform_weights``) are dropped: under round-off wherever the density is.
@@ -57,10 +65,11 @@ def effective_degree(a: np.ndarray, dim: int) -> int:
     return max(int(keep[-1]), 1)
 
 
-# From this many degrees on, a right-hand side splits its tables by parity (half the
-# multiply-adds, a few more elementwise operations; measured at d = 3: L = 255 even,
-# L = 383 1.7-2x faster, L = 127 1.2-1.7x slower).
-PARITY_MIN_DEGREES = 300
+# From this many degrees on, a right-hand side splits its table by parity (half the
+# multiply-adds, the mirrored nodes paired in the compiled flux; measured at d = 3, one
+# thread, SA/USA right-hand side: L = 63 even, L = 127 1.2x/1.1x, L = 255 1.7x/1.3x,
+# L = 383 1.9x/1.6x faster).
+PARITY_MIN_DEGREES = 96
 
 
 def set_value_and_noise(model, value: float | None, kappa: float | None) -> None:
@@ -72,42 +81,6 @@ def set_value_and_noise(model, value: float | None, kappa: float | None) -> None
     if kappa is not None:
         model.kappa = kappa
         model.noise = 0.0 if math.isinf(kappa) else 1.0 / kappa
-
-
-def make_zonal_products():
-    """Compile the pointwise part of a right-hand side, fused in one loop over the nodes.
-
-    ``products(fields, t, normalized, scale, value, beta, mean, dphi, out)``: ``fields``
-    holds rho, Delta rho, phi, Delta phi at the product nodes (rows), ``dphi`` phi' (SA);
-    fills ``out`` with ``rho U`` and ``rho Delta U - U Delta rho`` (the two products of
-    the transport), U = ``scale phi`` (USA) or ``value Psi`` (SA, ``ZonalModel.
-    potential_fields``). Below L ~ 128 the numpy version spent 70-85 % of a right-hand
-    side on a dozen elementwise calls and their temporaries."""
-
-    @numba.njit(cache=True, fastmath=False)
-    def products(fields, t, normalized, scale, value, beta, mean, dphi, out):
-        for i in range(fields.shape[1]):
-            rho = fields[0, i]
-            lap_rho = fields[1, i]
-            phi = fields[2, i]
-            lap_phi = fields[3, i]
-            if normalized:
-                kernel = mean + beta * phi
-                y = beta * phi / mean
-                ratio = 1.0 - y / 2 if abs(y) < 1e-8 else math.log1p(y) / y
-                pot = value * ((phi / mean) * ratio)
-                grad2 = (1.0 - t[i] ** 2) * dphi[i] ** 2
-                lap_pot = value * (lap_phi / kernel - beta * grad2 / kernel ** 2)
-            else:
-                pot = scale * phi
-                lap_pot = scale * lap_phi
-            out[0, i] = rho * pot
-            out[1, i] = rho * lap_pot - pot * lap_rho
-
-    return products
-
-
-zonal_products_kernel = functools.cache(make_zonal_products)
 
 
 class ZonalModel:
@@ -126,6 +99,8 @@ class ZonalModel:
         self.laplacian = grid.laplacian
         self.points = grid.points
         self._products: dict[int, ZonalGrid] = {}
+        # (1 - t^2) Q_m' = down_m Q_{m-1} + up_m Q_{m+1}, m = 0..L + 1
+        self._down, self._up = gegenbauer.gradient_recurrence(grid.lmax + 1, grid.dim)
         self.beta = None
         self.set_parameters(beta, kappa)
 
@@ -142,37 +117,139 @@ class ZonalModel:
             self.a_lmax = effective_degree(self.a, self.dim)
             nodes = product_nodes(lmax, None if self.normalized else self.a_lmax)
             if nodes not in self._products:
-                self._products[nodes] = ZonalGrid(lmax, self.dim, nodes)
-            self.products = self._products[nodes]
-            self._lap_a = self.laplacian * self.a
+                # one degree above L: the projection of the flux reaches degree L + 1
+                # (the gradient raises the degree by one)
+                grid = ZonalGrid(lmax + 1, self.dim, nodes)
+                one_minus_t2 = (1.0 - grid.t) * (1.0 + grid.t)  # (relative accuracy)
+                self._products[nodes] = (grid, grid.weights / one_minus_t2)
+            self.products, self._slope_weights = self._products[nodes]
         set_value_and_noise(self, value, kappa)
 
-    # --- the potential ---------------------------------------------------------------------
-    def _phi_fields(self, coeffs: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """``phi``, ``Delta phi`` and ``phi'`` at the product nodes (``coeffs`` (..., L+1));
-        ``phi'`` only for SA (None for USA, whose potential needs no gradient: one matrix
-        product fewer per right-hand side)."""
+    # --- the weak form of the transport -----------------------------------------------------
+    # <Q_l, -div(rho grad U)> = int grad Q_l . grad U rho dsigma = int (1 - t^2) Q_l' U' rho:
+    # with G = (1 - t^2) d/dt (``gegenbauer.gradient_recurrence``: two terms, degree + 1)
+    # that is ``sum_i w_i (G Q_l)(t_i) rho_i U'(t_i)``, i.e. ``G^T`` of the projection of
+    # ``g = w rho U'``, and ``(1 - t^2) U' = G phi`` (times the model's factor) is a
+    # synthesis of coefficients. One table (values), one synthesis of rho, one of the
+    # potential's few degrees, one projection: exact on the product grid (degree 2L + a
+    # for USA), mass conserved exactly (G Q_0 = 0).
+
+    def _gradient(self, coeffs: np.ndarray) -> np.ndarray:
+        """Coefficients of ``G f = (1 - t^2) f'`` (one degree more) of ``f``'s."""
+        k = coeffs.shape[-1]
+        out = np.zeros(coeffs.shape[:-1] + (k + 1,))
+        out[..., 1:] = self._up[:k] * coeffs
+        out[..., : k - 1] += self._down[1:k] * coeffs[..., 1:]
+        return out
+
+    def _divergence(self, projected: np.ndarray) -> np.ndarray:
+        """``sum_k <Q_k, G Q_l> h_k`` for l = 0..L: the transport's coefficients from the
+        projection ``h`` (degrees 0..L + 1) of the weighted flux."""
+        lmax = self.grid.lmax
+        out = self._up[: lmax + 1] * projected[..., 1:]
+        out[..., 1:] += self._down[1: lmax + 1] * projected[..., :lmax]
+        return out
+
+    def _synthesis(self, coeffs: np.ndarray, parity: bool) -> np.ndarray:
+        """Values at the product nodes of the first ``coeffs.shape[-1]`` degrees."""
         p = self.products
-        phi_c = self.a * coeffs
-        stacked = np.stack([phi_c, self.laplacian * phi_c], axis=-2) @ p.synthesis_matrix
-        dphi = p.derivative(phi_c) if self.normalized else None
-        return stacked[..., 0, :], stacked[..., 1, :], dphi
+        if parity:
+            return p.parity_synthesis(coeffs)
+        return coeffs @ p.synthesis_matrix[: coeffs.shape[-1]]
 
-    def potential_fields(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``U`` and ``Delta U`` at the product nodes."""
-        phi, lap_phi, dphi = self._phi_fields(c)
+    def _potential_rows(self, c: np.ndarray) -> np.ndarray:
+        """``G phi`` (and for SA ``phi``, padded) in coefficients, rows ``(..., k, a + 2)``
+        (phi = a c to the kernel's effective degree a)."""
+        if c.ndim == 1:  # (the hot path: one compiled loop)
+            out = np.empty((2 if self.normalized else 1, self.a_lmax + 2))
+            potential_rows_kernel()(c, self.a, self._down, self._up, out)
+            return out
+        phi = self.a[: self.a_lmax + 1] * c[..., : self.a_lmax + 1]
+        slope = self._gradient(phi)
         if not self.normalized:
-            return self.scale * phi, self.scale * lap_phi
-        mean = c[0]
-        kernel = mean + self.beta * phi
-        grad2 = (1 - self.products.t**2) * dphi**2
-        return (self.value * self._log_ratio(phi, mean),
-                self.value * (lap_phi / kernel - self.beta * grad2 / kernel**2))
+            return slope[..., None, :]
+        rows = np.zeros(slope.shape[:-1] + (2, slope.shape[-1]))
+        rows[..., 0, :] = slope
+        rows[..., 1, :-1] = phi
+        return rows
 
-    def _log_ratio(self, phi: np.ndarray, mean: float) -> np.ndarray:
-        """``log(1 + beta phi/M)/beta`` as ``(phi/M) log1p(y)/y``: exact as beta -> 0."""
-        return log1p_ratio(phi, mean, self.beta)
+    def _slope(self, c: np.ndarray, slope: np.ndarray, phi: np.ndarray | None) -> np.ndarray:
+        """``(1 - t^2) U'`` at the nodes from ``G phi`` and ``phi`` there."""
+        if not self.normalized:
+            return self.scale * slope
+        return self.value * slope / (c[..., :1] + self.beta * phi)
+
+    def slope_fields(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``rho`` and ``(1 - t^2) U'`` at the product nodes (``c`` (..., L + 1))."""
+        c = np.asarray(c, dtype=float)
+        rho = self._synthesis(c, False)
+        pot = self._synthesis(self._potential_rows(c), False)
+        return rho, self._slope(c, pot[..., 0, :],
+                                pot[..., 1, :] if self.normalized else None)
+
+    def _transport(self, rho: np.ndarray, slope: np.ndarray) -> np.ndarray:
+        """Coefficients of ``-div(rho grad U)`` from ``rho`` and ``(1 - t^2) U'`` at the
+        product nodes."""
+        return self._divergence(self.products.project(self._slope_weights * rho * slope))
+
+    def tendency(self, c: np.ndarray) -> np.ndarray:
+        """Coefficients of ``-div(rho grad U)`` (mass exactly conserved), in the weak form
+        above: the synthesis of rho and of the potential's few degrees, the weighted flux
+        in one compiled loop, one projection, ``G^T`` (``meanfield.model.zonal_flux``);
+        tables split by parity from ``PARITY_MIN_DEGREES`` on, the potential stacked
+        with rho in one product when its degrees are many."""
+        c = np.asarray(c, dtype=float)
+        if c.ndim != 1:
+            return self._transport(*self.slope_fields(c))
+        p = self.products
+        parity = c.size > PARITY_MIN_DEGREES
+        pot_rows = self._potential_rows(c)
+        factor = self.value if self.normalized else self.scale
+        arguments = (self._slope_weights, self.normalized, factor, self.beta, float(c[0]))
+        if 2 * pot_rows.shape[-1] > c.size:  # (many degrees: one product for all rows)
+            stacked = np.zeros((1 + pot_rows.shape[0], max(c.size, pot_rows.shape[-1])))
+            stacked[0, : c.size] = c
+            stacked[1:, : pot_rows.shape[-1]] = pot_rows
+            fields = self._synthesis(stacked, parity)
+            flux = np.empty(fields.shape[-1])
+            zonal_flux_kernel()(fields[0], fields[1:], *arguments, flux)
+            return self._divergence(p.parity_project(flux) if parity else p.project(flux))
+        pot = pot_rows @ p.synthesis_matrix[: pot_rows.shape[-1]]
+        if not parity:
+            rho = c @ p.synthesis_matrix[: c.size]
+            flux = np.empty_like(rho)
+            zonal_flux_kernel()(rho, pot, *arguments, flux)
+            return self._divergence(p.project(flux))
+        even, odd = p.parity_tables
+        ce, co = c[0::2], c[1::2]
+        total = np.empty(even.shape[1])
+        difference = np.empty_like(total)
+        parity_flux_kernel()(ce @ even[: ce.size], co @ odd[: co.size], pot, *arguments,
+                             total, difference)
+        out = np.empty(c.size)
+        parity_divergence_kernel()(total @ even.T, difference @ odd.T, self._down,
+                                   self._up, out)
+        return out
+
+    def tendency_jvp(self, c: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Derivative of ``tendency`` at ``c`` along ``w``, exact: the transport is
+        bilinear in rho and the slope S = (1 - t^2) U', so ``T(rho_w, S_c) + T(rho_c,
+        dS)``; SA, with ``K = M + beta phi``: ``dS = c (G dphi / K - G phi (dM + beta dphi)
+        / K^2)``."""
+        c, w = np.asarray(c, dtype=float), np.asarray(w, dtype=float)
+        rho_c = self._synthesis(c, False)
+        rho_w = self._synthesis(w, False)
+        pot_c = self._synthesis(self._potential_rows(c), False)
+        pot_w = self._synthesis(self._potential_rows(w), False)
+        if not self.normalized:
+            slope_c, dslope = self.scale * pot_c[..., 0, :], self.scale * pot_w[..., 0, :]
+        else:
+            kernel = c[..., :1] + self.beta * pot_c[..., 1, :]
+            dkernel = w[..., :1] + self.beta * pot_w[..., 1, :]
+            slope_c = self.value * pot_c[..., 0, :] / kernel
+            dslope = self.value * (pot_w[..., 0, :] / kernel
+                                   - pot_c[..., 0, :] * dkernel / kernel**2)
+        return self._transport(rho_w, slope_c) + self._transport(rho_c, dslope)
 
     def velocity_at(self, c: np.ndarray, points: np.ndarray) -> np.ndarray:
         """The velocity ``U'(t) (e - t x)`` at unit vectors ``points`` (m, d), off the grid
@@ -186,71 +263,6 @@ class ZonalModel:
         tangent = -t[:, None] * points
         tangent[:, 0] += 1.0
         return speed[:, None] * tangent
-
-    # --- the transport -----------------------------------------------------------------------
-    def tendency(self, c: np.ndarray) -> np.ndarray:
-        """Coefficients of ``-div(rho grad U)`` (mass exactly conserved): the four fields
-        at the product nodes in one matrix product, the pointwise work in one compiled
-        loop (``make_zonal_products``), the two products analysed in one matrix product.
-        Equal to ``_transport(c, *potential_fields(c))`` to round-off (a test checks)."""
-        if np.ndim(c) != 1:
-            return self._transport(c, *self.potential_fields(c))
-        p, lap = self.products, self.laplacian
-        rows = np.empty((4, c.size))
-        rows[0] = c
-        np.multiply(lap, c, out=rows[1])
-        np.multiply(self.a, c, out=rows[2])
-        np.multiply(self._lap_a, c, out=rows[3])
-        parity = c.size > PARITY_MIN_DEGREES
-        fields = p.parity_synthesis(rows) if parity else rows @ p.synthesis_matrix
-        if not self.normalized:
-            dphi = fields[2]  # (unused)
-        else:
-            dphi = (p.parity_synthesis(rows[2], derivative=True) if parity
-                    else rows[2] @ p.derivative_table)
-        products = np.empty((2, fields.shape[1]))
-        zonal_products_kernel()(fields, p.t, self.normalized, self.scale, self.value,
-                                self.beta, float(c[0]), dphi, products)
-        first, second = (p.parity_analysis(products) if parity
-                         else products @ p.analysis_matrix)
-        out = -0.5 * (lap * first + second)
-        out[0] = 0.0
-        return out
-
-    def _transport(self, c: np.ndarray, pot: np.ndarray, lap_pot: np.ndarray) -> np.ndarray:
-        p, lap = self.products, self.laplacian
-        rho, lap_rho = np.stack([c, lap * c]) @ p.synthesis_matrix
-        first, second = np.stack([rho * pot, rho * lap_pot - pot * lap_rho]) @ p.analysis_matrix
-        out = -0.5 * (lap * first + second)
-        out[0] = 0.0  # a divergence has zero mean
-        return out
-
-    def tendency_jvp(self, c: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """Derivative of ``tendency`` at ``c`` along ``w``, exact: ``T(w, U(c)) + T(c,
-        U'(c) w)`` (the transport is bilinear in rho and the potential fields)."""
-        pot, lap_pot, dpot, dlap_pot = self.potential_fields_jvp(c, w)
-        return self._transport(w, pot, lap_pot) + self._transport(c, dpot, dlap_pot)
-
-    def potential_fields_jvp(self, c: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``U, Delta U`` at ``c`` and their derivatives along ``w``. SA, with ``K = M +
-        beta phi``: ``dPsi = dphi/K - dM phi/(K M)`` and ``d Delta Psi = Delta dphi/K -
-        Delta phi dK/K^2 - beta dG/K^2 + 2 beta G dK/K^3``, ``G = (1 - t^2) phi'^2``."""
-        phi, lap_phi, dphi_t = self._phi_fields(c)
-        dphi, lap_dphi, ddphi_t = self._phi_fields(w)
-        if not self.normalized:
-            return tuple(self.scale * f for f in (phi, lap_phi, dphi, lap_dphi))
-        mean, dmean = c[0], w[0]
-        kernel = mean + self.beta * phi
-        dkernel = dmean + self.beta * dphi
-        sin2 = 1 - self.products.t**2
-        grad2, dgrad2 = sin2 * dphi_t**2, 2 * sin2 * dphi_t * ddphi_t
-        psi = self._log_ratio(phi, mean)
-        dpsi = dphi / kernel - dmean * phi / (kernel * mean)
-        lap_psi = lap_phi / kernel - self.beta * grad2 / kernel**2
-        dlap_psi = (lap_dphi / kernel - lap_phi * dkernel / kernel**2
-                    - self.beta * dgrad2 / kernel**2
-                    + 2 * self.beta * grad2 * dkernel / kernel**3)
-        return tuple(self.value * f for f in (psi, lap_psi, dpsi, dlap_psi))
 
     # --- diagnostics ---------------------------------------------------------------------------
     def energy(self, c: np.ndarray) -> float:
@@ -306,8 +318,6 @@ class ZonalFVModel:
 
     def __init__(self, cells, beta: float, kappa: float, normalized: bool,
                  value: float = 1.0):
-        from solvers.transforms import gegenbauer
-
         self.cells, self.grid, self.normalized = cells, cells, normalized
         self.dim = cells.dim
         self.value = float(value)

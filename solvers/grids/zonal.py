@@ -130,17 +130,25 @@ class ZonalGrid(_ZonalBase):
         self.l = np.arange(self.lmax + 1)
         # nodes whose pointwise values are determined by the coefficients (docstring)
         self.reliable = read_only(self.weights >= RELIABLE_WEIGHT)
-        # the tables by parity on the first half of the nodes (Q_l(-t) = (-1)^l Q_l(t),
-        # the nodes mirror): half the multiply-adds of the full products (parity_*)
+        # the values table by parity on the first half of the nodes (Q_l(-t) = (-1)^l
+        # Q_l(t), the nodes mirror): half the multiply-adds of the full products
+        # (parity_*); one table serves synthesis and projection (transposed), so a
+        # right-hand side keeps one table in cache
         half = (n + 1) // 2
         self._half, self._pairs = half, n // 2
         self._values_by_parity = (np.ascontiguousarray(self.table[0::2, :half]),
                                   np.ascontiguousarray(self.table[1::2, :half]))
-        self._derivatives_by_parity = (
-            np.ascontiguousarray(self.derivative_table[0::2, :half]),
-            np.ascontiguousarray(self.derivative_table[1::2, :half]))
-        self._analysis_by_parity = (np.ascontiguousarray(self.analysis_matrix[:half, 0::2]),
-                                    np.ascontiguousarray(self.analysis_matrix[:half, 1::2]))
+
+    @property
+    def parity_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The values table's even and odd degrees at the first half of the nodes
+        (``(ceil((lmax + 1)/2), ceil(n/2))`` and ``(floor(...), ...)``, read-only use)."""
+        return self._values_by_parity
+
+    @functools.cached_property
+    def _derivatives_by_parity(self) -> tuple[np.ndarray, np.ndarray]:
+        return (np.ascontiguousarray(self.derivative_table[0::2, :self._half]),
+                np.ascontiguousarray(self.derivative_table[1::2, :self._half]))
 
     def analysis(self, f: np.ndarray) -> np.ndarray:
         """Coefficients ``(..., lmax + 1)`` of node values ``(..., n)``."""
@@ -150,34 +158,46 @@ class ZonalGrid(_ZonalBase):
         """Node values ``(..., n)`` of coefficients ``(..., lmax + 1)``."""
         return np.asarray(c, dtype=float) @ self.synthesis_matrix
 
+    def project(self, g: np.ndarray) -> np.ndarray:
+        """``sum_i Q_l(t_i) g_i`` for l = 0..lmax (no weights: ``analysis(f)`` is
+        ``project(weights * f)``); node values ``(..., n)``."""
+        return np.asarray(g, dtype=float) @ self.synthesis_matrix.T
+
     def parity_synthesis(self, c: np.ndarray, derivative: bool = False) -> np.ndarray:
         """``synthesis(c)`` (or ``derivative(c)``) from the half tables by parity: the even
         and odd degrees at the first half of the nodes, combined as ``E + O`` there and
         ``+-(E - O)`` at the mirrored nodes (values are even/odd with the degree,
         derivatives odd/even). Equal to the full product to round-off, in half the
-        multiply-adds."""
+        multiply-adds. ``c`` may hold fewer than ``lmax + 1`` degrees (the rest zero): the
+        tables' first rows serve it."""
         c = np.asarray(c, dtype=float)
         even, odd = self._derivatives_by_parity if derivative else self._values_by_parity
-        e, o = c[..., 0::2] @ even, c[..., 1::2] @ odd
+        ce, co = c[..., 0::2], c[..., 1::2]
+        e, o = ce @ even[: ce.shape[-1]], co @ odd[: co.shape[-1]]
         out = np.empty(c.shape[:-1] + (self.theta.size,))
         out[..., :self._half] = e + o
         mirrored = (e - o)[..., self._pairs - 1::-1] if self._pairs else e[..., :0]
         out[..., self._half:] = -mirrored if derivative else mirrored
         return out
 
-    def parity_analysis(self, f: np.ndarray) -> np.ndarray:
-        """``analysis(f)`` from the half tables by parity: the even degrees from ``f(t) +
-        f(-t)``, the odd from ``f(t) - f(-t)`` (the middle node, t = 0, once)."""
-        f = np.asarray(f, dtype=float)
+    def parity_project(self, g: np.ndarray) -> np.ndarray:
+        """``project(g)`` from the half tables by parity (transposed): the even degrees
+        from ``g(t) + g(-t)``, the odd from ``g(t) - g(-t)`` (the middle node, t = 0,
+        once). Equal to the full product to round-off, in half the multiply-adds."""
+        g = np.asarray(g, dtype=float)
         h = self._half
-        mirror = f[..., ::-1][..., :h]
-        total, difference = f[..., :h] + mirror, f[..., :h] - mirror
+        mirror = g[..., ::-1][..., :h]
+        total, difference = g[..., :h] + mirror, g[..., :h] - mirror
         if h > self._pairs:  # (odd count: the node t = 0 is its own mirror)
-            total[..., -1] = f[..., h - 1]
-        out = np.empty(f.shape[:-1] + (self.lmax + 1,))
-        out[..., 0::2] = total @ self._analysis_by_parity[0]
-        out[..., 1::2] = difference @ self._analysis_by_parity[1]
+            total[..., -1] = g[..., h - 1]
+        out = np.empty(g.shape[:-1] + (self.lmax + 1,))
+        out[..., 0::2] = total @ self._values_by_parity[0].T
+        out[..., 1::2] = difference @ self._values_by_parity[1].T
         return out
+
+    def parity_analysis(self, f: np.ndarray) -> np.ndarray:
+        """``analysis(f)`` from the half tables by parity (``parity_project``)."""
+        return self.parity_project(np.asarray(f, dtype=float) * self.weights)
 
     def derivative(self, c: np.ndarray) -> np.ndarray:
         """``d f / d t`` at the nodes of the series with coefficients ``c``."""

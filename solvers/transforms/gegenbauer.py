@@ -87,6 +87,21 @@ def gauss_nodes(n: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
     return t, w / w.sum()
 
 
+def gradient_recurrence(lmax: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(down, up)`` with ``(1 - t^2) Q_m'(t) = down_m Q_{m-1}(t) + up_m Q_{m+1}(t)``,
+    m = 0..lmax: ``down_m = (m + d - 2) b_m``, ``up_m = -m b_{m+1}`` (``down_0 = 0``).
+
+    ``(1 - t^2) f'(t)`` is the surface gradient of a zonal f paired with that of t
+    (``grad f . grad g = (1 - t^2) f' g'``). Why two terms: ``G = (1 - t^2) d/dt`` raises
+    the degree by one, and integrating by parts against the weight ``(1 - t^2)^{(d-3)/2}``
+    gives ``<Q_k, G Q_m> + <Q_m, G Q_k> = (d - 1) <Q_m, t Q_k>``, which vanishes unless
+    ``|k - m| = 1``; the leading coefficients give ``<Q_{m+1}, G Q_m> = -m b_{m+1}``, and
+    the identity the other. The coefficients grow like m and d: no Gamma function of d."""
+    b = recurrence(lmax + 1, dim)
+    m = np.arange(lmax + 1, dtype=float)
+    return (m + dim - 2) * b[: lmax + 1], -m * b[1: lmax + 2]
+
+
 def laplacian_symbol(lmax: int, dim: int) -> np.ndarray:
     """``-l(l + d - 2)`` for l = 0..lmax: the Laplace-Beltrami eigenvalues of degree l."""
     l = np.arange(lmax + 1, dtype=float)

@@ -70,9 +70,9 @@ def test_velocity_against_double_quadrature(dim, normalized):
 @pytest.mark.parametrize("normalized", [False, True], ids=["USA", "SA"])
 def test_transport_in_weak_form(dim, normalized):
     """``int (-div(rho v)) Q_k dsigma = int rho v . grad Q_k dsigma = int rho v_1 Q_k'``:
-    the tendency's coefficients against the velocity at many Gauss nodes (an independent
-    check of the identity div(rho grad U) = (Delta(rho U) + rho Delta U - U Delta rho)/2
-    and of SA's pointwise Laplacian of the logarithm)."""
+    the tendency's coefficients against the velocity (``velocity_at``, from the derivative
+    table) at 200 Gauss nodes: an independent check of the model's two-term gradient
+    recurrence, its division by ``1 - t^2`` and its product grid."""
     beta, lmax = 3.0, 40
     grid = ZonalGrid(lmax, dim)
     model = ZonalModel(grid, beta, math.inf, normalized)
@@ -143,20 +143,26 @@ def test_finite_volume_kernel_keeps_every_degree(dim, beta, cells):
 @pytest.mark.parametrize("dim", [2, 3, 64])
 @pytest.mark.parametrize("normalized", [False, True], ids=["USA", "SA"])
 @pytest.mark.parametrize("parity", [False, True], ids=["full", "parity"])
-def test_fused_tendency_equals_the_reference_transport(dim, normalized, parity,
+@pytest.mark.parametrize("beta", [2.0, 400.0], ids=["few-degrees", "all-degrees"])
+def test_fused_tendency_equals_the_reference_transport(dim, normalized, parity, beta,
                                                       monkeypatch):
-    """``tendency`` (one compiled loop, tables split by parity from PARITY_MIN_DEGREES on)
-    equals the plain composition ``_transport(c, *potential_fields(c))`` to round-off."""
+    """``tendency`` (one compiled loop, tables split by parity from PARITY_MIN_DEGREES on,
+    the potential's degrees synthesised apart when few, stacked with rho when many)
+    equals the plain composition ``_transport(*slope_fields(c))`` to round-off."""
     import meanfield.model.zonal as zonal_module
 
     monkeypatch.setattr(zonal_module, "PARITY_MIN_DEGREES", 0 if parity else 10**9)
     rng = np.random.default_rng(3)
     grid = ZonalGrid(47, dim)
-    model = zonal_module.ZonalModel(grid, 2.0, 10.0, normalized, value=1.5)
+    model = zonal_module.ZonalModel(grid, beta, 10.0, normalized, value=1.5)
+    assert (2 * (model.a_lmax + 2) > 48) == (beta > 100)  # (both paths are taken)
     c = np.zeros(48)
     c[0] = 1.0
     c[1:10] = 0.1 * rng.standard_normal(9) / np.arange(1, 10) ** 2
     fused = model.tendency(c)
-    reference = model._transport(c, *model.potential_fields(c))
+    reference = model._transport(*model.slope_fields(c))
     assert np.abs(fused - reference).max() <= 1e-12 * np.abs(reference).max()
     assert fused[0] == 0.0
+    batched = model.tendency(np.stack([c, 2 * c]))  # (the batched path: rows at once)
+    np.testing.assert_allclose(batched[0], reference, rtol=0,
+                               atol=1e-12 * np.abs(reference).max())

@@ -204,3 +204,19 @@ def test_parity_transforms_equal_the_full_products(lmax, nodes, dim):
                        (grid.parity_analysis(f), grid.analysis(f))):
         assert fast.shape == full.shape
         assert np.abs(fast - full).max() <= 1e-13 * np.abs(full).max()
+
+
+@pytest.mark.parametrize("lmax,nodes,dim", [(10, 11, 3), (31, 48, 64), (30, 47, 2)])
+def test_projection_and_truncated_synthesis(lmax, nodes, dim):
+    """``project`` is the analysis without weights (one table serves both ways, by parity
+    too), and a synthesis of fewer degrees than the table holds takes the first rows."""
+    rng = np.random.default_rng(2)
+    grid = ZonalGrid(lmax, dim, nodes)
+    g = rng.standard_normal((2, nodes))
+    want = grid.analysis(g / grid.weights)
+    for got in (grid.project(g), grid.parity_project(g)):
+        assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+    short = rng.standard_normal(lmax // 2)
+    padded = np.concatenate([short, np.zeros(lmax + 1 - short.size)])
+    full = grid.synthesis(padded)
+    assert np.abs(grid.parity_synthesis(short) - full).max() <= 1e-13 * np.abs(full).max()

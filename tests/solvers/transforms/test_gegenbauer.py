@@ -151,3 +151,18 @@ def test_large_dimension_is_finite_and_concentrated(dim):
     q = gegenbauer.table(19, dim, t)
     assert np.all(np.isfinite(q))
     np.testing.assert_allclose(1 / np.sum(q * q, axis=0), w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [2, 3, 5, 64, 4096])
+def test_gradient_recurrence_is_the_derivative(dim):
+    """``(1 - t^2) Q_m' = down_m Q_{m-1} + up_m Q_{m+1}`` against the differentiated
+    recurrence's ``Q_m'`` at points of (-1, 1), and ``down_0 = 0`` (G Q_0 = 0: mass)."""
+    lmax = 40
+    t = np.linspace(-0.995, 0.995, 23)
+    q, dq = gegenbauer.table(lmax + 1, dim, t, derivative=True)
+    down, up = gegenbauer.gradient_recurrence(lmax, dim)
+    want = (1 - t**2) * dq[: lmax + 1]
+    got = up[:, None] * q[1:]
+    got[1:] += down[1:, None] * q[:lmax]
+    assert down[0] == 0.0 and up[0] == 0.0
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
