@@ -51,7 +51,11 @@ def config(attention: str, quick: bool) -> dict:
             "initial": {"kind": "uniform"},
             "time": {"t_final": t_final, "save_every": t_final / (80 if quick else 600),
                      "tolerance": 1e-9},
-            "particles": {"n": 24 if quick else 128, "seed": 0, "attention": attention}}
+            # save_attention: both rules run the dense attention model (the same code but
+            # for the normalization of P; at small n faster than the kernel sums), and
+            # P of every frame is kept (ds.attention)
+            "particles": {"n": 24 if quick else 128, "seed": 0, "attention": attention,
+                          "save_attention": True}}
 
 
 def counts(ds) -> dict:
