@@ -72,3 +72,25 @@ def check_depth_weights(cfg: dict) -> None:
         raise ConfigError(f"weights.{depth_key} with particles.attention = \"sinkhorn\": "
                           "Sinkhorn attention takes constant weights; give query, key, "
                           "value (or heads) instead", f"weights.{depth_key}")
+
+
+# the tasks that count clusters (particles.cluster_method): their docs pages say how
+CLUSTER_TASKS = ("particles", "metastability")
+
+
+def check_task(cfg: dict, task: str | None) -> None:
+    """Sinkhorn attention is for ``meanfield particles`` only, and ``cluster_method =
+    "rank"`` for the tasks that count clusters (``registry.validate``): elsewhere they
+    would be ignored, so they are refused with one line."""
+    p = cfg.get("particles")
+    if task is None or p is None:
+        return
+    command = f"meanfield {task.replace('_', '-')}"
+    if task != "particles" and p.get("attention", "softmax") != "softmax":
+        raise ConfigError(f"particles.attention = {p['attention']!r} is for particle runs "
+                          f"(meanfield particles); {command} runs softmax attention: use "
+                          "attention = \"softmax\"", "particles.attention")
+    if task not in CLUSTER_TASKS and p.get("cluster_method", "linkage") != "linkage":
+        raise ConfigError(f"particles.cluster_method = {p['cluster_method']!r}: {command} "
+                          "counts no clusters; the counts are those of meanfield particles "
+                          "and meanfield metastability", "particles.cluster_method")

@@ -22,6 +22,7 @@ from typing import Any
 
 from meanfield.config.checkers import Checker, describe, plain, suggest
 from meanfield.config.layers import check_task as check_layers_task
+from meanfield.config.attention import check_task as check_attention_task
 from meanfield.config.renamed import renamed_key_error
 from meanfield.config.sections import CORE_SECTIONS, CORE_TASK_CHECKS, CORE_TASKS, Section
 from meanfield.config.studies import STUDY_SECTIONS, STUDY_TASK_CHECKS, STUDY_TASKS
@@ -125,6 +126,7 @@ def validate(config: dict | None, task: str | None = None) -> dict:
             if section.finish is not None:
                 section.finish(out)
     check_layers_task(out, task)  # layers, weights that change with depth: particles only
+    check_attention_task(out, task)  # Sinkhorn: particles only; rank: where clusters count
     if task in TASK_CHECKS:
         TASK_CHECKS[task](out, task)
     return out

@@ -99,3 +99,25 @@ def test_other_refusals_name_their_key():
     with pytest.raises(ConfigError) as err:
         particles(cfg)
     assert err.value.key == "particles.rescaled"
+
+
+@pytest.mark.parametrize("task, particles_keys, key", [
+    ("compare", {"attention": "sinkhorn"}, "particles.attention"),
+    ("metastability", {"attention": "sinkhorn"}, "particles.attention"),
+    ("phase_diagram", {"cluster_method": "rank"}, "particles.cluster_method"),
+    ("normalization", {"cluster_method": "rank"}, "particles.cluster_method"),
+])
+def test_keys_a_task_would_ignore_are_refused(task, particles_keys, key):
+    from meanfield import config
+
+    with pytest.raises(ConfigError) as err:
+        config.validate({"particles": particles_keys}, task=task)
+    assert err.value.key == key and "\n" not in str(err.value)
+
+
+def test_the_tasks_that_count_clusters_take_the_rank():
+    from meanfield import config
+
+    for task in ("particles", "metastability"):
+        cfg = config.validate({"particles": {"cluster_method": "rank"}}, task=task)
+        assert cfg["particles"]["cluster_method"] == "rank"
