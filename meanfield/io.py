@@ -6,6 +6,7 @@ existing result is replaced only with ``overwrite=True``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -45,6 +46,33 @@ def check_writable(path: str | Path, overwrite: bool, key: str = "output.path") 
     return path
 
 
+def release_files(under: str | Path) -> None:
+    """Close xarray's cached netCDF handles on the files under ``under`` (a file or a
+    folder) before they are deleted or replaced.
+
+    A lazily opened dataset (the assembled parts, an interrupted run's result) keeps its
+    files open in xarray's file cache, and a dataset derived from it cannot close them.
+    HDF5 knows open files by inode: once such a file is deleted, a new file that reuses
+    its inode is read through the stale handle, which crashed a test process (a segfault
+    in the HDF5 read of the next run's parts). A dataset whose file was released reads
+    it again by name if it is still used: an error if it is gone, never the wrong file.
+    """
+    try:
+        from xarray.backends.file_manager import FILE_CACHE
+    except ImportError:  # (a future xarray without the cache: nothing to release)
+        return
+    root = Path(under).resolve()
+    for key, handle in list(FILE_CACHE.items()):
+        try:
+            where = Path(handle.filepath()).resolve()
+        except Exception:  # (another backend's handle, or one already closed)
+            continue
+        if where == root or root in where.parents:
+            FILE_CACHE.pop(key, None)
+            with contextlib.suppress(Exception):
+                handle.close()
+
+
 def write_atomic(path: str | Path, save: Callable[[str], None]) -> Path:
     """Run ``save(tmp)`` on a temp file beside ``path``, then rename it to ``path``.
 
@@ -59,6 +87,7 @@ def write_atomic(path: str | Path, save: Callable[[str], None]) -> Path:
     try:
         save(tmp)
         os.chmod(tmp, 0o644)
+        release_files(path)  # (the file replaced: no handle may outlive its inode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

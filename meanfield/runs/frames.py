@@ -34,7 +34,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield.errors import ConfigError
-from meanfield.io import write_atomic
+from meanfield.io import release_files, write_atomic
 
 MiB = 2**20
 PART_BYTES = 32 * MiB  # frames buffered before a part is written (patched in tests)
@@ -187,8 +187,10 @@ class FrameStore:
         return ds
 
     def remove(self) -> None:
-        """Delete the part files and their folder (the result is written)."""
+        """Delete the part files and their folder (the result is written), closing
+        every handle this process still holds on them first (``release_files``)."""
         if self.folder is not None:
+            release_files(self.folder)
             shutil.rmtree(self.folder, ignore_errors=True)
         self.parts, self.flushed = [], 0
 
@@ -258,6 +260,7 @@ def _read(path: str, name: str, where: tuple) -> np.ndarray:
 
 
 def _remove(path: Path) -> None:
+    release_files(path)
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:

@@ -33,7 +33,7 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError, OutputError, ResultExistsError
-from meanfield.io import check_writable, read_netcdf, write_netcdf
+from meanfield.io import check_writable, read_netcdf, release_files, write_netcdf
 from meanfield.runs.schedule import checkpoint_path
 
 
@@ -147,6 +147,7 @@ class Output:
         """Delete the checkpoint of an earlier run (a run started again with
         ``overwrite``: it must not be resumed later with parts it no longer covers)."""
         if self.checkpoint is not None:
+            release_files(self.checkpoint)
             self.checkpoint.unlink(missing_ok=True)
 
     def saved(self, cfg: dict, kind: str) -> xr.Dataset | None:
@@ -190,6 +191,7 @@ class Output:
             spare = self.keep_elsewhere(ds, "the result", exc)
             raise OutputError(f"could not write {str(self.path)!r} ({reason(exc)}); the "
                               f"result is kept in {spare!r}") from None
+        release_files(self.checkpoint)
         self.checkpoint.unlink(missing_ok=True)
 
     def keep_elsewhere(self, ds: xr.Dataset, what: str, why: BaseException) -> str:

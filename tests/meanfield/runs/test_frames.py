@@ -85,6 +85,13 @@ def test_streamed_result_is_the_in_memory_one(tmp_path, small_parts, name):
     streamed = run(cfg, out=out)
     assert small_parts[-1] >= 3  # several parts were written and assembled
     assert not frames_path(out).exists() and not checkpoint_path(out).exists()
+    # no handle left on the deleted parts: HDF5 would read a new file that reuses a
+    # part's inode through it (a segfault in a later test once)
+    from xarray.backends.file_manager import FILE_CACHE
+
+    parts = str(frames_path(out).resolve())
+    assert not [key for key, handle in FILE_CACHE.items()
+                if str(getattr(handle, "filepath", lambda: "")()).startswith(parts)]
     written = read_netcdf(out)
     write_netcdf(memory, tmp_path / "memory.nc")  # what the in-memory path would write
     before = read_netcdf(tmp_path / "memory.nc")
