@@ -32,8 +32,8 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from meanfield.errors import ConfigError
-from meanfield.metrics.clusters import MAX_RANK_TOKENS, cluster_count, \
-    euclidean_cluster_count
+from meanfield.metrics import clusters
+from meanfield.metrics.clusters import MAX_RANK_TOKENS
 
 METHODS = ("linkage", "rank")
 
@@ -71,8 +71,9 @@ def count_clusters(x: np.ndarray, threshold: float, method: str = "linkage",
         return cluster_rank(x, threshold)
     if method != "linkage":
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    return euclidean_cluster_count(x, threshold) if euclidean else \
-        cluster_count(x, threshold)
+    # (through the module: a caller that replaces clusters.cluster_count is obeyed)
+    return clusters.euclidean_cluster_count(x, threshold) if euclidean else \
+        clusters.cluster_count(x, threshold)
 
 
 def check_rank_size(n: int, method: str, key: str = "particles.cluster_method") -> None:

@@ -12,7 +12,7 @@ import xarray as xr
 
 from meanfield.config.sections import RADIAL_ARCHITECTURES
 from meanfield.config.depth_weights import depth_key
-from meanfield.config.weights import head_specs, is_weighted, scalar_of
+from meanfield.config.weights import head_specs, is_identity, is_weighted, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.cluster_rank import count_clusters
@@ -178,7 +178,10 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
     model, title = _model_title(cfg, plan)
     if p["attention"] == "sinkhorn":  # (the doubly stochastic scaling of the same kernel)
         if model.startswith("SA"):  # (SA: softmax rows) "Sinkhorn with weights", ...
-            model, title = "Sinkhorn" + model[2:], title.replace(model, "Sinkhorn" + model[2:])
+            # (Q = K = V = I: plain "Sinkhorn", as the softmax rule reads "SA")
+            new = "Sinkhorn" if is_identity(cfg) and not cfg.get("feedforward") else \
+                "Sinkhorn" + model[2:]
+            model, title = new, title.replace(model, new)
         else:
             model, title = f"{model}, Sinkhorn attention", f"{title}, Sinkhorn attention"
     ds.attrs.update({
