@@ -40,8 +40,8 @@ tolerance both solvers switch to Newton's method on the convex function
 ``Phi(f, g) = sum_ij e^{L_ij + f_i + g_j} - sum f - sum g`` (gradient: the marginal
 errors; Hessian ``[[diag(P 1), P], [P^T, diag(P^T 1)]]``, positive semidefinite,
 shifted by a relative 1e-13 that fixes the gauge), with a backtracking line search:
-quadratic convergence near the solution. Newton forms a dense ``2n x 2n`` system (``n <= NEWTON_MAX``); beyond, the
-fixed point continues to ``MAX_ITERATIONS``. A scaling that does not reach the
+quadratic convergence near the solution. Newton forms a dense ``2n x 2n`` system
+(``n <= NEWTON_MAX``); beyond, the fixed point continues to ``MAX_ITERATIONS``. A scaling that does not reach the
 tolerance raises ``SolverError`` naming ``particles.sinkhorn_tolerance``.
 
 The tolerance is on the marginals of the P returned: ``max(|P 1 - 1|, |P^T 1 - 1|)``,
