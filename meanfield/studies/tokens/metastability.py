@@ -113,6 +113,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
 from meanfield.metrics.cluster_rank import check_rank_size, cluster_rank
+from meanfield.metrics.hemisphere import hemisphere_share, wendel_probability
 from meanfield.model import kernels
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble
 from meanfield.model.particles import AttentionParticles
@@ -135,7 +136,7 @@ DEFAULT_N = 256
 SERIES = ("clusters", "energy_scaled", "mass_square_sum", "cluster_energy")
 SCALARS = ("plateau_clusters", "plateau_time", "steps", "merge_start", "merge_low",
            "merge_high", "merge_gap", "merge_mass_ratio", "merge_hardmax",
-           "merge_two_cluster", "merge_tau")
+           "merge_two_cluster", "merge_tau", "start_hemisphere")
 
 
 # ---------------------------------------------------------------------------------------
@@ -236,6 +237,8 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
             out["cluster_energy"][i, s] = float(share @ kernel @ share)
     out.update({k: np.empty(params["count"]) for k in SCALARS})
     out["steps"][:] = run.steps
+    # [GLPR25, Lemma 6.4]: a start inside an open hemisphere collapses to one cluster
+    out["start_hemisphere"][:] = hemisphere_share(x0)
     tol = c["collapse_tolerance"]
     for s in range(params["count"]):
         msq = out["mass_square_sum"][:, s]
@@ -342,6 +345,8 @@ def _variables(cfg: dict, series: dict, scalars: dict, derived: dict) -> dict:
         "first_plateau_time": variable(bs, scalars["plateau_time"]),
         "first_plateau_mean": variable("beta", derived["plateau_mean"]),
         "steps": variable(bs, scalars["steps"]),
+        "start_in_hemisphere": variable(bs, scalars["start_hemisphere"], "1 if the "
+                                        "start lies in an open hemisphere (linear program)"),
         "last_merge_start": variable(bs, scalars["merge_start"],
                                      "first save with the last two clusters"),
         "last_merge_low": variable(bs, scalars["merge_low"]),
@@ -388,6 +393,9 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         "systems": ns, "cluster_threshold": cfg["particles"]["cluster_threshold"],
         "most_unstable_mode": [int(k) for k in modes],
         "plateau_exponent": fit_exponent(betas, plateau_mean),
+        "hemisphere_share": float(np.nanmean(scalars["start_hemisphere"]))
+        if np.isfinite(scalars["start_hemisphere"]).any() else math.nan,
+        "wendel_probability": wendel_probability(n, plan["d"]),
         "mode_exponent": fit_exponent(betas, modes.astype(float)),
         "plateau_rule": f"first save with collapsed clusters (|S - sum m^2| <= "
                         f"{c['collapse_tolerance']:g} sum m^2) and the same count over "
