@@ -96,6 +96,7 @@ from scipy import stats
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError
+from meanfield.metrics.hemisphere import hemisphere_share, wendel_probability
 from meanfield.model.particles import AttentionParticles
 from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
@@ -188,6 +189,14 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
     out["steps"] = float(res["steps"].sum())
     out["evaluations"] = float(res["evaluations"] * f.shape[0])
     out["left"] = float(np.isfinite(res["left"]).sum())
+    # the starts in an open hemisphere ([GLPR25, Lemma 6.4]), each system once: in the
+    # member that holds its first beta
+    firsts = system[beta_index == 0]
+    starts = pk.initial_states(plan["n"], params["dim"], firsts, cfg["particles"]["seed"])
+    if params["dim"] >= plan["n"]:  # Gram matrices: their Cholesky rows (uniform_span's)
+        starts = np.linalg.cholesky(starts)
+    out["hemisphere"] = float(hemisphere_share(starts).sum()) if firsts.size else 0.0
+    out["hemisphere_count"] = float(firsts.size)
     return out
 
 
@@ -218,7 +227,7 @@ class PhaseDiagramTask(MemberList):
                                          np.stack([f[k] for f in done])) for k in SUMS})
         for k in ("count",):
             ds[f"member_{k}"] = (("member", "beta"), np.stack([f[k] for f in done]))
-        for k in ("steps", "evaluations", "left"):
+        for k in ("steps", "evaluations", "left", "hemisphere", "hemisphere_count"):
             ds[f"member_{k}"] = ("member", np.array([f[k] for f in done]))
         return ds
 
@@ -227,7 +236,9 @@ class PhaseDiagramTask(MemberList):
         if "member_sum" in ckpt:
             for i in range(ckpt.sizes["member"]):
                 frames.append({k: ckpt[f"member_{k}"].values[i]
-                               for k in (*SUMS, "count", "steps", "evaluations", "left")})
+                               for k in (*SUMS, "count", "steps", "evaluations", "left",
+                                         "hemisphere", "hemisphere_count")
+                               if f"member_{k}" in ckpt})
         return frames[-1], frames
 
 
@@ -255,6 +266,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     total = {k: np.zeros(shape) for k in SUMS}
     count = np.zeros(shape[:2])
     steps = evaluations = left = 0.0
+    inside, starts = np.zeros(len(dims)), np.zeros(len(dims))
     for task, value in zip(plan["tasks"], done):
         if not isinstance(value, dict):
             continue
@@ -265,12 +277,18 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         steps += float(value["steps"])
         evaluations += float(value["evaluations"])
         left += float(value["left"])
+        inside[i] += value.get("hemisphere", 0.0)
+        starts[i] += value.get("hemisphere_count", 0.0)
     c = count[..., None]
     with np.errstate(invalid="ignore", divide="ignore"):
         prob = total["sum"] / c
         var = np.maximum(total["sumsq"] / c - prob * prob, 0) * c / np.maximum(c - 1, 1)
         stderr = np.sqrt(var / c)
     low, high = wilson(prob, np.broadcast_to(c, shape))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(starts > 0, inside / starts, np.nan)
+        share_err = np.sqrt(share * (1 - share) / starts)
+    wendel = np.array([wendel_probability(plan["n"], d) for d in dims])
     n, thr = plan["n"], p["threshold"]
     eq = np.array([equiangular_time(b, n, thr, m["normalized"]) for b in betas])
     what = f"fraction of pairs i < j with <x_i(t), x_j(t)> >= {thr:g}"
@@ -285,6 +303,13 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
             "units": "1", "long_name": "sd of the per-system fractions / sqrt(systems)"}),
         "systems_done": (("dim", "beta"), count.astype(np.int64),
                          {"units": "1", "long_name": "systems run"}),
+        "hemisphere_share": ("dim", share, {
+            "units": "1", "long_name": "share of the starts in an open hemisphere "
+                                       "(linear program)"}),
+        "hemisphere_share_stderr": ("dim", share_err, {
+            "units": "1", "long_name": "sqrt(p (1 - p)/starts)"}),
+        "wendel_probability": ("dim", wendel, {
+            "units": "1", "long_name": "2^(1-n) sum_{k<d} C(n-1, k) [GLPR25, Theorem 6.7]"}),
         "equiangular_time": ("beta", eq, {
             "units": "1", "long_name": f"time at which the equiangular cosine from 0 "
                                        f"reaches {thr:g} (d >= n)"}),
