@@ -6,7 +6,11 @@ same name). It is imported here eagerly on purpose: the function must shadow its
 as the package attribute, and a lazy attribute would be replaced by the module as soon as
 anything imported the module. The import is light (numpy only): POT is imported inside
 the functions that solve transport problems.
+
+``kde_modes(points, beta)``: the modes of the KDE ``e^{beta <., .>} * mu`` on S^1 and
+S^{d-1} (``meanfield.metrics.kde``; [Rig25, §5.3]).
 """
+from meanfield.metrics.kde import kde_modes
 from meanfield.metrics.wasserstein import wasserstein
 
-__all__ = ["wasserstein"]
+__all__ = ["kde_modes", "wasserstein"]
