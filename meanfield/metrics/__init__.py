@@ -9,8 +9,13 @@ the functions that solve transport problems.
 
 ``kde_modes(points, beta)``: the modes of the KDE ``e^{beta <., .>} * mu`` on S^1 and
 S^{d-1} (``meanfield.metrics.kde``; [Rig25, §5.3]).
+
+``in_hemisphere(points)``: do the points lie in an open hemisphere? An exact linear
+program (``meanfield.metrics.hemisphere``; [GLPR25, Lemma 6.4]; scipy imported when it
+runs).
 """
+from meanfield.metrics.hemisphere import in_hemisphere
 from meanfield.metrics.kde import kde_modes
 from meanfield.metrics.wasserstein import wasserstein
 
-__all__ = ["kde_modes", "wasserstein"]
+__all__ = ["in_hemisphere", "kde_modes", "wasserstein"]
