@@ -1,5 +1,5 @@
 """Parallel subspaces of codimension k: the codimension conjecture
-=============================================================
+===============================================================
 
 Rescaled tokens approach at most three parallel subspaces of codimension k ([GLPR23,
 Figure 7a and Conjecture 4.2]; docs/weights.md).
@@ -9,7 +9,7 @@ n = 40 tokens in R^3, Q = K = I, V a random symmetric matrix with eigenvalues
 eigenbasis, the coordinates c_j(z) obey dc_j(z_i)/dt = lambda_j sum_l P_il (c_j(z_l) -
 c_j(z_i)) exactly, so once P is Boolean (each token attends to its leader) the spread of
 c_j about the leader decays like e^(-lambda_j t) for lambda_j > 0 and grows like
-e^(|lambda_j| t) for lambda_j < 0. Conjecture 4.2: the k-vectors (c_1, c_2) of the tokens
+e^(-lambda_j t) for lambda_j < 0. Conjecture 4.2: the k-vectors (c_1, c_2) of the tokens
 end at no more than three values (``meanfield.metrics.codimension``): the tokens end on at
 most three lines parallel to phi_3. The second coordinate converges slowly (rate 0.25):
 by t = 15 its spread has fallen by e^(-3.75) ~ 0.02 only; the count of distinct values

@@ -1,5 +1,5 @@
 """A polytope times a subspace: a paranormal value matrix
-====================================================
+======================================================
 
 Rescaled tokens approach (dK u {0}) x G ([GLPR23, Figure 8 and Theorem 5.1]; docs/weights.md).
 
