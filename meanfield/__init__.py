@@ -36,7 +36,8 @@ from meanfield.runs.evolve import evolve
 from meanfield.version import __version__
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
-           "contraction", "convergence", "evolve", "load_config", "long_context",
+           "contraction", "convergence", "critical_points", "evolve", "load_config",
+           "long_context",
            "metastability", "normalization", "particles", "phase_diagram", "plot"]
 
 
@@ -109,6 +110,9 @@ def __getattr__(name: str):
     if name == "metastability":
         from meanfield.studies.tokens.metastability import metastability
         return metastability
+    if name == "critical_points":
+        from meanfield.studies.landscape.critical_points import critical_points
+        return critical_points
     if name == "plot":  # matplotlib: loaded on first use too
         from meanfield.plotting.output import plot
         return plot

@@ -10,6 +10,7 @@
                      [same options]
     meanfield normalization | long-context CONFIG.toml [same options]
     meanfield metastability CONFIG.toml [same options]
+    meanfield critical-points CONFIG.toml [same options]
     meanfield config --defaults TASK
     meanfield plot RESULT.nc [--out DIR] [--animate] [--format pdf|svg|png] [--dpi N]
                    [--overwrite]
@@ -39,6 +40,8 @@ RUNS += ("normalization", "long-context")
 AVAILABLE += ("metastability",)  # issue 12, item 4
 RUNS += ("metastability",)
 AVAILABLE += ("config",)  # issue 21: the defaults of a task as a TOML file
+AVAILABLE += ("critical-points",)  # issue 28, item 1
+RUNS += ("critical-points",)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -126,6 +129,8 @@ def _task(command: str):
         from meanfield.studies.tokens.phase_diagram import phase_diagram as task
     elif command == "metastability":
         from meanfield.studies.tokens.metastability import metastability as task
+    elif command == "critical-points":
+        from meanfield.studies.landscape.critical_points import critical_points as task
     elif command == "particles":
         from meanfield.runs.particles import particles as task
     else:
@@ -178,6 +183,11 @@ def _report(command: str, ds, out: str) -> None:
                           zip(ds.beta.values, ds.first_plateau_mean.values,
                               ds.most_unstable_mode.values))
               + f"; exponent {ds.attrs['plateau_exponent']:.3f})")
+    elif command == "critical-points":  # the points per (n, beta) and Problem 3's verdict
+        print(f"wrote {out}  (" + ", ".join(
+            f"n = {int(n)}, beta = {b:g}: {int(k)} points" for n, b, k in
+            zip(ds.member_n.values, ds.member_beta.values, ds.points_found.values))
+            + f"; {ds.attrs['prediction']})")
     elif command == "compare":
         print(f"wrote {out}  (L1 distance at t = {float(ds.time[-1]):g}: "
               f"{float(ds.l1_distance[-1]):.3g}, noise floor "

@@ -30,6 +30,7 @@ SECTION_MEANINGS: dict[str, str] = {
     "normalization": "the normalization rules (Post-LN, Pre-LN, Peri-LN, nGPT, Mix-LN) from "
                      "random tokens (equiangular ODEs)",
     "long_context": "one attention layer as n grows with beta = gamma log n",
+    "correlations": "one- and two-point functions of token ensembles, g = f2 - f1 f1 against n",
     "metastability": "the cluster staircase from uniform tokens at large beta",
 }
 
@@ -184,6 +185,15 @@ MEANINGS: dict[str, str] = {
     "long_context.seed": "seed of the random rotation of the explicit tokens",
     "long_context.tolerance": "distance to the limit below which n is reported as "
                               "within it",
+    "correlations.n": "numbers of tokens n (g is fitted against them)",
+    "correlations.dim": "tokens on S^(dim-1)",
+    "correlations.systems": "systems per n, even: taken in independent pairs",
+    "correlations.chunk": "systems per member (even)",
+    "correlations.times": "saved times (0: the i.i.d. start)",
+    "correlations.bins": "bins of the pair angle in [0, pi] (S^1: 2 bins arcs for f1)",
+    "correlations.modes": "Fourier modes k of the weak second equation (S^1)",
+    "correlations.dt": "RK4 step",
+    "correlations.level": "chance that max |g|/stderr passes z_threshold when g = 0",
     "metastability.beta": "values of beta (large: long plateaus)",
     "metastability.systems": "token systems per beta",
     "metastability.chunk": "systems per task",

@@ -52,6 +52,8 @@ from meanfield.config.sections import (
     check_token_sphere_geometry,
 )
 from meanfield.config.thresholds import critical_kappa
+from meanfield.config.landscape_studies import (LANDSCAPE_STUDY_SECTIONS,
+                                                LANDSCAPE_STUDY_TASKS)
 from meanfield.config.token_studies import TOKEN_STUDY_SECTIONS, TOKEN_STUDY_TASKS
 from meanfield.config.correlation_study import (CORRELATION_STUDY_SECTIONS,
                                                 CORRELATION_STUDY_TASKS)
@@ -272,7 +274,7 @@ STUDY_SECTIONS: tuple[Section, ...] = (
         "map_stop": (ck.finite_number, 4.0),
         "map_num": (ck.integer_in(2, ck.MAX_RANGE_NUM), 9),
     }, finish=_finish_bifurcation),
-) + TOKEN_STUDY_SECTIONS + CORRELATION_STUDY_SECTIONS
+) + TOKEN_STUDY_SECTIONS + LANDSCAPE_STUDY_SECTIONS + CORRELATION_STUDY_SECTIONS
 
 # [weights] (V = c I on the PDE): the bifurcation study; the contraction study measures
 # tokens against the PDE with rates of Q = K = V = I, so it takes none; the convergence
@@ -283,6 +285,7 @@ STUDY_TASKS: dict[str, tuple[str, ...]] = {
     "contraction": _TOKENS_AND_PDE + ("contraction",),
     "bifurcation": CORE_TASKS["compare"] + ("bifurcation",),
     **TOKEN_STUDY_TASKS,
+    **LANDSCAPE_STUDY_TASKS,
     **CORRELATION_STUDY_TASKS,
 }
 
