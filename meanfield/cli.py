@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("phase-diagram", "pair clustering probability over (d, beta, t)"),
                        ("normalization", "Post-LN against Pre-LN from random tokens"),
                        ("long-context", "one attention layer as n grows, beta = gamma log n"),
-                       ("metastability", "cluster staircase from uniform tokens, large beta")):
+                       ("metastability", "cluster staircase from uniform tokens, large beta"),
+                       ("critical-points", "critical points of the energy and their index")):
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",

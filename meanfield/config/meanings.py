@@ -32,6 +32,8 @@ SECTION_MEANINGS: dict[str, str] = {
     "long_context": "one attention layer as n grows with beta = gamma log n",
     "correlations": "one- and two-point functions of token ensembles, g = f2 - f1 f1 against n",
     "metastability": "the cluster staircase from uniform tokens at large beta",
+    "critical_points": "the critical points of the interaction energy of n tokens and "
+                       "their Hessian index",
 }
 
 # One line per key, "section.key": what it sets (and, for an absent default, what it
@@ -185,6 +187,24 @@ MEANINGS: dict[str, str] = {
     "long_context.seed": "seed of the random rotation of the explicit tokens",
     "long_context.tolerance": "distance to the limit below which n is reported as "
                               "within it",
+    "critical_points.n": "numbers of tokens n",
+    "critical_points.dim": "tokens on S^(dim-1) (2: the circle, angles)",
+    "critical_points.beta": "values of beta (one member per n and beta)",
+    "critical_points.families": "start families: iid uniform tokens, k clusters of random "
+                                "sizes, n equally spaced tokens on a great circle",
+    "critical_points.starts": "starts of each family per n and beta",
+    "critical_points.jitter": "standard deviation (radians) of the tangent step moving "
+                              "each token of a cluster or equally spaced start",
+    "critical_points.tolerance": "a start has converged when max |grad E_beta| < "
+                                 "tolerance e^beta/n",
+    "critical_points.max_iterations": "Levenberg-Marquardt iterations per start",
+    "critical_points.zero_tolerance": "Hessian eigenvalues with |lambda| below this times "
+                                      "the largest are zero modes (not in the index)",
+    "critical_points.match_tolerance": "two points are one (modulo rotations, reflections "
+                                       "and permutations) when their angle gaps (S^1) or "
+                                       "sorted Gram rows differ by less",
+    "critical_points.seed": "seed of the starts (with n and the family; the same at every "
+                            "beta)",
     "correlations.n": "numbers of tokens n (g is fitted against them)",
     "correlations.dim": "tokens on S^(dim-1)",
     "correlations.systems": "systems per n, even: taken in independent pairs",
