@@ -84,6 +84,7 @@ def test_circle_validation_report_runs(capsys):
      ["normalization.systems=4", "normalization.chunk=4", "normalization.dim=64",
       "normalization.times={start=0.05, stop=50.0, num=40, scale=\"log\"}"]),
     ("long-context", "long_context", ["long_context.direct_max=64"]),
+    ("critical-points", "critical_points", ["critical_points.starts=8"]),
 ])
 def test_particle_study_examples_run(tmp_path, command, name, overrides):
     """The particle-study examples run (small variants) and write what they are: a
@@ -240,6 +241,7 @@ def test_real_tokens_example(tmp_path):
 EXAMPLE_TASKS = {
     "bifurcation": "bifurcation", "clustering": "evolve", "compare_sphere": "compare",
     "contraction": "contraction", "convergence": "convergence",
+    "critical_points": "critical_points",
     "high_dim_clustering": "particles", "long_context": "long_context",
     "metastability": "metastability", "normalization": "normalization",
     "phase_diagram": "phase_diagram", "samples": "evolve",
@@ -314,6 +316,21 @@ def test_token_states_file():
     assert np.all(np.isfinite(states))
 
 
+def test_critical_points_example(tmp_path):
+    """[GLPR25, Problem 3] on S^1 (n = 6, beta = 1, 4, 9; 16 starts per family): the
+    synchronised state has index 0, every other point found index >= 1, and the points of
+    closed form (synchronised, antipodal, equally spaced, regular clusters) match it to
+    1e-10 of the largest eigenvalue (measured 2e-15)."""
+    run = _load("critical_points").main(["--quick", "--out", str(tmp_path / "cp.png")])
+    assert list(run["sync_index"]) == [0, 0, 0]
+    assert np.all(run["other_index"] >= 1) and run["counterexamples"] == 0
+    kinds = set(run["kind"])
+    assert {"synchronised", "antipodal", "equally_spaced"} <= kinds
+    closed = run["closed_form_error"][np.isfinite(run["closed_form_error"])]
+    assert closed.size >= 15 and np.max(closed) < 1e-10
+    assert (tmp_path / "cp.png").stat().st_size > 10_000
+
+
 def test_long_context_example(tmp_path):
     """Theorem 7 (rho = 0.5, beta_n = gamma log n): the closed-form output cosine at
     n = 1e15 is the limit 1, 4 rho/(1 + 3 rho) = 0.8, rho for gamma = 1, 2, 3 (below, at
@@ -329,6 +346,27 @@ def test_long_context_example(tmp_path):
     np.testing.assert_allclose(run["fitted_exponent"], run["predicted_exponent"], atol=1e-3)
     assert run["direct_error"] < 1e-12
     assert (tmp_path / "lc.png").stat().st_size > 10_000
+
+
+def test_normalization_random_weights_example(tmp_path):
+    """[Rig25, Figure 4] as printed (d = 512, beta = sqrt(d), Q, K, V with i.i.d.
+    N(0, 1/d) entries per system, n = 32; quick: 2 systems, t <= 30): Post-LN contracts
+    first (its mean cosine above Pre-LN's at t = 5 and 20) and exponentially (fitted rate
+    of 1 - rho above 1: measured 2.03), Pre-LN algebraically (log-log slope of 1 - rho on
+    [10, 30] between -3 and -1.5: measured -2.3); the 90 % band holds the mean; the mean
+    cosine starts at ~0 (|<x_i, x_j>| ~ d^-1/2) and ends above 0.99 for both."""
+    run = _load("normalization_random_weights").main(
+        ["--quick", "--out", str(tmp_path / "f4.png")])
+    t, post, pre = run["time"], run["post-ln"], run["pre-ln"]
+    for at in (5.0, 20.0):
+        assert np.interp(at, t, post["cosine"]) > np.interp(at, t, pre["cosine"])
+    assert post["law"] == "rate" and post["fitted"] > 1.0
+    assert -3.0 < pre["late_slope"] < -1.5
+    for rule in (post, pre):
+        assert abs(rule["cosine"][0]) < 0.02 and rule["cosine"][-1] > 0.99
+        assert np.all(rule["low"] <= rule["cosine"] + 1e-12)
+        assert np.all(rule["cosine"] <= rule["high"] + 1e-12)
+    assert (tmp_path / "f4.png").stat().st_size > 10_000
 
 
 def test_normalization_example(tmp_path):

@@ -122,8 +122,12 @@ def from_json(text: str) -> dict:
     """Inverse of ``to_json``: a validated config. Keys renamed since the config was
     saved (``RENAMED_KEYS``) are read under their new names: results stay readable."""
     raw = migrate(json.loads(text))
+    # (validated as the task whose sections these are, when one task has exactly them: a
+    # study's [weights] is checked against the study, not a [domain] it does not have)
+    tasks = [t for t, taken in registry.TASKS.items() if set(taken) == set(raw)]
     return registry.validate({s: {k: v for k, v in keys.items() if v is not None}
-                     if isinstance(keys, dict) else keys for s, keys in raw.items()})
+                              if isinstance(keys, dict) else keys for s, keys in raw.items()},
+                             tasks[0] if len(tasks) == 1 else None)
 
 
 def same_run(saved_json: str, cfg: dict) -> bool:

@@ -104,6 +104,8 @@ MEANINGS: dict[str, str] = {
     "weights.query": "query matrix Q (a matrix spec)",
     "weights.key": "key matrix K (a matrix spec)",
     "weights.value": "value matrix V (a matrix spec; the PDE takes V = c I only)",
+    "weights.per_system": "the phase diagram and the normalization study: draw the random "
+                          "kinds afresh for every system (seeds keyed by (seed, system))",
     "weights.layers": "weights that change with depth: a list of tables {query, key, "
                       "value} (or {heads}), one per unit of time, the last one kept",
     "weights.redraw": "weights that change with depth: fresh random matrices every "

@@ -40,7 +40,9 @@ WHOLE_TABLE_KEYS: dict[str, dict[str, tuple[str, Any]]] = {
                 "redraw": ("a table {every > 0, kind = \"gaussian\" (scale) or "
                            "\"symmetric\" (eigenvalues), seed, matrices [all three]}; "
                            "query, key, value beside it give the matrices not redrawn",
-                           None)},
+                           None),
+                "per_system": ("true or false (meanfield phase-diagram and meanfield "
+                               "normalization only; true needs a random kind)", False)},
     "feedforward": {"activation": ("one of " + ", ".join(repr(a) for a in ACTIVATIONS),
                                    None),
                     "weight": (f"a matrix spec: {SPEC_FORMS}", "identity")},

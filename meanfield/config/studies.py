@@ -57,6 +57,7 @@ from meanfield.config.landscape_studies import (LANDSCAPE_STUDY_SECTIONS,
 from meanfield.config.token_studies import TOKEN_STUDY_SECTIONS, TOKEN_STUDY_TASKS
 from meanfield.config.correlation_study import (CORRELATION_STUDY_SECTIONS,
                                                 CORRELATION_STUDY_TASKS)
+from meanfield.config.study_weights import check_study_weights
 from meanfield.config.weights import head_specs, is_identity, pde_value_scale
 from meanfield.errors import ConfigError
 
@@ -227,6 +228,8 @@ def _finish_bifurcation_keys(cfg: dict) -> None:
     # validated for every section (no task) holds [bifurcation]'s defaults too)
     disc = cfg["discretization"]
     geometry, resolution = cfg["domain"]["geometry"], disc["resolution"]
+    if resolution == "auto":  # (the study refuses it: bifurcation.plan)
+        return
     # the highest mode a state carries: circle |k| < n/2 (the Nyquist mode is not part of
     # it), sphere degree <= L
     top = (resolution + 1) // 2 - 1 if geometry == "circle" else resolution
@@ -329,4 +332,7 @@ STUDY_TASK_CHECKS = {
     "contraction": check_pde_task,
     "bifurcation": check_pde_task,
     "metastability": check_token_sphere_geometry,
+    # [weights] of the studies of many systems (random weights per system)
+    "phase_diagram": check_study_weights,
+    "normalization": check_study_weights,
 }

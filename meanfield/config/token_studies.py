@@ -19,6 +19,8 @@ other studies' in ``meanfield.config.studies`` (``STUDY_SECTIONS``, ``STUDY_TASK
 """
 from __future__ import annotations
 
+import math
+
 from meanfield.config import checkers as ck
 from meanfield.config.sections import Section
 from meanfield.errors import ConfigError
@@ -82,7 +84,7 @@ TOKEN_STUDY_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_phase_diagram),
 )
 TOKEN_STUDY_TASKS: dict[str, tuple[str, ...]] = {
-    "phase_diagram": ("model", "output", "particles", "parallel", "phase_diagram"),
+    "phase_diagram": ("model", "output", "particles", "parallel", "weights", "phase_diagram"),
 }
 
 
@@ -221,7 +223,7 @@ TOKEN_STUDY_SECTIONS += (
     }, finish=_finish_long_context),
 )
 TOKEN_STUDY_TASKS.update({
-    "normalization": ("model", "output", "particles", "parallel", "normalization"),
+    "normalization": ("model", "output", "particles", "parallel", "weights", "normalization"),
     "long_context": ("output", "parallel", "long_context"),
 })
 
@@ -236,13 +238,36 @@ TOKEN_STUDY_TASKS.update({
 #                   collapse_tolerance [0.05] in (0, 1). n from particles.n (256 when
 #                   absent), seed and cluster_threshold from [particles], geometry from
 #                   [domain] (circle or sphere, dim <= 3), normalized from [model] (kappa
-#                   must be inf; model.beta is not used).
+#                   must be inf; model.beta is not used). reduced_model [true] (run the
+#                   reduced merging model from each first plateau), kde_modes [true]
+#                   (count the KDE modes of the initial tokens), bootstrap [1000] in
+#                   [10, 1e5] resamples and confidence [0.95] in (0, 1) for the slopes'
+#                   intervals (metastability_merging), start_caps [[]] (angles in rad of
+#                   cap centres on a great circle: [GKPR24]'s well-separated start; empty:
+#                   uniform), cap_radius [0.05] in (0, 1] (their angular radius).
+
+def _cap_angles(key: str, value) -> list[float]:
+    """Angles (rad) of cap centres: a list of finite numbers, distinct mod 2 pi."""
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{key} = {ck.describe(value)}: give a list of angles in "
+                          "radians (empty: uniform start)", key)
+    angles = [ck.finite_number(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return angles
+
 
 def _finish_metastability(cfg: dict) -> None:
     c = cfg["metastability"]
     for key in ("beta", "times"):
         if isinstance(c[key], dict):
             c[key] = _grid(f"metastability.{key}", c[key], minimum=0.0, strict=True)
+    caps = sorted(a % (2 * math.pi) for a in c["start_caps"])
+    gaps = [b - a for a, b in zip(caps, caps[1:])] + [caps[0] + 2 * math.pi - caps[-1]
+                                                       for _ in caps[:1]]
+    if len(caps) > 1 and min(gaps) <= 2 * c["cap_radius"]:
+        raise ConfigError(f"metastability.start_caps = {c['start_caps']!r}: caps of radius "
+                          f"metastability.cap_radius = {c['cap_radius']:g} overlap (the "
+                          f"closest centres are {min(gaps):.3g} rad apart); give centres "
+                          "more than 2 cap_radius apart", "metastability.start_caps")
 
 
 TOKEN_STUDY_SECTIONS += (
@@ -258,6 +283,13 @@ TOKEN_STUDY_SECTIONS += (
         "tolerance": (ck.number_in(0.0, True, 1e-2), 1e-9),
         "plateau_ratio": (ck.number_in(1.0, True, 1e6), 2.0),
         "collapse_tolerance": (_open_unit, 0.05),
+        # issue 28: the reduced merging model, the KDE modes, the slopes' intervals
+        "reduced_model": (ck.boolean, True),
+        "kde_modes": (ck.boolean, True),
+        "bootstrap": (ck.integer_in(10, 10**5), 1000),
+        "confidence": (_open_unit, 0.95),
+        "start_caps": (_cap_angles, []),
+        "cap_radius": (ck.number_in(0.0, True, 1.0), 0.05),
     }, finish=_finish_metastability),
 )
 TOKEN_STUDY_TASKS["metastability"] = ("model", "domain", "output", "particles",

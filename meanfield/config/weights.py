@@ -42,6 +42,7 @@ import numpy as np
 
 from meanfield.config import checkers as ck
 from meanfield.config import depth_weights as depth
+from meanfield.config.study_weight_keys import validate_table
 from meanfield.errors import ConfigError
 from solvers.matrix_exponential import ShiftedExponential
 
@@ -258,6 +259,13 @@ def validate_weights_section(given: dict, cfg: dict, name: str = "weights") -> d
         ``{"query", "key", "value"}`` (defaults "identity") or ``{"heads": [...]}``,
         specs in their clean form; validating the result again returns it unchanged.
     """
+    if "domain" not in cfg:  # the phase diagram and the normalization study (no [domain])
+        return validate_table(given, name)
+    if "per_system" in given:
+        raise ConfigError(f"{name}.per_system draws random weights afresh per system in the "
+                          "ensemble studies (meanfield phase-diagram, meanfield "
+                          "normalization); this task has one set of weights",
+                          f"{name}.per_system")
     d = _dim(cfg)
     if depth.depth_key(given):  # weights that change with depth (config.depth_weights)
         return depth.validate_depth(
@@ -371,7 +379,7 @@ def finish_weights(cfg: dict) -> None:
     """``[weights]`` against ``[particles]`` (when the task runs tokens): other than the
     identity only for the weighted architectures; ``rescaled`` needs one head whose
     e^{tV} can be formed at ``time.t_final``."""
-    if "particles" not in cfg:
+    if "particles" not in cfg or "domain" not in cfg:  # (the token studies: study_weights)
         return
     if not is_identity(cfg):
         _check_weighted(cfg, _not_identity_key(cfg), "weights other than the identity")

@@ -106,6 +106,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
+from meanfield.config.study_weights import is_weighted, value_is_identity
 from meanfield.errors import ConfigError
 from meanfield.model.ensemble import simulate_ensemble, uniform_ensemble, uniform_span
 from meanfield.model.normalizations import build_normalization_model, simulate_phases
@@ -113,6 +114,8 @@ from meanfield.runs import limits
 from meanfield.runs.executor import Executor
 from meanfield.studies.dataset import assemble, gather, model_name, variable
 from meanfield.studies.members import MemberList, run_study
+from meanfield.studies.tokens.normalization_weights import run_weighted_member
+from meanfield.studies.tokens.phase_weights import weights_summary
 from meanfield.studies.tokens.normalization_theory import (
     equiangular_prediction,
     fit_exponential,
@@ -171,6 +174,9 @@ def check_normalization_config(cfg: dict) -> dict:
                                          c["times"], f"{LABELS[a]} systems")
     # what a member holds (the ensemble keeps its states at every save) and the result
     member = (times.size + 1) * min(c["chunk"], c["systems"]) * n * min(n, d) * 8
+    if is_weighted(cfg):  # (full tokens and each system's d x d matrices; no saved states)
+        member = min(c["chunk"], c["systems"]) * d * (8 * n + 8 * d * (
+            1 if value_is_identity(cfg) else 2))
     if member > MEMORY_LIMIT:
         raise ConfigError(f"normalization.chunk = {c['chunk']}: a member keeps its "
                           f"{times.size + 1} saves of {min(c['chunk'], c['systems'])} "
@@ -201,6 +207,8 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
     first + count - 1`` of ``params["architecture"]`` (module docstring)."""
     n, d, seed = plan["n"], plan["dim"], cfg["particles"]["seed"]
     first, count = params["first"], params["count"]
+    if is_weighted(cfg):  # each system's own weights (normalization_weights)
+        return run_weighted_member(cfg, plan, params)
     model = build_model(cfg, params["architecture"])
     tol = cfg["normalization"]["tolerance"]
     # (Mix-LN: its Post-LN and Pre-LN phases chained, each landing on the switch)
@@ -411,7 +419,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     archs, p = plan["architectures"], cfg["particles"]
     eq_gap = np.full((len(archs), times.size), np.nan)
     eq_radius = np.full_like(eq_gap, np.nan)
-    for a, arch in enumerate(archs):
+    weighted = is_weighted(cfg)  # (the equiangular ODEs are those of Q = K = V = I)
+    for a, arch in enumerate(archs if not weighted else ()):
         eq_gap[a], eq_radius[a] = equiangular_prediction(
             arch, n, m["beta"], m["normalized"], rho0, times, p["ngpt_alpha"],
             p["mix_switch"])
@@ -436,7 +445,10 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         "systems": systems, "reduced": int(plan["reduce"]), "band": c["band"],
         "initial_cosine": rho0, "fit_floor": c["fit_floor"],
         "fit_ceiling": c["fit_ceiling"], "offset_ratio": c["offset_ratio"],
-        "tolerance": c["tolerance"], "seed": cfg["particles"]["seed"]}, info)
+        "tolerance": c["tolerance"], "seed": cfg["particles"]["seed"],
+        "weights": weights_summary(cfg) if weighted else "identity (Q = K = V = I)",
+        "integrator": ("Dormand-Prince 5(4) per system, full tokens with their weights"
+                       if weighted else "RK4 by step doubling per system")}, info)
 
 
 class _quiet_nan_means:
@@ -474,7 +486,7 @@ def normalization(config: dict | None = None, *, out: str | Path | None = None,
         ConfigError: bad input, before any work.
         TaskFailed: a member failed (named); the others are kept in the checkpoint.
     """
-    cfg = cfgmod.validate(config)
+    cfg = cfgmod.validate(config, "normalization")
     plan = check_normalization_config(cfg)
     return run_study(cfg, lambda executor: NormalizationTask(cfg, plan, executor, progress),
                      out, overwrite=overwrite, resume=resume, progress=progress)

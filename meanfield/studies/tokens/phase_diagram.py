@@ -95,6 +95,7 @@ from scipy import integrate as sint
 from scipy import stats
 
 from meanfield import config as cfgmod
+from meanfield.config.study_weights import is_weighted, value_is_identity
 from meanfield.errors import ConfigError
 from meanfield.metrics.hemisphere import hemisphere_share, wendel_probability
 from meanfield.model.particles import AttentionParticles
@@ -102,6 +103,7 @@ from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.runs.threads import machine_cores
 from meanfield.studies.tokens import phase_kernels as pk
+from meanfield.studies.tokens.phase_weights import SystemWeights, weights_summary
 from meanfield.studies.array_engines import backend
 from meanfield.studies.dataset import assemble, model_name
 from meanfield.studies.members import MemberList, run_study
@@ -155,10 +157,17 @@ def check_phase_config(cfg: dict) -> dict:
     # memory, before any work: a member's batch on each worker (full tokens below d = n),
     # stepped all at once by the array engines, one per thread by the compiled one
     at_once = min(batch, pairs) * cfg["parallel"]["workers"]
-    stepped = machine_cores() if p["engine"] == "numba" else at_once
+    weighted = is_weighted(cfg)
+    # (weights: full tokens on the array engine, and each system's d x d matrices held
+    # as 2 (V = I: 1) d x n token arrays' worth per token row: d/n of them)
+    stepped = machine_cores() if p["engine"] == "numba" and not weighted else at_once
     key = "particles.n" if n > DEFAULT_N else "phase_diagram.batch"
-    budget.check_ensemble(at_once, n, min(n, max(p["dims"])), key,
-                          n if key == "particles.n" else batch, stepped=stepped)
+    d_max = max(p["dims"])
+    m = d_max if weighted else min(n, d_max)
+    if weighted:
+        m = max(m, -(-d_max * d_max * (1 if value_is_identity(cfg) else 2) // n))
+    budget.check_ensemble(at_once, n, m, key, n if key == "particles.n" else batch,
+                          stepped=stepped)
     limits.check_members(len(p["dims"]) * -(-pairs // batch), "phase_diagram.batch", batch,
                          "give a larger batch, fewer systems, beta or dims")
     tasks = [{"dim": d, "first": k, "count": min(batch, pairs - k)}
@@ -180,7 +189,9 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
         n=plan["n"], d=params["dim"], beta=np.asarray(p["beta"])[beta_index],
         systems=system, times=np.asarray(p["times"]), threshold=p["threshold"],
         normalized=cfg["model"]["normalized"], seed=cfg["particles"]["seed"],
-        tolerance=p["tolerance"], engine=p["engine"], freeze=p["freeze"])
+        tolerance=p["tolerance"], engine=p["engine"], freeze=p["freeze"],
+        weights_of=(functools.partial(SystemWeights.of, cfg, params["dim"])
+                    if is_weighted(cfg) else None))
     f = res["fractions"]  # (B, T)
     out = {"sum": np.zeros((nbeta, f.shape[1])), "sumsq": np.zeros((nbeta, f.shape[1])),
            "count": np.bincount(beta_index, minlength=nbeta).astype(float)}
@@ -290,7 +301,10 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         share_err = np.sqrt(share * (1 - share) / starts)
     wendel = np.array([wendel_probability(plan["n"], d) for d in dims])
     n, thr = plan["n"], p["threshold"]
-    eq = np.array([equiangular_time(b, n, thr, m["normalized"]) for b in betas])
+    weighted = is_weighted(cfg)
+    # (the equiangular ODE is that of Q = K = V = I: no prediction with other weights)
+    eq = np.array([math.nan if weighted else equiangular_time(b, n, thr, m["normalized"])
+                   for b in betas])
     what = f"fraction of pairs i < j with <x_i(t), x_j(t)> >= {thr:g}"
     data = {
         "pair_probability": (("dim", "beta", "time"), prob,
@@ -323,8 +337,12 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                  f"{p['systems']} systems per beta",
         "model": model, "n": n, "threshold": thr, "systems": p["systems"],
         "interval": f"{LEVEL:.0%} Wilson score on the mean of the per-system fractions",
-        "tolerance": p["tolerance"], "engine": p["engine"],
-        "integrator": "Dormand-Prince 5(4), per-system steps; Gram matrices for d >= n",
+        "tolerance": p["tolerance"],
+        "engine": "numpy" if weighted and p["engine"] == "numba" else p["engine"],
+        "weights": weights_summary(cfg) if weighted else "identity (Q = K = V = I)",
+        "integrator": "Dormand-Prince 5(4), per-system steps; " + (
+            "full tokens with each system's weights" if weighted
+            else "Gram matrices for d >= n"),
         "steps": int(steps), "evaluations_per_system": evaluations / max(count.sum(), 1),
         "systems_frozen": int(left)}, info)
 

@@ -99,10 +99,30 @@ def initial_states(n: int, d: int, systems: np.ndarray, seed: int) -> np.ndarray
     return out
 
 
+def _weighted_field(beta, weights, where, like):
+    from meanfield.studies.tokens.phase_weights import batch_field
+
+    return batch_field("post-ln", beta, weights, where, like)
+
+
+def _start(n: int, d: int, systems: np.ndarray, seed: int, weights_of,
+           where: np.ndarray) -> tuple:
+    """``(initial states of the rows, SystemWeights of the distinct systems or None)``
+    (row k: system ``systems[where[k]]``): with
+    ``weights_of`` (``phase_weights``) every system runs its full tokens with its own
+    weights on the batched array engine ("numba" runs it on numpy), and is frozen only
+    where V = I; without, ``initial_states``."""
+    if weights_of is None:
+        return initial_states(n, d, systems, seed)[where], None
+    from meanfield.studies.tokens.phase_weights import initial_tokens
+
+    return initial_tokens(n, d, systems, seed)[where], weights_of(systems)
+
+
 def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
                    times: np.ndarray, threshold: float, normalized: bool, seed: int,
                    tolerance: float, engine: str = "numba", freeze: bool = True,
-                   precision: str = "float64") -> dict:
+                   precision: str = "float64", weights_of=None) -> dict:
     """Per system (a beta each), the fraction of pairs ``i < j`` with ``<x_i, x_j> >=
     threshold`` at each of ``times``.
 
@@ -110,6 +130,7 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     in cache, the systems over the thread policy's threads, in short compiled calls
     that Ctrl-C can stop); "numpy": the batched ``integrate_batch_dopri``
     (``precision`` float64 or float32), the same scheme.
+    ``weights_of(systems) -> SystemWeights``: each system's own weights (``_start``).
 
     Returns:
         ``{"fractions": (B, T), "steps": (B,), "left": (B,) time a system froze (inf if
@@ -119,8 +140,10 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     times = np.asarray(times, dtype=float)
     # the same initial state for the same system at every beta: drawn once per system
     uniq, where = np.unique(systems, return_inverse=True)
-    x0 = initial_states(n, d, uniq, seed)[where]
-    gram = d >= n
+    x0, weights = _start(n, d, uniq, seed, weights_of, where)
+    if weights is not None:  # (the batched array engine; freezing needs V = I)
+        engine, freeze = ("numpy" if engine == "numba" else engine), freeze and weights.freezes
+    gram = d >= n and weights is None
     c = max(threshold, 0.0)
     h_max = max(1.0, float(times[-1]) / 8)
     if engine == "numba":
@@ -141,7 +164,8 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     dtype = xp.float32 if precision == "float32" else xp.float64
     x0 = xp.asarray(x0.astype(np.float32 if precision == "float32" else np.float64),
                     device=dev)
-    field = (gram_field if gram else token_field)(beta, normalized)
+    field = (_weighted_field(beta, weights, where, x0) if weights is not None
+             else (gram_field if gram else token_field)(beta, normalized))
     iu, ju = np.triu_indices(n, 1)
     pairs = xp.asarray(iu * n + ju, device=dev)  # i < j in the flattened (n, n)
     fractions = np.full((beta.size, np.asarray(times).size), np.nan)

@@ -11,6 +11,7 @@ import pytest
 from meanfield.config import checkers as ck
 from meanfield.config import reference, registry
 from meanfield.config.depth_weights import DEPTH_KEYS
+from meanfield.config.study_weight_keys import STUDY_WEIGHT_KEYS
 from meanfield.config.initial import INITIAL_PARAMS
 from meanfield.config.meanings import INITIAL_MEANINGS, MEANINGS
 from meanfield.errors import ConfigError
@@ -46,6 +47,7 @@ def _registered() -> set[str]:
     keys |= {"weights.query", "weights.key", "weights.value", "weights.heads",
              "feedforward.activation", "feedforward.weight"}
     keys |= {f"weights.{k}" for k in DEPTH_KEYS}  # weights that change with depth
+    keys |= {f"weights.{k}" for k in STUDY_WEIGHT_KEYS}  # the studies' per_system
     return keys
 
 
