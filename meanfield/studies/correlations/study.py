@@ -185,6 +185,13 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     lam = growth_rate(np.arange(1, 4 * modes + 64), m["beta"], math.inf, m["normalized"])
     predicted = st.linear_correlation(times, edges, lam) if circle else \
         np.full((nt, bins), np.nan)
+    # linear theory: R_k = (2 l_k/n) e^{2 l_k t}, C_k = 2 l_k/n (module docstring of
+    # statistics), so the residual over the rate is 1 - e^{-2 l_k t} mode by mode
+    grow = lam[:modes] * np.exp(2 * np.outer(times, lam[:modes]))
+    closure_theory = np.linalg.norm(grow - lam[:modes], axis=1) / np.linalg.norm(grow,
+                                                                                axis=1)
+    if not circle:
+        closure_theory = np.full(nt, np.nan)
     a, t3, tb, tm = ("n", "time", "angle"), ("n", "time"), ("time", "angle"), \
         ("n", "time", "mode")
 
@@ -222,6 +229,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         "closure_residual": v(tm, res, "1/time", "hierarchy_rate - closure_rate"),
         "closure_residual_stderr": v(tm, var["closure_residual"][1], "1/time"),
         "closure_error": v(t3, closure, "1", "|residual| / |hierarchy_rate| over the modes"),
+        "predicted_closure_error": v("time", closure_theory, "1", "closure_error of the "
+                                     "linear theory: |l (e^{2lt} - 1)| / |l e^{2lt}|"),
         "growth_rate": v("mode", lam[:modes], "1/time", "lambda_k at the uniform state"),
         "angle_edges": v("angle_edge", edges, "rad"),
     }
