@@ -80,6 +80,9 @@ def _title(ds: xr.Dataset) -> str:
         parts.append(f"n = {int(a['n'])}")
     if "systems" in a:
         parts.append(f"{int(a['systems'])} systems per β")
+    w = str(a.get("weights", ""))
+    if w and not w.startswith("identity"):  # (random weights: docs/weights.md, section 8)
+        parts.append("weights drawn per system" if "per system" in w else "weights Q, K, V")
     thr = a.get("threshold")
     what = (r"P($\langle x_i, x_j\rangle \geq$ " + f"{float(thr):g})" if thr is not None
             and math.isfinite(float(thr)) else "pair probability")
