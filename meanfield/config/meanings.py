@@ -55,15 +55,24 @@ MEANINGS: dict[str, str] = {
     "discretization.resolution": "circle: grid points; sphere spectral: band limit L <= "
                                  "2047; sphere finite volumes: cells, one of 10 4^k + 2; "
                                  "zonal spectral: band limit L <= 8191 (Gegenbauer "
-                                 "degrees); zonal finite volumes: cells in the polar angle",
-    "discretization.negativity_tolerance": "the run stops when min rho < -tolerance x "
-                                           "max rho",
+                                 "degrees); zonal finite volumes: cells in the polar angle; "
+                                 "\"auto\" (spectral): from the initial spectrum and the "
+                                 "kernel, raised during the run to keep discretization."
+                                 "accuracy (docs/schemes.md)",
+    "discretization.accuracy": "resolution \"auto\": the largest tail of the spectrum "
+                               "(the top eighth of the modes), relative to max rho",
+    "discretization.negativity_tolerance": "the run stops when min rho < -allowed x max "
+                                           "rho, allowed the largest of this, time."
+                                           "tolerance (adaptive steps) and discretization."
+                                           "accuracy (resolution \"auto\")",
     "discretization.cfl": "fraction of the stability limit used by the finite-volume steps",
     "discretization.threads": "threads of the FFTs and sums (\"auto\": the machine's cores)",
     "time.t_final": "final time of the run",
     "time.dt": "time step (\"auto\": adaptive, to time.tolerance)",
     "time.save_every": "interval between saved states; absent: t_final / 100",
-    "time.tolerance": "error per step of the adaptive stepper",
+    "time.tolerance": "PDE (spectral): the error of every saved state, relative to max "
+                      "rho, whatever the saves; tokens: error per step of the adaptive "
+                      "stepper",
     "particles.n": "number of tokens; absent: 1000 (a token file: its rows; some studies "
                    "their own default)",
     "particles.seed": "seed of the initial tokens and of the noise",
@@ -189,6 +198,15 @@ MEANINGS: dict[str, str] = {
     "long_context.seed": "seed of the random rotation of the explicit tokens",
     "long_context.tolerance": "distance to the limit below which n is reported as "
                               "within it",
+    "correlations.n": "numbers of tokens n (g is fitted against them)",
+    "correlations.dim": "tokens on S^(dim-1)",
+    "correlations.systems": "systems per n, even: taken in independent pairs",
+    "correlations.chunk": "systems per member (even)",
+    "correlations.times": "saved times (0: the i.i.d. start)",
+    "correlations.bins": "bins of the pair angle in [0, pi] (S^1: 2 bins arcs for f1)",
+    "correlations.modes": "Fourier modes k of the weak second equation (S^1)",
+    "correlations.dt": "RK4 step",
+    "correlations.level": "chance that max |g|/stderr passes z_threshold when g = 0",
     "critical_points.n": "numbers of tokens n",
     "critical_points.dim": "tokens on S^(dim-1) (2: the circle, angles)",
     "critical_points.beta": "values of beta (one member per n and beta)",
@@ -207,15 +225,6 @@ MEANINGS: dict[str, str] = {
                                        "sorted Gram rows differ by less",
     "critical_points.seed": "seed of the starts (with n and the family; the same at every "
                             "beta)",
-    "correlations.n": "numbers of tokens n (g is fitted against them)",
-    "correlations.dim": "tokens on S^(dim-1)",
-    "correlations.systems": "systems per n, even: taken in independent pairs",
-    "correlations.chunk": "systems per member (even)",
-    "correlations.times": "saved times (0: the i.i.d. start)",
-    "correlations.bins": "bins of the pair angle in [0, pi] (S^1: 2 bins arcs for f1)",
-    "correlations.modes": "Fourier modes k of the weak second equation (S^1)",
-    "correlations.dt": "RK4 step",
-    "correlations.level": "chance that max |g|/stderr passes z_threshold when g = 0",
     "metastability.beta": "values of beta (large: long plateaus)",
     "metastability.systems": "token systems per beta",
     "metastability.chunk": "systems per task",
@@ -224,6 +233,14 @@ MEANINGS: dict[str, str] = {
     "metastability.plateau_ratio": "a plateau keeps its count over [t, ratio t]",
     "metastability.collapse_tolerance": "clusters count as collapsed when |S - sum m_a^2| "
                                         "<= this times sum m_a^2",
+    "metastability.reduced_model": "run the reduced merging model (clusters as weighted "
+                                   "points) from each first plateau",
+    "metastability.kde_modes": "count the modes of the KDE of the initial tokens",
+    "metastability.bootstrap": "bootstrap resamples for the intervals of the fitted slopes",
+    "metastability.confidence": "level of those intervals",
+    "metastability.start_caps": "angles of cap centres for a start in well-separated caps "
+                                "(empty: uniform start)",
+    "metastability.cap_radius": "angular radius of those caps",
 }
 
 # The parameters of the [initial] kinds (``initial.INITIAL_PARAMS``) and of a mixture

@@ -5,6 +5,8 @@ the most unstable mode k* dashed; (b) the scaled energy ``S = (1/n²) Σ e^{β(�
 against ln(t)/β (the staircase: each step a merge); (c) the first plateau's cluster
 count against β (log–log) with k* and √(2β); (d) the duration of the last merge
 against the hardmax pairing prediction (the bracket of the saves as an error bar).
+The ``times`` page (``metastability_times``): metastable times, the reduced merging
+model, the KDE modes and the predicted places.
 
 The dataset (``meanfield.studies.tokens.metastability``): coords ``beta``, ``time``, ``system``;
 ``clusters``, ``energy_scaled``, ``log_time_over_beta``, ``most_unstable_mode``,
@@ -22,6 +24,7 @@ from meanfield.errors import ConfigError
 from meanfield.plotting.common import _KindPlots, _register_kind
 from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 from meanfield.plotting.legible import _add_note, _count_ticks, _greek, _plain_log_ticks
+from meanfield.plotting.metastability_times import times_page
 
 NEEDED = ("clusters", "energy_scaled", "log_time_over_beta", "most_unstable_mode",
           "first_plateau_clusters", "first_plateau_mean", "last_merge_low",
@@ -165,5 +168,6 @@ def _animate(ds: xr.Dataset, path: Any, **kwargs: Any) -> None:
                       "--animate")
 
 
-_register_kind("metastability", _KindPlots(check=_check, summary=_summary, pages=(),
+_register_kind("metastability", _KindPlots(check=_check, summary=_summary,
+                                           pages=(("times", times_page),),
                                            animate=_animate))

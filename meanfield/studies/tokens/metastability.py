@@ -121,6 +121,7 @@ from meanfield.runs import budget, limits
 from meanfield.runs.executor import Executor
 from meanfield.studies.dataset import assemble, gather, model_name, variable
 from meanfield.studies.members import MemberList, run_study
+from meanfield.studies.tokens import metastability_merging as merging
 from meanfield.studies.tokens.metastability_theory import (
     cluster_labels,
     first_plateau,
@@ -133,10 +134,11 @@ from meanfield.studies.tokens.metastability_theory import (
 
 DEFAULT_N = 256
 # per (time, system) and per system; the checkpoint pads a short chunk with NaN
-SERIES = ("clusters", "energy_scaled", "mass_square_sum", "cluster_energy")
+SERIES = ("clusters", "energy_scaled", "mass_square_sum", "cluster_energy",
+          *merging.SERIES)
 SCALARS = ("plateau_clusters", "plateau_time", "steps", "merge_start", "merge_low",
            "merge_high", "merge_gap", "merge_mass_ratio", "merge_hardmax",
-           "merge_two_cluster", "merge_tau", "start_hemisphere")
+           "merge_two_cluster", "merge_tau", "start_hemisphere", *merging.SCALARS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -176,7 +178,8 @@ def check_metastability_config(cfg: dict) -> dict:
     tasks = [{"beta": float(b), "first": k, "count": min(chunk, c["systems"] - k)}
              for b in c["beta"] for k in range(0, c["systems"], chunk)]
     modes = [most_unstable_mode(b, dom["geometry"], m["normalized"]) for b in c["beta"]]
-    return {"n": int(n), "d": int(dom["dim"]), "tasks": tasks, "modes": modes}
+    return {"n": int(n), "d": int(dom["dim"]), "tasks": tasks, "modes": modes,
+            "betas": [float(b) for b in c["beta"]]}
 
 
 def _last_merge(times, counts, states, beta, threshold, normalized) -> dict:
@@ -213,6 +216,8 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
     times = np.asarray(c["times"], dtype=float)
     x0 = uniform_ensemble(params["count"], plan["n"], plan["d"], cfg["particles"]["seed"],
                           params["first"])
+    if c["start_caps"]:  # [GKPR24]'s well-separated start (metastability_merging)
+        x0 = merging.cap_start(x0, c["start_caps"], c["cap_radius"])
     run = simulate_ensemble(AttentionParticles(beta, normalized), x0, times,
                             tolerance=c["tolerance"], seed=cfg["particles"]["seed"],
                             first=params["first"])
@@ -249,6 +254,14 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
                             normalized)
         for k, v in merge.items():
             out[k][s] = v
+        # metastable times, the reduced model, predicted places, KDE modes (issue 28)
+        extra = merging.analyse_system(
+            run.states[0, s], states[:, s], times, functools.partial(cluster_labels,
+                                                                     threshold=thr),
+            components[:, s], out["plateau_time"][s], beta, thr, normalized,
+            plan["modes"][plan["betas"].index(beta)][0], c)
+        for k, v in extra.items():
+            out[k][..., s] = v
     return out
 
 
@@ -383,6 +396,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     data = _variables(cfg, series, scalars, {
         "energy": energy, "log_time_over_beta": np.log(times)[None, :] / betas[:, None],
         "modes": modes, "rates": rates, "plateau_mean": plateau_mean})
+    data.update(merging.variables(series, scalars, betas))  # issue 28, items 2 and 3
     coords = {"beta": ("beta", betas), "time": ("time", times),
               "system": ("system", np.arange(ns))}
     model = model_name(m["normalized"])
@@ -404,7 +418,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                     "(SA), n (USA)",
         "rescaled_time": "ln(t)/beta (merge at gap phi after ~e^{beta(1 - cos phi)})",
         "tolerance": c["tolerance"], "integrator": "RK4 + retraction, step doubling per "
-                                                   "system"}, info)
+                                                   "system",
+        **merging.attributes(betas, scalars, c, cfg["particles"]["seed"])}, info)
 
 
 def metastability(config: dict | None = None, *, out: str | Path | None = None,
