@@ -10,7 +10,8 @@ and ``i != j`` this gives (docs/studies/critical-points.md derives it)
 
     grad_i        = (1/n^2) sum_{k != i} K_ik P_i x_k,
     Hess[u, v]_ij = (1/n^2) K_ij (<u_i, v_j> + beta <u_i, x_j> <x_i, v_j>),
-    Hess[u, v]_ii = (1/n^2) sum_{k != i} K_ik (beta <u_i, x_k> <x_k, v_i> - <x_i, x_k> <u_i, v_i>),
+    Hess[u, v]_ii = (1/n^2) sum_{k != i} K_ik (beta <u_i, x_k> <x_k, v_i>
+                                               - <x_i, x_k> <u_i, v_i>),
 
 the self-term ``K_ii = e^beta`` dropping out (it is constant on the sphere). Both are
 written in an orthonormal basis ``B_i`` (d, d - 1) of each tangent space: on S^1
@@ -118,7 +119,8 @@ def hessian(x: np.ndarray, beta: float, basis: np.ndarray | None = None) -> np.n
     m = d - 1
     # off-diagonal blocks: K_ij (B_i^T B_j + beta T_ij T_ji^T)
     bb = np.einsum("ida,jdc->ijac", b, b)
-    blocks = k[:, :, None, None] * (bb + beta * t[:, :, :, None] * t.transpose(1, 0, 2)[:, :, None, :])
+    outer = t[:, :, :, None] * t.transpose(1, 0, 2)[:, :, None, :]  # T_ij T_ji^T
+    blocks = k[:, :, None, None] * (bb + beta * outer)
     # diagonal blocks: sum_k K_ik (beta T_ik T_ik^T - G_ik I)
     diag = beta * np.einsum("ik,ika,ikc->iac", k, t, t) \
         - np.einsum("ik,ik->i", k, gram)[:, None, None] * np.eye(m)[None]

@@ -8,9 +8,10 @@ cover each other), one marker shape per kind; the synchronised state is the only
 index 0 when the prediction of [GLPR25, Problem 3] holds. (b) one saddle and its unstable
 direction: the tokens of the non-synchronised point of highest energy of the first member
 (the last saddle before synchronisation), drawn on the circle (on S^{d-1}: in the plane of
-the tokens' two principal axes, or of their line and the unstable direction), each distinct position a dot whose
-area grows with its multiplicity, and the eigenvector of the largest Hessian eigenvalue
-as tangent arrows: the direction in which the gradient ascent leaves the saddle.
+the tokens' two principal axes, or of their line and the unstable direction), each
+distinct position a dot whose area grows with its multiplicity, and the eigenvector of
+the largest Hessian eigenvalue as tangent arrows: the direction in which the gradient
+ascent leaves the saddle.
 
 The dataset (``meanfield.studies.landscape.critical_points``): coords ``point``, ``beta``,
 ``n``; ``energy``, ``index``, ``kind``, ``positions``, ``unstable_direction``,

@@ -15,10 +15,10 @@ eigenvalues; those with ``|lambda| <= zero_tolerance max |lambda|`` are zero mod
 rotations give ``orbit_dimension`` of them), and the **index** is the number of positive
 eigenvalues: the directions in which E_beta increases, i.e. in which the gradient ascent
 leaves the point. It is 0 at the synchronised state; a critical point of index >= 1 is a
-strict saddle (the paper's definition: at least one positive eigenvalue), unstable for the
-USA and the SA dynamics alike (the SA Jacobian there is ``n D H`` with D diagonal positive,
-which has the inertia of H). The prediction (Problem 3): every non-synchronised critical
-point has index >= 1. A point with more zero modes than the symmetry forces is
+strict saddle (the definition of [GLPR25, §7.2]: at least one positive eigenvalue),
+unstable for the USA and the SA dynamics alike (the SA Jacobian there is ``n D H`` with D
+diagonal positive, which has the inertia of H). The prediction (Problem 3): every
+non-synchronised critical point has index >= 1. A point with more zero modes than the symmetry forces is
 ``degenerate``: its index is then a lower bound.
 
 Members: one per (n, beta) of ``critical_points.n`` x ``critical_points.beta``; each runs

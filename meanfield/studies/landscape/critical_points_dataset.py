@@ -110,7 +110,8 @@ def study_dataset(cfg: dict, members: list[dict], done: list, info: dict) -> xr.
     }
     if d == 2:
         pos = r["positions"].astype(float)
-        data["angles"] = variable(pt + ("token",), np.mod(np.arctan2(pos[..., 1], pos[..., 0]), 2 * np.pi),
+        angles = np.mod(np.arctan2(pos[..., 1], pos[..., 0]), 2 * np.pi)
+        data["angles"] = variable(pt + ("token",), angles,
                                   "token angles, sorted from 0", units="rad")
     coords = {"point": ("point", np.arange(p)),
               "beta": ("point", r["beta"].astype(float), {"units": "1"}),

@@ -26,9 +26,10 @@ regular polygon of a random great circle). Every token of the last two is moved 
 Gaussian tangent step of standard deviation ``jitter`` (radians).
 
 **Same point.** On S^1: the sorted angles' gaps (their sum is 2 pi) agree up to a cyclic
-shift, or up to a shift of the reversed gaps (a reflection); on S^{d-1}: the Gram matrices with each row
-sorted agree once their rows are matched one to one (an assignment): an invariant of
-rotations, reflections and permutations. Both within ``match_tolerance``.
+shift, or up to a shift of the reversed gaps (a reflection); on S^{d-1}: the Gram
+matrices with each row sorted agree once their rows are matched one to one (an
+assignment): an invariant of rotations, reflections and permutations. Both within
+``match_tolerance``.
 """
 from __future__ import annotations
 

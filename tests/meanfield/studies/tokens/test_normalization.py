@@ -315,7 +315,7 @@ def test_acceptance_4_at_the_example_scale():
     from meanfield import load_config
 
     example = Path(__file__).parents[4] / "examples" / "normalization.toml"
-    ds = nm.normalization(load_config(example))
+    ds = nm.normalization(load_config(example, task="normalization"))
     assert ds.sizes["system"] == 256 and ds.attrs["dim"] == 1024
     assert abs(float(ds.fitted_rate) / 2.0 - 1) < 1e-3
     assert abs(float(ds.fitted_power) / -2.0 - 1) < 5e-3
