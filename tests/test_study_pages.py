@@ -102,6 +102,11 @@ TINY: dict[str, list[dict]] = {
     "long-context": [
         {"long_context": {"gamma": [1.0], "n": [2, 4], "direct_max": 4}},
     ],
+    "critical-points": [
+        # S^1 (angles) and S^2 (no angles)
+        {"critical_points": {"n": [3], "beta": [1.0], "starts": 2}},
+        {"critical_points": {"n": [3], "dim": 3, "beta": [1.0], "starts": 2}},
+    ],
 }
 
 
