@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from meanfield.config.checkers import Checker, describe, plain, suggest
+from meanfield.config.negative_beta import check_negative_beta
 from meanfield.config.layers import check_task as check_layers_task
 from meanfield.config.attention import check_task as check_attention_task
 from meanfield.config.renamed import renamed_key_error
@@ -127,6 +128,7 @@ def validate(config: dict | None, task: str | None = None) -> dict:
                 section.finish(out)
     check_layers_task(out, task)  # layers, weights that change with depth: particles only
     check_attention_task(out, task)  # Sinkhorn: particles only; rank: where clusters count
+    check_negative_beta(out, task)  # model.beta < 0: the circle's models only
     if task in TASK_CHECKS:
         TASK_CHECKS[task](out, task)
     return out

@@ -1,6 +1,7 @@
 """The core sections of a config and the tasks that take them (defaults in brackets)::
 
-    [model]           beta [1.0] in [0, 1e8] (checkers.MAX_BETA), kappa ["inf"] > 0 or
+    [model]           beta [1.0] in [-1e8, 1e8] (checkers.MAX_BETA; < 0 on the circle
+                      only: negative_beta), kappa ["inf"] > 0 or
                       "inf", normalized [true]
     [domain]          geometry ["circle" | "sphere" | "zonal" | "euclidean"], dim: the
                       particles' R^d (circle: 2; sphere: 3 [default], or any d > 3 for
@@ -73,6 +74,7 @@ from meanfield.config.initial import (
 from meanfield.config.attention import ATTENTIONS, CLUSTER_METHODS, finish_attention
 from meanfield.config.layers import INTEGRATORS, finish_integrator
 from meanfield.config.layers import finish_weights as finish_layered_weights
+from meanfield.config.negative_beta import check_negative_geometry, signed_beta
 from meanfield.config.weights import (
     FAST_SUMS,
     WEIGHTED_ARCHITECTURES,
@@ -180,6 +182,7 @@ def check_one_dim(cfg: dict, task: str | None = None) -> None:
 def _finish_domain(cfg: dict) -> None:
     """Fill in ``domain.dim`` (2 on the circle and in R^d, 3 on the sphere) and check it."""
     domain = cfg["domain"]
+    check_negative_geometry(cfg)  # (before the sections whose defaults use beta)
     geometry, dim = domain["geometry"], domain["dim"]
     if isinstance(dim, list):
         _finish_dims(domain)
@@ -353,7 +356,7 @@ def _scheduler(key: str, value: Any) -> str | None:
 
 CORE_SECTIONS: tuple[Section, ...] = (
     Section("model", {
-        "beta": (ck.beta, 1.0),
+        "beta": (signed_beta, 1.0),  # < 0: circle only (negative_beta)
         "kappa": (ck.kappa, math.inf),
         "normalized": (ck.boolean, True),
     }, finish=_finish_model),

@@ -190,6 +190,10 @@ class Discretization:
             if not self.model.normalized and beta > cfgmod.MAX_USA_BETA:
                 raise ConfigError(f"model.beta = {beta!r}: the unnormalized (USA) velocity "
                                   f"overflows beyond beta = {cfgmod.MAX_USA_BETA:g}", "model.beta")
+            if beta < 0 and self.geometry != "circle":
+                raise ConfigError(f"model.beta = {beta!r} < 0: the {self.geometry} PDE takes "
+                                  "beta >= 0 (negative beta: the circle only, "
+                                  "docs/conventions.md)", "model.beta")
             self._check_beta(beta)
         if kappa is not None:
             kappa = (float(kappa) if isinstance(kappa, float) and kappa > 0

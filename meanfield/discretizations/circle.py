@@ -39,7 +39,7 @@ class _CircleEntry:
             return False
         if beta == 0:
             return True
-        top, first = special.ive([resolution // 2, 1], beta)
+        top, first = special.ive([resolution // 2, 1], abs(beta))  # |I_k(-b)| = I_k(b)
         return bool(top <= RESOLUTION_TOLERANCE * first)
 
     @property
@@ -49,7 +49,7 @@ class _CircleEntry:
     def _check_beta(self, beta: float) -> None:
         """``resolves`` with the model's recurrence, whose values the update then reuses;
         the exact test (scipy) decides, and words the error, only when it fails."""
-        if beta > 0 and not self.model.prepare_beta(beta):
+        if beta < 0 or (beta > 0 and not self.model.prepare_beta(beta)):
             self.check_resolution(self.resolution, beta)
 
     def initial_density(self, initial_cfg: dict) -> np.ndarray:

@@ -10,7 +10,7 @@ With ``c_k`` the Fourier coefficients of rho (``solvers.transforms.fft`` convent
   velocities by c (``c < 0``: repulsive); ``c = 1`` is the model above, bit for bit.
 
 Diagnostics, all from the grid values: mass ``int rho``; energy ``E_beta(rho) -
-E_beta(uniform) = 2 pi e^beta sum_{k>=1} g_k |c_k|^2`` (the interaction energy of
+E_beta(uniform) = 2 pi e^|beta| sum_{k>=1} g_k |c_k|^2`` (the interaction energy of
 docs/conventions.md less its value at the uniform density, a constant for mass 1, so that
 it is finite at beta = 0, where it equals ``r^2 / 2``); free energy ``(1/kappa) int rho
 log rho - c energy``; order parameter ``r = |int x d mu|``; mean direction
@@ -82,7 +82,7 @@ class CircleModel:
 
     Args:
         grid: the grid.
-        beta: inverse temperature, >= 0.
+        beta: inverse temperature (any finite real: ``I_k(-b) = (-1)^k I_k(b)``).
         kappa: inverse noise, > 0 (``inf``: no noise).
         normalized: True for SA, False for USA.
         value: the c of the value matrix ``V = c I``: the velocity is multiplied by c
@@ -120,8 +120,9 @@ class CircleModel:
         self._pending: tuple[float, float, bool] | None = None
 
     def _velocity_scale(self, beta: float) -> float:
-        """The factor of the velocity ``ik g c``: ``c e^beta`` (USA) or ``c`` (SA)."""
-        return self.value * (1.0 if self.normalized else math.exp(beta))
+        """The factor of the velocity ``ik g c``: ``c e^|beta|`` (USA; ``ive`` carries
+        ``e^{-|beta|}``, whatever the sign of beta) or ``c`` (SA)."""
+        return self.value * (1.0 if self.normalized else math.exp(abs(beta)))
 
     def _set_noise(self, kappa: float) -> None:
         self.kappa = kappa
@@ -141,6 +142,10 @@ class CircleModel:
                 g, s = np.zeros(kmax + 1), np.zeros(kmax + 1)
                 s[0], g[1] = 2 * np.pi, np.pi  # the limits of 2 pi ive(k, b) (/ b)
                 self._set_multipliers(beta, g, s)
+            elif beta < 0:  # (the compiled recurrence is written for beta > 0)
+                kmax = self.grid.n // 2
+                self._set_multipliers(beta, potential_multiplier(kmax, beta),
+                                      kernel_multiplier(kmax, beta))
             else:
                 self.prepare_beta(beta)
                 spare = self._spare
@@ -224,6 +229,7 @@ class CircleModel:
         c = self.grid.fft.forward(rho)
         s = 2 * np.pi * float(np.sum(self.g[1:] * np.abs(c[1:]) ** 2))
         with np.errstate(over="ignore"):
-            energy = s * (1.0 if self.beta == 0 else math.exp(self.beta)) if s > 0 else 0.0
+            # (beta < 0: g_k alternates in sign, so s may be negative)
+            energy = s * (1.0 if self.beta == 0 else math.exp(abs(self.beta))) if s else 0.0
         return summarize(self.grid.weights, rho, self.points, energy, self.noise,
                          value=self.value)

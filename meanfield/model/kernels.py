@@ -116,6 +116,7 @@ def required_resolution(beta: float, tolerance: float = RESOLUTION_TOLERANCE) ->
     """
     if beta == 0:
         return 8
+    beta = abs(beta)  # |I_k(-b)| = I_k(b)
     ref = special.ive(1, beta)
     k = 2
     # I_k(beta) decreases in k; step up until the ratio falls below the tolerance.
@@ -311,6 +312,7 @@ def log_uniform_pair_integral(d: int, beta: float) -> float:
     domain error of d >= 400 once), and the closed form cancels its digits at small beta.
     """
     nu = d / 2 - 1
+    beta = abs(beta)  # the integral is even in beta (the uniform measure is symmetric)
     if _series_peak(nu, beta) > SERIES_PEAK_LIMIT:
         scaled = float(special.ive(nu, beta))
         if scaled > SMALLEST_SCALED_BESSEL:

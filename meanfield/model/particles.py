@@ -49,11 +49,12 @@ from solvers.steppers import StepDoubling, integrate
 # ---------------------------------------------------------------------------------------
 # Validation (token checks and random streams: meanfield.model.tokens).
 
-def check_beta(beta: float, key: str = "model.beta") -> float:
-    """``beta`` as a float, finite and >= 0, else ``ConfigError``."""
+def check_beta(beta: float, key: str = "model.beta", negative: bool = False) -> float:
+    """``beta`` as a float, finite and >= 0 (any finite number if ``negative``: the
+    models that take beta < 0, docs/conventions.md), else ``ConfigError``."""
     if isinstance(beta, bool) or not isinstance(beta, (int, float, np.floating, np.integer)):
         raise ConfigError(f"{key} must be a number, got {beta!r}", key)
-    if not math.isfinite(beta) or beta < 0:
+    if not math.isfinite(beta) or (beta < 0 and not negative):
         raise ConfigError(f"{key} must be finite and >= 0, got {beta!r}", key)
     return float(beta)
 
@@ -74,7 +75,8 @@ class AttentionParticles:
     """SA (``normalized``) or USA tokens on S^{d-1} (Post-LN; see the module docstring).
 
     Args:
-        beta: inverse temperature >= 0 (USA: <= 700, its speeds carry ``e^beta``).
+        beta: inverse temperature (USA: <= 700, its speeds carry ``e^beta``); beta < 0
+            with the direct sums only (the config takes it on the circle).
         normalized: True for SA, False for USA.
         backend: direct kernel sums backend (``solvers.particles.direct``): "auto", "numba" or
             "blas".
@@ -89,9 +91,11 @@ class AttentionParticles:
 
     def __init__(self, beta: float, normalized: bool = True, backend: str = "auto",
                  method: str = "auto", accuracy: float = 1e-10, threads: int | None = None):
-        self.beta = check_beta(beta)
+        # any sign: the direct sums shift each row by its maximum; the fast sums refuse
+        # beta < 0 (docs/conventions.md, negative beta)
+        self.beta = check_beta(beta, negative=True)
         self.normalized = bool(normalized)
-        if not self.normalized and self.beta > MAX_USA_BETA:
+        if not self.normalized and abs(self.beta) > MAX_USA_BETA:
             raise ConfigError(f"model.beta = {beta} overflows the USA speeds (e^beta); "
                               f"use beta <= {MAX_USA_BETA:g} or normalized = true",
                               "model.beta")

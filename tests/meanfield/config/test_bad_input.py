@@ -12,7 +12,10 @@ from meanfield import config as cfgmod
 from meanfield.cli import main
 
 BAD = [
-    ({"model": {"beta": -1.0}}, "model.beta", ">= 0"),
+    # negative beta: the circle only (docs/conventions.md); one line says where
+    ({"model": {"beta": -1.0}, "domain": {"geometry": "sphere"}}, "model.beta",
+     "accepted on the circle only"),
+    ({"model": {"beta": -2e8}}, "model.beta", ">= -1e"),
     ({"model": {"beta": math.nan}}, "model.beta", "finite"),
     ({"model": {"beta": math.inf}}, "model.beta", "finite"),
     ({"model": {"beta": "big"}}, "model.beta", "number"),
@@ -135,7 +138,7 @@ def test_toml_errors(tmp_path):
 
 
 @pytest.mark.parametrize("text,overrides,words", [
-    ("[model]\nbeta = -3\n", [], "model.beta"),
+    ("[model]\nbeta = -3\n[domain]\ngeometry = \"zonal\"\n", [], "model.beta"),
     ("[model\n", [], "TOML syntax error"),
     ("[model]\nbeta = 1\n", ["model.kappa=0"], "model.kappa"),
     ("[model]\nbeta = 1\n", ["nonsense"], "section.key=value"),
