@@ -16,7 +16,8 @@ closed-form spectra (a circulant's discrete Fourier sum and a 2 x 2 block form),
 the found points match to round-off; on S^2 (``--sphere``) the same search finds more
 points (no two-dimensional constraint).
 
-Run ``python examples/critical_points.py`` (2 s; ``--quick``: 16 starts per family);
+Run ``python examples/critical_points.py`` (9 s wall, 4 s CPU on 2 shared cores;
+``--quick``: 16 starts per family, under 2 s);
 writes ``critical_points.png`` (``--out``) and prints, per beta, the points found with
 their kind, index and energy, and the largest distance of a closed-form spectrum.
 """
