@@ -37,7 +37,7 @@ from meanfield.version import __version__
 
 __all__ = ["ConfigError", "SolverError", "__version__", "bifurcation", "compare",
            "contraction", "convergence", "critical_points", "evolve", "load_config",
-           "long_context",
+           "correlations", "long_context",
            "metastability", "normalization", "particles", "phase_diagram", "plot"]
 
 
@@ -104,6 +104,9 @@ def __getattr__(name: str):
     if name == "normalization":
         from meanfield.studies.tokens.normalization import normalization
         return normalization
+    if name == "correlations":
+        from meanfield.studies.correlations.study import correlations
+        return correlations
     if name == "long_context":
         from meanfield.studies.tokens.long_context import long_context
         return long_context

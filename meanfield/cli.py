@@ -39,6 +39,8 @@ AVAILABLE += ("normalization", "long-context")  # issue 12, items 5-6
 RUNS += ("normalization", "long-context")
 AVAILABLE += ("metastability",)  # issue 12, item 4
 RUNS += ("metastability",)
+AVAILABLE += ("correlations",)  # issue 28, item 4
+RUNS += ("correlations",)
 AVAILABLE += ("config",)  # issue 21: the defaults of a task as a TOML file
 AVAILABLE += ("critical-points",)  # issue 28, item 1
 RUNS += ("critical-points",)
@@ -68,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
                        ("phase-diagram", "pair clustering probability over (d, beta, t)"),
                        ("normalization", "Post-LN against Pre-LN from random tokens"),
                        ("long-context", "one attention layer as n grows, beta = gamma log n"),
+                       ("correlations", "one- and two-point functions of token ensembles"),
                        ("metastability", "cluster staircase from uniform tokens, large beta"),
                        ("critical-points", "critical points of the energy and their index")):
         e = sub.add_parser(name, help=what)
@@ -126,6 +129,8 @@ def _task(command: str):
         from meanfield.studies.tokens.normalization import normalization as task
     elif command == "long-context":
         from meanfield.studies.tokens.long_context import long_context as task
+    elif command == "correlations":
+        from meanfield.studies.correlations.study import correlations as task
     elif command == "phase-diagram":
         from meanfield.studies.tokens.phase_diagram import phase_diagram as task
     elif command == "metastability":
@@ -176,6 +181,11 @@ def _report(command: str, ds, out: str) -> None:
         print(f"wrote {out}  (output cosine at n = {int(ds.n[-1]):.3g}: " + ", ".join(
             f"gamma = {float(g):.4g}: {float(ds.cosine[i, -1]):.6f} (limit "
             f"{float(ds.limit[i]):.6f})" for i, g in enumerate(ds.gamma.values)) + ")")
+    elif command == "correlations":
+        print(f"wrote {out}  (n max|g| at t = {float(ds.time[-1]):g}: " + ", ".join(
+            f"n = {int(n)}: {float(ds.scaled_correlation_max[i, -1]):.3g}"
+            for i, n in enumerate(ds.n.values)) + f"; exponent "
+              f"{float(ds.correlation_exponent[-1]):.3f})")
     elif command == "phase-diagram":
         print(f"wrote {out}  ({_phase_summary(ds)})")
     elif command == "metastability":

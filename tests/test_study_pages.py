@@ -102,6 +102,13 @@ TINY: dict[str, list[dict]] = {
     "long-context": [
         {"long_context": {"gamma": [1.0], "n": [2, 4], "direct_max": 4}},
     ],
+    "correlations": [
+        # S^1 (the closure terms) and S^2 (NaN there)
+        {"correlations": {"n": [6, 8], "systems": 4, "chunk": 4, "times": [0.0, 0.1],
+                          "bins": 4, "modes": 2}},
+        {"correlations": {"n": [6, 8], "dim": 3, "systems": 4, "chunk": 4,
+                          "times": [0.0, 0.1], "bins": 4, "modes": 2}},
+    ],
     "critical-points": [
         # S^1 (angles) and S^2 (no angles)
         {"critical_points": {"n": [3], "beta": [1.0], "starts": 2}},

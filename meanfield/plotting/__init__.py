@@ -77,6 +77,7 @@ from meanfield.plotting import comparison as _comparison  # noqa: F401  (registe
 from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
 from meanfield.plotting import critical_points as _critical_points  # noqa: F401  (registers it)
 from meanfield.plotting import euclidean as _euclidean  # noqa: F401  (tokens in R^d)
+from meanfield.plotting import correlations as _correlations  # noqa: F401  (registers it)
 from meanfield.plotting import long_context as _long_context  # noqa: F401  (registers it)
 from meanfield.plotting import metastability as _metastability  # noqa: F401  (registers it)
 from meanfield.plotting import normalization as _normalization  # noqa: F401  (registers it)

@@ -158,6 +158,26 @@ def _means(cfg: dict, plan: dict, done: list, name: str, count: str, shape: tupl
         return np.where(kk > 0, mean, np.nan), np.sqrt(var / kk)
 
 
+def _var(dims, values, units: str = "1", long_name: str | None = None) -> tuple:
+    return (dims, values, {"units": units, **({"long_name": long_name} if long_name
+                                               else {})})
+
+
+def _theory(cfg: dict, times: np.ndarray, edges: np.ndarray) -> tuple:
+    """``(lambda_k, (n - 1) g, closure_error)`` of the linear theory on S^1 (NaN on
+    S^{d-1}): ``R_k = (2 l_k/n) e^{2 l_k t}``, ``C_k = 2 l_k/n`` (statistics' module
+    docstring), so the residual over the rate is ``1 - e^{-2 l_k t}`` mode by mode."""
+    c, m = cfg["correlations"], cfg["model"]
+    modes = c["modes"]
+    lam = growth_rate(np.arange(1, 4 * modes + 64), m["beta"], math.inf, m["normalized"])
+    if c["dim"] != 2:
+        return lam, np.full((times.size, edges.size - 1), np.nan), np.full(times.size,
+                                                                          np.nan)
+    grow = lam[:modes] * np.exp(2 * np.outer(times, lam[:modes]))
+    closure = np.linalg.norm(grow - lam[:modes], axis=1) / np.linalg.norm(grow, axis=1)
+    return lam, st.linear_correlation(times, edges, lam), closure
+
+
 def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     """The correlations dataset (docs/studies/correlations.md) of the members done."""
     c, m = cfg["correlations"], cfg["model"]
@@ -182,22 +202,10 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
     pairs = c["systems"] // 2
     threshold = float(stats.t.ppf(1 - c["level"] / (2 * bins), max(pairs - 1, 1)))
     k = np.arange(1, modes + 1)
-    lam = growth_rate(np.arange(1, 4 * modes + 64), m["beta"], math.inf, m["normalized"])
-    predicted = st.linear_correlation(times, edges, lam) if circle else \
-        np.full((nt, bins), np.nan)
-    # linear theory: R_k = (2 l_k/n) e^{2 l_k t}, C_k = 2 l_k/n (module docstring of
-    # statistics), so the residual over the rate is 1 - e^{-2 l_k t} mode by mode
-    grow = lam[:modes] * np.exp(2 * np.outer(times, lam[:modes]))
-    closure_theory = np.linalg.norm(grow - lam[:modes], axis=1) / np.linalg.norm(grow,
-                                                                                axis=1)
-    if not circle:
-        closure_theory = np.full(nt, np.nan)
-    a, t3, tb, tm = ("n", "time", "angle"), ("n", "time"), ("time", "angle"), \
-        ("n", "time", "mode")
-
-    def v(dims, values, units="1", long_name=None):
-        return (dims, values, {"units": units, **({"long_name": long_name}
-                                                  if long_name else {})})
+    lam, predicted, closure_theory = _theory(cfg, times, edges)
+    a, t3, tb, tm = ("n", "time", "angle"), ("n", "time"), ("time", "angle"), ("n", "time",
+                                                                         "mode")
+    v = _var
     data = {
         "pair_density": v(a, var["pair"][0], "1/rad", "f2: density of the pair angle psi "
                           "= arccos<x_i, x_j> on [0, pi], pairs of one system"),
