@@ -76,10 +76,16 @@ def times_vs_beta(ds: xr.Dataset, ax) -> None:
             continue
         y = np.log(values[ok]) if log else values[ok]
         coef = np.polyfit(bb[ok], y, 1)
-        line = np.polyval(coef, b)
-        ax.plot(b, np.exp(line) if log else line, "-", color=color, lw=1.0, gid=gid,
-                label=_fit_label(ds, name, text))
+        fine = np.linspace(b[0], b[-1], 200)
+        line = np.polyval(coef, fine)
+        # a fitted T_1 = a + b beta may fall below 0: not drawn on the log axis
+        ax.plot(fine, np.exp(line) if log else np.where(line > 0, line, np.nan), "-",
+                color=color, lw=1.0, gid=gid, label=_fit_label(ds, name, text))
     ax.set_yscale("log")
+    data = np.concatenate([t1.ravel(), t2.ravel()])
+    data = data[np.isfinite(data) & (data > 0)]
+    if data.size:  # a band above the points holds the legend; a falling fit is cut
+        ax.set_ylim(data.min() / 2, data.max() * 30)
     ax.set_xlabel("β")
     ax.set_ylabel("time")
     ax.set_title("metastable times against β", fontsize=8)
@@ -126,8 +132,9 @@ def places(ds: xr.Dataset, ax) -> None:
     random turn (``"null"``), per β."""
     b = ds["beta"].values
     err, null = ds["plateau_position_error"].values, ds["plateau_position_null"].values
-    if not np.isfinite(err).any():
-        ax.text(0.5, 0.5, "no predicted places (S¹ only, and a first plateau)",
+    if not np.isfinite(err).any() or ds.attrs.get("start", "uniform") != "uniform":
+        ax.text(0.5, 0.5, "no predicted places (for uniform starts on S¹ with a first "
+                "plateau)",
                 ha="center", va="center", transform=ax.transAxes, fontsize=7)
         ax.set_axis_off()
         return

@@ -345,7 +345,10 @@ def attributes(beta: np.ndarray, scalars: dict, c: dict, seed: int) -> dict:
         t2 = fit_slope(beta, np.log(scalars["plateau_end"]), *args)
         modes = scalars["kde_modes"]
         kde = fit_slope(np.log(beta), np.where(modes > 0, np.log(modes), np.nan), *args)
-    out = {"confidence": c["confidence"], "bootstrap": c["bootstrap"]}
+    out = {"confidence": c["confidence"], "bootstrap": c["bootstrap"],
+           "start": "uniform" if not c["start_caps"] else
+           f"caps of radius {c['cap_radius']:g} rad at "
+           + ", ".join(f"{a:g}" for a in c["start_caps"]) + " rad"}
     for name, fit in (("t1_slope", t1), ("log_t2_slope", t2), ("kde_mode_exponent", kde)):
         out.update({name: fit["slope"], f"{name}_stderr": fit["stderr"],
                     f"{name}_interval": fit["interval"]})
