@@ -6,7 +6,7 @@ docs/weights.md).
 
 A good triple: V's eigenvalue of largest modulus is real, positive and simple
 (lambda_1 > abs(lambda_2)), and <Q phi_1, K phi_1> > 0. Theorem 4.1 then puts the rescaled
-tokens on at most three parallel hyperplanes. The paper: "a constant fraction (about 14%)
+tokens on at most three parallel hyperplanes. [GLPR23, §4]: "a constant fraction (about 14%)
 of matrices from the real Ginibre ensemble in dimension d = 128" satisfy the first
 condition (the share vanishes as d grows, very slowly [RS14]). Here Q, K and V have
 i.i.d. N(0, 1/d) entries, drawn independently (``meanfield.metrics.codimension.

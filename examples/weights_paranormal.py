@@ -11,7 +11,7 @@ to a polytope K in F; Theorem 5.1: every token approaches (dK u {0}) x G, the bo
 of K (or the origin) in F, anything along G. The G parts diverge (like e^(t/2): each
 token is pushed away from its leader along e_3). ``meanfield.metrics.paranormal``
 measures each token's distance to that set, with K the hull of the tokens' F parts at
-that time (as the paper draws it); once P is Boolean it decays like e^(-t) (each token
+that time (as [GLPR23, Figure 8] draws it); once P is Boolean it decays like e^(-t) (each token
 follows its leader at the rate lambda = 1 of V on F).
 
 Run ``python examples/weights_paranormal.py`` (``--quick``: fewer saved times); writes

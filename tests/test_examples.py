@@ -577,3 +577,16 @@ def test_correlations_example_full_range(tmp_path):
     assert -1.05 <= run["exponent"][0] <= -0.85 and run["exponent"][1] < -1
     assert np.all((run["scaled"] > 3) & (run["scaled"] < 7))
     assert np.all(run["theory_z_per_n"][run["n"] >= 400] < 4)
+
+
+def test_negative_beta_example(tmp_path):
+    """Negative beta on the circle ([Rig25, Remark 2]; issue 27 item 6), SA, n = 9: a
+    random start synchronises at beta = -0.1 and at beta = -1 (1 - r below 1e-10 by
+    t = 25; measured 0 to round-off); three equal clusters 120 degrees apart (each token
+    moved by up to 0.05) stay at beta = -1 (stable below -2/3: r stays near 0) and
+    synchronise at beta = -0.5."""
+    out = _load("negative_beta").main(["--quick", "--out", str(tmp_path / "n.png")])
+    assert out["random"][-0.1]["gap"] < 1e-10 and out["random"][-1.0]["gap"] < 1e-10
+    assert out["three"][-1.0]["r"][-1] < 0.05
+    assert out["three"][-0.5]["gap"] < 1e-10
+    assert (tmp_path / "n.png").stat().st_size > 10_000

@@ -206,7 +206,7 @@ def theorem51_distance(z: np.ndarray, value_matrix: np.ndarray,
         value_matrix: ``(d, d)`` paranormal V.
         polytope: ``(p, d)`` points whose F parts span K (their convex hull); None: the
             tokens ``z`` themselves (K is then the hull of the tokens' F parts at this
-            time, as the paper draws it; module docstring).
+            time, as [GLPR23, Figure 8] draws it; module docstring).
         split: ``paranormal_split(value_matrix)``, if already made.
 
     Returns:
