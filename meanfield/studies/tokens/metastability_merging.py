@@ -11,7 +11,7 @@ value; the interval is the bootstrap percentile interval of the slope, systems r
 with replacement within each beta (``metastability.bootstrap`` resamples,
 ``metastability.confidence``), beside the regression's standard error.
 
-**The reduced merging model** [GKPR24], [BPA25b]: at the first plateau each cluster is
+**The reduced merging model** [GKPR24], [Rig25, §5.2]: at the first plateau each cluster is
 replaced by one point ``c_a`` (its tokens' normalised mean) of weight ``m_a`` (its token
 fraction); the points move by the attention between clusters, SA ``c_a' = P_{c_a}^perp
 sum_b m_b e^{beta <c_a, c_b>} c_b / sum_b m_b e^{beta <c_a, c_b>}`` (USA without the
@@ -25,7 +25,7 @@ first falls to ``c`` (the model's event against the tokens' bracket of saves);
 ``reduced_merge_error`` is the largest relative distance of the model's durations from
 the tokens' brackets (0 inside).
 
-**Predicted places** (S^1) [BPA25a]: the uniform state's most unstable mode ``k*``
+**Predicted places** (S^1) [BPA25]: the uniform state's most unstable mode ``k*``
 (``argmax_k sigma_k``) grows from the initial tokens' Fourier coefficient ``sum_j
 e^{i k* theta_j} = |.| e^{i psi}``, a density ``cos(k* theta - psi)`` whose ``k*`` maxima
 ``(psi + 2 pi m)/k*`` are the predicted clusters. Matched optimally to the first
