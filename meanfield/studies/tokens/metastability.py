@@ -79,6 +79,11 @@ phase, from the first save ``t_a`` with two clusters (``phi_0``, ``m_1``, ``m_2`
 there) to the first save with one, bracketed by the saves (``last_merge_low`` <
 duration <= ``last_merge_high``).
 
+Issue 28 (``metastability_merging``): the metastable times T_1, T_2 with fitted slopes
+and bootstrap intervals, the reduced merging model from each first plateau, the places
+predicted by the phases of mode k*, the KDE modes of each start, and the start in caps
+(``start_caps``, [GKPR24]'s well-separated groups).
+
 The theory and the readings above (``most_unstable_mode``, ``energy_rate``,
 ``cluster_labels``, ``first_plateau``, ``pairing_times``, ...) are in
 ``metastability_theory``; this module checks the config, runs the tasks and writes the
