@@ -148,3 +148,34 @@ def test_the_phase_diagram_records_the_share_of_starts_in_a_hemisphere():
         assert ds["wendel_probability"].values[i] == p
         assert abs(share[i] - p) <= 3 * math.sqrt(p * (1 - p) / 400) + 1e-15
     assert share[2] == 1.0
+
+
+@pytest.mark.parametrize("n,d", [(3, 2), (5, 2), (9, 2), (2, 3), (3, 3), (4, 5), (5, 5)])
+def test_the_certificates_agree_with_the_program(n, d):
+    """The cheap answers (the mean, linear independence, the circle's gap rule) against
+    the linear program itself, on random sets where both answers occur."""
+    from meanfield.metrics.hemisphere import TOLERANCE, _program_margin
+
+    rng = np.random.default_rng(n * 10 + d)
+    answers = set()
+    for _ in range(60):
+        x = rng.standard_normal((n, d))
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        if d == 2 and rng.random() < 0.5:  # (half-circle sets: both answers on S^1)
+            x = x * np.sign(x[:, :1] + 1e-300)
+        program = _program_margin(x, TOLERANCE)[0] > 0
+        assert in_hemisphere(x) == program
+        answers.add(program)
+    assert answers == {True, False} or n <= d  # (independent points: always inside)
+
+
+def test_the_batch_equals_one_program_per_system():
+    """``hemisphere_share`` (certificates, then one block program for the rest) against
+    ``in_hemisphere`` system by system, on starts where every path is taken."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((120, 9, 3))
+    x[:40] = np.abs(x[:40]) * np.sign(rng.standard_normal((40, 1, 3)))  # (one octant)
+    x /= np.linalg.norm(x, axis=2, keepdims=True)
+    share = hemisphere_share(x)
+    assert share.any() and not share.all()
+    np.testing.assert_array_equal(share, [in_hemisphere(s) for s in x])
