@@ -297,7 +297,7 @@ def test_bad_input_names_the_key():
         (lambda: pm.simulate(model, good, [1.0], dt=0.0), "time.dt"),
         (lambda: pm.simulate(pm.PreLNParticles(1.0), good, [1.0], kappa=2.0, dt=0.1),
          "model.kappa"),
-        (lambda: pm.AttentionParticles(-1.0), "model.beta"),
+        (lambda: pm.AttentionParticles(-800.0, normalized=False), "model.beta"),  # e^|beta|
         (lambda: pm.AttentionParticles(math.inf), "model.beta"),
         (lambda: pm.AttentionParticles(800.0, normalized=False), "model.beta"),
         (lambda: tokens.equiangular_tokens(5, 4), "particles.n"),
