@@ -16,7 +16,7 @@ against Pre-LN. This example runs that figure with the normalization study
   quantiles), for Post-LN, Pre-LN and the other rules of the study (Peri-LN, nGPT,
   Mix-LN with its switch at t = 1).
 
-The caption gives d, beta and d > n only; n = 32 (that of the review's Figure 3), the
+The caption gives d, beta and d > n only; n = 32 (that of [Rig25, Figure 3]), the
 weight law and the time axis are our choice (docs/weights.md says what was matched).
 
 Run ``python examples/normalization_random_weights.py`` (64 systems, t up to 1000;

@@ -1,6 +1,6 @@
 """Discrete layers: the transformer itself rather than its ODE (docs/weights.md section 7).
 
-One layer of step ``tau`` ([GLPR23, eq. (3)]; the slides' step tau) is the forward Euler
+One layer of step ``tau`` ([GLPR23, eq. (3)]; [Ges23]'s step tau) is the forward Euler
 step of the model's field followed by the architecture's own normalization:
 
 - Post-LN (``AttentionParticles``, SA or USA, and ``WeightedParticles`` on the sphere):
@@ -20,7 +20,7 @@ step of the model's field followed by the architecture's own normalization:
       z_i^[k+1] = z_i^[k] + tau sum_j P_ij^[k] R^{-1} V (z_j^[k] - z_i^[k]),
 
   ``P^[k]`` the softmax rows of ``beta <Q R^k z_i, K R^k z_j>`` (the attention of
-  ``x^[k]``: the same numbers as the unscaled layer). The paper prints the denominator
+  ``x^[k]``: the same numbers as the unscaled layer). [GLPR23, Remark 4] prints the denominator
   as ``sum_l e^{<Q R^k z_l, K R^k z_l>}``, a slip for ``z_i, z_l``: only the row sums of
   ``x``'s attention make the display equal to eq. (3) and its rows sum to 1, as its
   convex-hull statement uses. With V = I, ``z_i^[k+1] = (z_i^[k] + tau sum_j P_ij z_j^[k])
