@@ -12,12 +12,14 @@
                       architecture "pure")
     [discretization]  method ["spectral" | "finite-volume"], resolution [256] >= 8
                       (circle: points; sphere spectral: band limit L <= 2047; sphere
-                      finite volumes: cells, one of 10 4^k + 2),
-                      negativity_tolerance [1e-6], cfl [0.8], threads ["auto"]
+                      finite volumes: cells, one of 10 4^k + 2; "auto": spectral, to
+                      accuracy [1e-8] of max rho), negativity_tolerance [1e-6], cfl
+                      [0.8], threads ["auto"]
     [initial]         kind ["perturbed"] and the parameters of that kind
                       (``meanfield.config.initial``)
     [time]            t_final [5.0] > 0, dt ["auto"] > 0, save_every [t_final/100],
-                      tolerance [1e-8] (error per step of the adaptive stepper)
+                      tolerance [1e-8] (PDE: the error of every saved state relative
+                      to max rho; tokens: error per step of the adaptive stepper)
     [particles]       n [1000; a token file: its rows] >= 2, seed [0] (initial tokens and
                       noise), architecture ["post-ln" | "pre-ln" | "hardmax" | "pure" (no
                       normalization, tokens in R^d; the default for geometry "euclidean",
@@ -137,6 +139,16 @@ def _count(minimum: int) -> ck.Checker:
     return ck.integer_in(minimum)
 
 
+def _resolution(key: str, value: Any) -> int | str:
+    """"auto" (spectral methods: from discretization.accuracy, raised as the run needs)
+    or an integer >= 8."""
+    if isinstance(value, str) and value == "auto":
+        return "auto"
+    if isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} must be \"auto\" or an integer >= 8", key)
+    return ck.integer_in(8)(key, value)
+
+
 def _finish_model(cfg: dict) -> None:
     m = cfg["model"]
     if not m["normalized"] and m["beta"] > MAX_USA_BETA:
@@ -230,6 +242,12 @@ def _finish_discretization(cfg: dict) -> None:
                           + ", ".join(repr(m) for m in discretizations.methods(geometry)),
                           "discretization.method")
     res = cfg["discretization"]["resolution"]
+    if res == "auto":
+        if method != "spectral":
+            raise ConfigError(f"discretization.resolution = \"auto\" is for the spectral "
+                              f"methods (the {method} grid is fixed); give a number",
+                              "discretization.resolution")
+        return
     if geometry == "sphere" and method == "spectral" and res > MAX_SPECTRAL_LMAX:
         raise ConfigError(f"discretization.resolution = {res} is the band limit of the "
                           f"spectral sphere solver and must be <= {MAX_SPECTRAL_LMAX}",
@@ -369,7 +387,10 @@ CORE_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_domain),
     Section("discretization", {
         "method": (_method, "spectral"),
-        "resolution": (_count(8), 256),
+        "resolution": (ck.accepting("\"auto\" (spectral methods) or an integer >= 8",
+                                    _resolution), 256),
+        # resolution = "auto": the largest tail of the spectrum, relative to max rho
+        "accuracy": (_at_least(1e-14, maximum=1e-1), 1e-8),
         "negativity_tolerance": (_at_least(0.0), 1e-6),
         "cfl": (_at_least(0.0, strict=True, maximum=1.0), 0.8),
         "threads": (ck.threads, "auto"),

@@ -31,6 +31,7 @@ import numpy as np
 
 from meanfield import config as cfgmod
 from meanfield.config import discretizations as config_discretizations
+from meanfield.discretizations.adaptive import AdaptiveSpectral, ResolutionLimit, with_resolution
 from meanfield.errors import ConfigError, SolverError
 from solvers.steppers import ETDRK4, SSPRK3, StepDoubling
 
@@ -111,19 +112,28 @@ class Discretization:
 
         ``resolution`` is the number of points (cells) on the circle and the band limit
         ``lmax`` on the sphere (Gauss-Legendre grid of lmax + 1 by 2 lmax + 2 points).
-        A fixed ``time.dt`` is shortened to divide ``time.save_every``.
+        A fixed ``time.dt`` is shortened to divide ``time.save_every``. ``"auto"`` (the
+        spectral methods): the first resolution from ``auto_resolution``, raised as the
+        run goes (``meanfield.discretizations.adaptive``).
         """
         disc, model_cfg = cfg["discretization"], cfg["model"]
         cls = Discretization.from_name(cfg["domain"]["geometry"], disc["method"])
-        cls.check_resolution(disc["resolution"], model_cfg["beta"], cfg["domain"]["dim"])
         if threads is None and disc["threads"] != "auto":
             threads = disc["threads"]
+        auto = disc["resolution"] == "auto"
+        if auto:
+            cfg = with_resolution(cfg, cls.auto_resolution(cfg, threads))
+        cls.check_resolution(cfg["discretization"]["resolution"], model_cfg["beta"],
+                             cfg["domain"]["dim"])
         t = cfg["time"]
         dt = t["dt"]
         if dt != "auto":
             # A fixed step that divides save_every, so that saves fall on steps.
             dt = t["save_every"] / math.ceil(t["save_every"] / dt * (1 - 1e-12))
-        return cls.build(cfg, dt, threads)
+        out = cls.build(cfg, dt, threads)
+        if isinstance(out, AdaptiveSpectral):
+            out.configure(cfg, threads, auto)
+        return out
 
     # --- what an entry defines --------------------------------------------------------
     @classmethod
@@ -231,7 +241,7 @@ class Discretization:
         """Refresh what the solver derived from the model's parameters."""
 
 
-class SpectralDiscretization(Discretization):
+class SpectralDiscretization(AdaptiveSpectral, Discretization):
     """ETDRK4 (order 4, the diagonal linear part exact) on spectral coefficients; fixed
     steps or step doubling with ``tolerance``. Entries give ``to_state``/``to_density``
     and ``_linear_part`` (the diffusion's diagonal at the model's kappa).
@@ -242,8 +252,11 @@ class SpectralDiscretization(Discretization):
             coefficients ``u`` (handed to ETDRK4 as it is: no extra call per stage).
         tendency_jvp: ``(u, v) ->`` its derivative at ``u`` along ``v``.
         dt: fixed step or ``"auto"``.
-        tolerance: error per step of the adaptive stepper.
-        negativity_tolerance: the run stops when ``min rho < -tol * max rho``.
+        tolerance: ``time.tolerance`` (``global_stepper``: the error of a saved state
+            relative to max rho; ``stepper``: the error per step).
+        negativity_tolerance: the run stops when ``min rho < -allowed * max rho``,
+            ``allowed`` the largest of this and the accuracy asked for
+            (``allowed_undershoot``).
         resolution_hint: what to raise when unresolved (for the error message).
     """
 
@@ -321,7 +334,9 @@ class SpectralDiscretization(Discretization):
         return self.to_density(state)
 
     def check(self, state: np.ndarray, t: float) -> None:
-        """Stop on NaN, or on a density that goes negative (the solution is unresolved)."""
+        """Stop on NaN, or on a density that goes negative by more than the accuracy asked
+        for allows (``ResolutionLimit``, naming the resolution or tolerance that would
+        pass)."""
         if not np.all(np.isfinite(state)):
             raise SolverError(
                 f"the spectral solution became NaN/inf at t = {t:.6g}: raise "
@@ -329,12 +344,8 @@ class SpectralDiscretization(Discretization):
                 f"{self.other_method}")
         rho = self._pointwise(state)
         low, high = float(rho.min()), float(rho.max())
-        if low < -self.negativity_tolerance * high:
-            raise SolverError(
-                f"the spectral density went negative at t = {t:.6g} (min {low:.3g}, max "
-                f"{high:.3g}; tolerance {self.negativity_tolerance:g} of the max): the "
-                f"solution is not resolved; raise discretization.resolution "
-                f"({self.resolution_hint}) or {self.other_method}")
+        if low < -self.allowed_undershoot * high:
+            raise ResolutionLimit(*self.unresolved_message(state, t, low, high))
 
 
 class FiniteVolumeDiscretization(Discretization):

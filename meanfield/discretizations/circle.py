@@ -18,6 +18,8 @@ from solvers.grids.circle import CircleGrid
 from solvers.operators.finite_volume import GradientFlowFV
 from solvers.operators.transport import make_transport_jvp, make_transport_operator
 
+MAX_AUTO_POINTS = 1 << 16  # the largest grid resolution = "auto" takes on the circle
+
 
 class _CircleEntry:
     """What both circle discretizations share: the resolution test and the initial data."""
@@ -106,6 +108,64 @@ class SpectralCircle(_CircleEntry, SpectralDiscretization):
 
     def to_density(self, state: np.ndarray) -> np.ndarray:
         return self.model.grid.synthesis(state)
+
+    # --- resolution = "auto" (meanfield.discretizations.adaptive) ---------------------
+    @staticmethod
+    def _amplitudes(c: np.ndarray) -> np.ndarray:
+        """``|c_0|, 2|c_k|``: mode k's share of the max norm (Nyquist left out)."""
+        a = 2 * np.abs(np.asarray(c)[: (len(c) - 1 if len(c) > 1 else 1)])
+        a[0] /= 2
+        return a
+
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return self._amplitudes(state)
+
+    @staticmethod
+    def modes_of(resolution: int) -> int:
+        return resolution // 2  # (|k| < n/2)
+
+    @staticmethod
+    def resolution_for(modes: int) -> int:
+        """The smallest even FFT-friendly size (2^a 3^b 5^c) carrying ``modes``."""
+        n = max(8, 2 * int(modes))
+        while n % 2 or not _smooth(n):
+            n += 1
+        return n
+
+    @staticmethod
+    def max_resolution(cfg: dict) -> int:
+        return MAX_AUTO_POINTS
+
+    @staticmethod
+    def probe_spectrum(cfg: dict, resolution: int, threads: int | None
+                       ) -> tuple[np.ndarray, float]:
+        grid = CircleGrid(resolution, threads=threads)
+        rho = initial.initial_values(cfg["initial"], grid)
+        return SpectralCircle._amplitudes(grid.analysis(rho)), float(rho.max())
+
+    def prolong(self, state: np.ndarray, resolution: int) -> np.ndarray:
+        """The coefficients on ``resolution`` points, zero-padded: the same series."""
+        out = np.zeros(resolution // 2 + 1, dtype=complex)
+        out[: len(state)] = state
+        return out
+
+    def output_values(self, state: np.ndarray, grid: CircleGrid) -> np.ndarray:
+        """The series at the nodes of ``grid`` (any size): its modes folded onto the
+        grid's, ``e^{ik theta_j}`` being periodic in k with the grid's period."""
+        if grid.n == self.model.grid.n:
+            return self.to_density(state)
+        c = np.asarray(state)[:-1]  # (the Nyquist coefficient is zero)
+        folded = np.zeros(grid.n, dtype=complex)
+        np.add.at(folded, np.arange(len(c)) % grid.n, c)
+        np.add.at(folded, (-np.arange(1, len(c))) % grid.n, np.conj(c[1:]))
+        return np.real(np.fft.ifft(folded)) * grid.n
+
+
+def _smooth(n: int) -> bool:
+    for p in (2, 3, 5):
+        while n % p == 0:
+            n //= p
+    return n == 1
 
 
 class FiniteVolumeCircle(_CircleEntry, FiniteVolumeDiscretization):

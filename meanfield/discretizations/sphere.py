@@ -17,6 +17,8 @@ from meanfield.model.kernels import sphere_required_lmax
 from meanfield.model.sphere import SphereFVModel, SphereModel, mesh_level
 from solvers.grids.mesh import cell_averages, icosahedral_mesh
 from solvers.grids.sphere import SphereGrid
+from solvers.transforms import sht
+from solvers.transforms.sht import resize_alm
 from solvers.operators.finite_volume import GradientFlowMeshFV
 
 
@@ -61,6 +63,50 @@ class SpectralSphere(SpectralDiscretization):
 
     def to_density(self, state: np.ndarray) -> np.ndarray:
         return self.model.grid.synthesis(state)
+
+    # --- resolution = "auto" (meanfield.discretizations.adaptive) ---------------------
+    @staticmethod
+    def _amplitudes(grid: SphereGrid, alm: np.ndarray) -> np.ndarray:
+        """``sqrt((2l + 1)/4 pi) |a_l.|_2`` (real field: the orders m > 0 twice): degree
+        l's share of the max norm (the addition theorem)."""
+        power = np.abs(alm) ** 2 * np.where(grid.m > 0, 2.0, 1.0)
+        ell = np.arange(grid.lmax + 1)
+        return np.sqrt(np.bincount(grid.l, power, grid.lmax + 1) * (2 * ell + 1)
+                       / (4 * np.pi))
+
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return self._amplitudes(self.model.grid, state)
+
+    @staticmethod
+    def modes_of(resolution: int) -> int:
+        return resolution + 1  # (degrees 0..L)
+
+    @staticmethod
+    def resolution_for(modes: int) -> int:
+        return max(4, int(modes) - 1)
+
+    @staticmethod
+    def max_resolution(cfg: dict) -> int:
+        return cfgmod.MAX_SPECTRAL_LMAX
+
+    @staticmethod
+    def probe_spectrum(cfg: dict, resolution: int, threads: int | None
+                       ) -> tuple[np.ndarray, float]:
+        grid = SphereGrid(resolution, threads=threads)
+        rho = initial_sphere.initial_values(cfg["initial"], grid)
+        return SpectralSphere._amplitudes(grid, grid.analysis(rho)), float(rho.max())
+
+    def prolong(self, state: np.ndarray, resolution: int) -> np.ndarray:
+        """The coefficients at band limit ``resolution``, zero-padded (packed by m)."""
+        return resize_alm(state, resolution)
+
+    def output_values(self, state: np.ndarray, grid: SphereGrid) -> np.ndarray:
+        """The series at the Gauss nodes of ``grid`` (of any band limit: a synthesis of
+        degree L on fewer rings is exact at those nodes)."""
+        if grid.lmax == self.model.grid.lmax:
+            return self.to_density(state)
+        return sht.ducc0_synthesis(np.ascontiguousarray(state, dtype=complex),
+                                   self.model.grid.lmax, grid.shape, grid.threads)
 
 
 class FiniteVolumeSphere(FiniteVolumeDiscretization):

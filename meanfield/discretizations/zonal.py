@@ -15,13 +15,15 @@ from meanfield.discretizations.base import (
     model_arguments,
     model_value,
 )
-from meanfield.errors import SolverError
+from meanfield.discretizations.adaptive import ResolutionLimit
 from meanfield.initial import zonal as initial
 from meanfield.model.zonal import ZonalFVModel, ZonalModel
 from meanfield.model.zonal_kernels import zonal_required_lmax
 from solvers.grids.zonal import ZonalCells, ZonalGrid
 from solvers.operators.zonal_finite_volume import GradientFlowZonalFV
 from solvers.steppers import StepDoubling
+
+MAX_AUTO_LMAX = 4095  # the largest band limit resolution = "auto" takes (dense tables)
 
 
 class _ZonalEntry:
@@ -125,19 +127,74 @@ class SpectralZonal(_ZonalEntry, SpectralDiscretization):
         grid = self.model.grid
         rho = self.to_density(state)
         negative = float(np.maximum(-rho, 0.0)[grid.reliable] @ grid.weights[grid.reliable])
-        if negative > self.negativity_tolerance:
-            raise SolverError(
+        if negative > self.allowed_undershoot:
+            needed = min(self.resolution_needed(state, self.allowed_undershoot / 20),
+                         self.max_resolution(self.config))
+            raise ResolutionLimit(
                 f"the spectral density went negative at t = {t:.6g}: its negative part "
-                f"carries {negative:.3g} of the mass (tolerance "
-                f"{self.negativity_tolerance:g}): the solution is not resolved; raise "
-                f"discretization.resolution ({self.resolution_hint}), lower "
-                f"time.tolerance, or {self.other_method}")
+                f"carries {negative:.3g} of the mass (allowed "
+                f"{self.allowed_undershoot:g}: discretization.negativity_tolerance, "
+                f"time.tolerance): the solution is not resolved; raise discretization."
+                f"resolution to {needed} (from the measured tail: it would pass) or use "
+                f"\"auto\", or lower time.tolerance, or {self.other_method}", needed)
 
     def _pointwise(self, state: np.ndarray) -> np.ndarray:
         """The reliable nodes only: at the others (weight below
         ``solvers.grids.zonal.RELIABLE_WEIGHT``, large d only) the pointwise value is
         round-off of the coefficients, not the solution."""
         return self.to_density(state)[self.model.grid.reliable]
+
+    def relative_error(self, diff: np.ndarray, u: np.ndarray, half: np.ndarray) -> float:
+        """The larger of the max-norm error relative to max rho (the base class's) and
+        the L^1 error relative to the mass (``stepper``'s reason: a density 1e17 on the
+        axis would hide an error in the bulk, where the mass is)."""
+        return max(super().relative_error(diff, u, half),
+                   self._l1(diff) / max(self._l1(u), self._l1(half)))
+
+    # --- resolution = "auto" (meanfield.discretizations.adaptive) ---------------------
+    @staticmethod
+    def _amplitudes(grid: ZonalGrid, c: np.ndarray) -> np.ndarray:
+        """``|c_l| max |Q_l|`` over the reliable nodes: degree l's share of the max norm
+        there."""
+        peak = getattr(grid, "_peaks", None)
+        if peak is None:
+            peak = grid._peaks = np.abs(grid.synthesis_matrix[:, grid.reliable]).max(axis=1)
+        return np.abs(np.asarray(c)) * peak
+
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return self._amplitudes(self.model.grid, state)
+
+    @staticmethod
+    def modes_of(resolution: int) -> int:
+        return resolution + 1  # (degrees 0..L)
+
+    @staticmethod
+    def resolution_for(modes: int) -> int:
+        return max(8, int(modes) - 1)
+
+    @staticmethod
+    def max_resolution(cfg: dict) -> int:
+        return MAX_AUTO_LMAX
+
+    @staticmethod
+    def probe_spectrum(cfg: dict, resolution: int, threads: int | None
+                       ) -> tuple[np.ndarray, float]:
+        grid = ZonalGrid(resolution, cfg["domain"]["dim"])
+        rho = initial.initial_values(cfg["initial"], grid)
+        return SpectralZonal._amplitudes(grid, grid.analysis(rho)), \
+            float(rho[grid.reliable].max())
+
+    def prolong(self, state: np.ndarray, resolution: int) -> np.ndarray:
+        """The coefficients of degrees 0..``resolution``, zero-padded."""
+        out = np.zeros(resolution + 1)
+        out[: len(state)] = state
+        return out
+
+    def output_values(self, state: np.ndarray, grid: ZonalGrid) -> np.ndarray:
+        """The series at the nodes of ``grid`` (any band limit)."""
+        if grid.lmax == self.model.grid.lmax:
+            return self.to_density(state)
+        return self.model.grid.evaluate(state, grid.t)
 
 
 class FiniteVolumeZonal(_ZonalEntry, FiniteVolumeDiscretization):

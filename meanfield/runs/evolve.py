@@ -18,11 +18,13 @@ import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
-from meanfield.discretizations.base import Discretization, model_value
+from meanfield.discretizations.adaptive import with_resolution
+from meanfield.discretizations.base import Discretization, SpectralDiscretization, model_value
 from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from meanfield.runs.pde_dataset import to_dataset
+from meanfield.runs.pde_steps import DenseRun, Stepping
 from solvers.steppers import integrate
 
 UNDERFLOW_ADVICE = ("the solution is not resolved; raise discretization.resolution, loosen "
@@ -39,6 +41,20 @@ class PdeState:
     h: float
     density: np.ndarray | None = None
     t: float | None = None
+    # adaptive spectral runs (meanfield.runs.pde_steps): where the steps are, and the
+    # state at the save point (the steps go on past it)
+    stepping: Stepping | None = None
+    value: np.ndarray | None = None
+
+
+def run_config(cfg: dict, threads: int | None = None) -> dict:
+    """The config with ``resolution = "auto"`` replaced by the first resolution of the
+    run (for the budget and the threads; the run itself raises it as it needs)."""
+    disc = cfg["discretization"]
+    if disc["resolution"] != "auto":
+        return cfg
+    cls = Discretization.from_name(cfg["domain"]["geometry"], disc["method"])
+    return with_resolution(cfg, cls.auto_resolution(cfg, threads))
 
 
 class EvolveTask(SteppingTask):
@@ -50,18 +66,29 @@ class EvolveTask(SteppingTask):
         super().__init__(cfg)
         cfgmod.check_pde_dim(cfg)
         if threads is None:
-            threads = thread_policy.current().pde_threads(cfg)
+            threads = thread_policy.current().pde_threads(run_config(cfg))
         self.solver = Discretization.from_config(cfg, threads)
+        # the output grid: the first one (an "auto" run's solver may move to finer ones)
         self.grid, self.model = self.solver.grid, self.solver.model
         self.rho0 = self.solver.initial_density(cfg["initial"])
-        self.stepper = self.solver.stepper()
         self.steps = 0
+        self.dense = None
+        if isinstance(self.solver, SpectralDiscretization) and self.solver.adaptive:
+            self.dense = DenseRun(self.solver, float(self.times[-1]),
+                                  1e-14 * float(self.times[-1]), UNDERFLOW_ADVICE)
+        else:
+            self.stepper = self.solver.stepper()
 
     def start(self) -> PdeState:
-        return PdeState(self.solver.to_state(self.rho0),
-                        self.solver.first_step(self.cfg["time"]["t_final"]), self.rho0.copy())
+        u = self.solver.to_state(self.rho0)
+        h = self.solver.first_step(self.cfg["time"]["t_final"])
+        if self.dense is not None:
+            return PdeState(u, h, self.rho0.copy(), stepping=self.dense.start(u, h))
+        return PdeState(u, h, self.rho0.copy())
 
     def advance(self, state: PdeState, point: float, on_step: StepHook) -> PdeState:
+        if self.dense is not None:
+            return self._advance_dense(state, point, on_step)
         saved = {}
 
         def on_save(t: float, u: np.ndarray, h_next: float) -> None:
@@ -81,9 +108,35 @@ class EvolveTask(SteppingTask):
             raise KeyboardInterrupt
         return PdeState(saved["u"], saved["h"])
 
+    def _advance_dense(self, state: PdeState, point: float, on_step: StepHook) -> PdeState:
+        """Steps that do not depend on the saves; the save from the continuous extension
+        (``meanfield.runs.pde_steps``)."""
+        def on_state(st: Stepping) -> None:
+            on_step.midway(lambda: PdeState(st.u, st.h, t=st.t, stepping=st))
+
+        before = self.dense.steps
+        try:
+            st, value = self.dense.advance(state.stepping, point, on_step, on_state)
+        finally:
+            self.steps += self.dense.steps - before
+            self.solver = self.dense.solver
+        return PdeState(st.u, st.h, t=st.t, stepping=st, value=value)
+
     def frame(self, state: PdeState) -> tuple[np.ndarray, dict]:
-        rho = state.density if state.density is not None else self.solver.to_density(state.u)
-        return rho, self.solver.diagnostics(state.u, rho)
+        solver = self.solver
+        u = state.value if state.value is not None else state.u
+        if state.density is not None:
+            rho = state.density
+        else:
+            rho = solver.to_density(u)
+        diags = solver.diagnostics(u, rho)
+        pointwise = getattr(solver, "_pointwise", None)
+        diags["min_density"] = float(np.min(pointwise(u) if pointwise is not None else rho))
+        if getattr(solver, "auto", False):
+            diags["resolution"] = solver.resolution
+            if solver.grid is not self.grid:  # the values at the output grid's nodes
+                rho = solver.output_values(u, self.grid)
+        return rho, diags
 
     def dataset(self, frames: list, info: dict, start: int = 0) -> xr.Dataset:
         return to_dataset(self.cfg, self.grid, list(self.times[start:start + len(frames)]),
@@ -93,20 +146,40 @@ class EvolveTask(SteppingTask):
         return {"steps": self.steps}
 
     def state_vars(self, state: PdeState) -> tuple[dict, dict]:
-        u = np.asarray(state.u)
+        st = state.stepping
+        u = np.asarray(state.u if st is None else st.u)
         data = {"checkpoint_state_real": (("state",), np.real(u).astype(float)),
                 "checkpoint_state_imag": (("state",), np.imag(u).astype(float))}
         attrs = {"checkpoint_h": float(state.h), "checkpoint_complex": int(np.iscomplexobj(u))}
         if state.t is not None:  # in the middle of an interval
             attrs["checkpoint_t"] = float(state.t)
+        if st is not None:  # the step before (the saves inside it) and the resolution
+            attrs.update(checkpoint_t=float(st.t), checkpoint_resolution=int(st.resolution),
+                         checkpoint_prev_t=float(st.prev_t),
+                         checkpoint_prev_h=float(st.prev_h))
+            if st.prev is not None:
+                data["checkpoint_prev_real"] = (("state",), np.real(st.prev).astype(float))
+                data["checkpoint_prev_imag"] = (("state",), np.imag(st.prev).astype(float))
         return data, attrs
 
     def restore_state(self, ckpt: xr.Dataset, frames: int) -> PdeState:
-        u = ckpt["checkpoint_state_real"].values
-        if ckpt.attrs["checkpoint_complex"]:
-            u = u + 1j * ckpt["checkpoint_state_imag"].values
-        t = ckpt.attrs.get("checkpoint_t")
-        return PdeState(u, float(ckpt.attrs["checkpoint_h"]), t=None if t is None else float(t))
+        def read(name: str) -> np.ndarray:
+            u = ckpt[f"checkpoint_{name}_real"].values
+            return u + 1j * ckpt[f"checkpoint_{name}_imag"].values \
+                if ckpt.attrs["checkpoint_complex"] else u
+
+        u, attrs = read("state"), ckpt.attrs
+        t = attrs.get("checkpoint_t")
+        if self.dense is None or "checkpoint_resolution" not in attrs:
+            return PdeState(u, float(attrs["checkpoint_h"]),
+                            t=None if t is None else float(t))
+        res = int(attrs["checkpoint_resolution"])
+        self.dense.at_resolution(res)
+        self.solver = self.dense.solver
+        prev = read("prev") if "checkpoint_prev_real" in ckpt else None
+        st = Stepping(u, float(t), float(attrs["checkpoint_h"]), res, prev,
+                      float(attrs["checkpoint_prev_t"]), float(attrs["checkpoint_prev_h"]))
+        return PdeState(u, st.h, t=st.t, stepping=st)
 
 
 def evolve(config: dict | None = None, *, out: str | Path | None = None,
@@ -143,6 +216,6 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     model_value(cfg)  # weights other than V = c I: refused before any work
     out = out if out is not None else cfg["output"]["path"]
     # too big for this machine: refused before any work (frames on disk with an output)
-    budget.check(cfg, "evolve", streamed=out is not None, out=out)
+    budget.check(run_config(cfg), "evolve", streamed=out is not None, out=out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(EvolveTask(cfg, threads))

@@ -13,12 +13,12 @@ from solvers.grids import Grid
 
 UNITS = {"time": "1 (time in units of the model)", "theta": "rad", "lat": "rad",
          "lon": "rad", "polar": "rad", "cos_polar": "1", "marginal": "1", "mass": "1", "energy": "1", "free_energy": "1",
-         "order_parameter": "1", "mean_direction": "1"}
+         "order_parameter": "1", "mean_direction": "1", "resolution": "1"}
 # density and weights depend on the geometry: per unit length on S^1, per unit area on S^2
-SPACE_UNITS = {"circle": {"density": "1/rad", "weights": "rad"},
-               "sphere": {"density": "1/sr", "weights": "sr"},
+SPACE_UNITS = {"circle": {"density": "1/rad", "weights": "rad", "min_density": "1/rad"},
+               "sphere": {"density": "1/sr", "weights": "sr", "min_density": "1/sr"},
                # zonal: against the normalized surface measure of S^{d-1} (uniform = 1)
-               "zonal": {"density": "1", "weights": "1"}}
+               "zonal": {"density": "1", "weights": "1", "min_density": "1"}}
 LONG_NAMES = {
     "density": "probability density w.r.t. arc length (circle) or area (sphere)",
     "weights": "quadrature weights (periodic trapezoid / cell widths / Gauss-Legendre)",
@@ -30,6 +30,11 @@ LONG_NAMES = {
     "polar": "angle to the axis e",
     "cos_polar": "t = cos(polar) = <x, e>",
     "mean_direction": "int x dmu / |int x dmu|",
+    "min_density": "smallest value of the solver's density at its nodes (negative: the "
+                   "undershoot of a spectral series; the run stops beyond what the accuracy "
+                   "asked for allows)",
+    "resolution": "the solver's resolution at the save (resolution = \"auto\": raised as "
+                  "the solution needs; the density is given at the first grid's nodes)",
 }
 
 
@@ -56,8 +61,12 @@ def to_dataset(cfg: dict, grid: Grid, times: list[float],
     names = ["mass", "energy", "order_parameter"]
     if diags and "free_energy" in diags[0]:
         names.append("free_energy")
+    for extra in ("min_density", "resolution"):  # (set by evolve; "auto" runs only)
+        if diags and extra in diags[0]:
+            names.append(extra)
     for name in names:
-        data[name] = (("time",), np.array([d[name] for d in diags], dtype=float))
+        data[name] = (("time",), np.array([d[name] for d in diags],
+                                          dtype=int if name == "resolution" else float))
     data["mean_direction"] = (("time", "component"),
                               np.array([d["mean_direction"] for d in diags]
                                        ).reshape(-1, len(components)))
