@@ -48,10 +48,15 @@ def _even(minimum: int, maximum: int):
 
 
 def finish_correlations(cfg: dict) -> None:
-    """Checks across keys: kappa = inf; a chunk no larger than the systems."""
+    """A chunk no larger than the systems."""
     c = cfg["correlations"]
     if c["chunk"] > c["systems"]:
         c["chunk"] = c["systems"]
+
+
+def check_correlations_task(cfg: dict, task: str) -> None:
+    """The study's whole config: kappa = inf (a check of the task, not of its section:
+    validating every section at once, as ``validate(cfg)`` does, must not refuse noise)."""
     kappa = cfg.get("model", {}).get("kappa", math.inf)
     if isinstance(kappa, (int, float)) and not math.isinf(kappa):
         raise ConfigError(f"model.kappa = {kappa!r}: the correlations study follows the "

@@ -56,7 +56,8 @@ from meanfield.config.landscape_studies import (LANDSCAPE_STUDY_SECTIONS,
                                                 LANDSCAPE_STUDY_TASKS)
 from meanfield.config.token_studies import TOKEN_STUDY_SECTIONS, TOKEN_STUDY_TASKS
 from meanfield.config.correlation_study import (CORRELATION_STUDY_SECTIONS,
-                                                CORRELATION_STUDY_TASKS)
+                                                CORRELATION_STUDY_TASKS,
+                                                check_correlations_task)
 from meanfield.config.study_weights import check_study_weights
 from meanfield.config.weights import head_specs, is_identity, pde_value_scale
 from meanfield.errors import ConfigError
@@ -335,4 +336,5 @@ STUDY_TASK_CHECKS = {
     # [weights] of the studies of many systems (random weights per system)
     "phase_diagram": check_study_weights,
     "normalization": check_study_weights,
+    "correlations": check_correlations_task,
 }
