@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from meanfield.config import checkers as ck
+from meanfield.config.auto_resolution import RESOLUTION, check_auto_task
 from meanfield.config import discretizations
 from meanfield.config.initial import (
     INITIAL_KINDS,
@@ -138,15 +139,6 @@ def _at_least(minimum: float, strict: bool = False, maximum: float | None = None
 def _count(minimum: int) -> ck.Checker:
     return ck.integer_in(minimum)
 
-
-def _resolution(key: str, value: Any) -> int | str:
-    """"auto" (spectral methods: from discretization.accuracy, raised as the run needs)
-    or an integer >= 8."""
-    if isinstance(value, str) and value == "auto":
-        return "auto"
-    if isinstance(value, str):
-        raise ConfigError(f"{key} = {value!r} must be \"auto\" or an integer >= 8", key)
-    return ck.integer_in(8)(key, value)
 
 
 def _finish_model(cfg: dict) -> None:
@@ -282,6 +274,7 @@ def check_pde_task(cfg: dict, task: str | None = None) -> None:
         check_one_dim(cfg, task)
     check_sphere_geometry(cfg, task)
     pde_value_scale(cfg)
+    check_auto_task(cfg, task)
 
 
 def check_weighted_tokens(cfg: dict, task: str | None = None) -> None:
@@ -387,8 +380,7 @@ CORE_SECTIONS: tuple[Section, ...] = (
     }, finish=_finish_domain),
     Section("discretization", {
         "method": (_method, "spectral"),
-        "resolution": (ck.accepting("\"auto\" (spectral methods) or an integer >= 8",
-                                    _resolution), 256),
+        "resolution": (RESOLUTION, 256),
         # resolution = "auto": the largest tail of the spectrum, relative to max rho
         "accuracy": (_at_least(1e-14, maximum=1e-1), 1e-8),
         "negativity_tolerance": (_at_least(0.0), 1e-6),

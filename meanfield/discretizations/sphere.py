@@ -11,6 +11,7 @@ from meanfield.discretizations.base import (
     model_arguments,
     model_value,
 )
+from meanfield.config.sections import MAX_SPECTRAL_LMAX
 from meanfield.initial import circle as initial_circle
 from meanfield.initial import sphere as initial_sphere
 from meanfield.model.kernels import sphere_required_lmax
@@ -87,7 +88,7 @@ class SpectralSphere(SpectralDiscretization):
 
     @staticmethod
     def max_resolution(cfg: dict) -> int:
-        return cfgmod.MAX_SPECTRAL_LMAX
+        return MAX_SPECTRAL_LMAX
 
     @staticmethod
     def probe_spectrum(cfg: dict, resolution: int, threads: int | None
