@@ -23,10 +23,10 @@ For each beta of ``[contraction] beta`` and each source of ``[contraction] sourc
   by default) keeps the fit where the linearisation holds (the local rate differs from
   ``lambda_att`` by ``O(beta W^2)``: 7 % at W = 0.1, 2 % at 0.05 for USA at beta = 2); the
   floor is ``fit_above`` raised to what the source can resolve: the PDE on a grid without
-  noise ``RESOLVED_SPACINGS`` grid spacings of its cluster's core (``core_width``, a
-  narrower core is no longer carried by the grid; the PDE stops there and the later
-  distances are NaN), tokens with noise ``PLATEAU_FACTOR`` times the median of their last
-  quarter (the sampling floor ``~ n^{-1/2}``). Tokens without noise need no more floor:
+  noise ``RESOLVED_SPACINGS`` grid spacings of its cluster's core (``core_width``; where
+  a grid source stops, ``contraction_grid``), tokens with noise ``PLATEAU_FACTOR`` times
+  the median of their last quarter (the sampling floor ``~ n^{-1/2}``). Tokens without
+  noise need no more floor:
   for a small cluster ``W_2(mu_t, delta_x)^2 = var_t + |m_t - x|^2`` (tangent plane, m the
   mean), the variance decays at twice the rate and the mean moves only at third order in
   the cluster's size, so taking ``x = m`` at the last save biases nothing at first order.
@@ -86,6 +86,7 @@ from meanfield.runs import budget
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
+from meanfield.studies.transport import contraction_grid as grid_source
 from meanfield.studies.transport import contraction_reference as ref
 from meanfield.studies.transport import contraction_zonal as zonal
 from meanfield.studies.transport import coupling as cp
@@ -97,13 +98,15 @@ from meanfield.studies.transport.contraction_rates import (
     mean_field_rate,
 )
 from meanfield.studies.members import MemberList, run_study
-from solvers.steppers import integrate
 
 AUTO_DT = 0.05
 AUTO_DT_RATE = 0.25  # auto token step: rate * dt at most this (RK4 error ~ (rate dt)^4/120)
 RESOLVED_SPACINGS = 4.0
 PLATEAU_FACTOR = 3.0
 MEASURES = ("distance", "pair_distance", "far_share", "max_distance")
+# a member's numbers besides its curves; stopped: the last save a grid PDE kept before its
+# resolution limit (NaN: none), needed_resolution: the one that would have passed
+SCALARS = ("floor", "pair_floor", "predicted", "stopped", "needed_resolution")
 # the core's median distance to its centre, times this, is W_2 for a Gaussian cluster
 # (S^1: 1 / Phi^{-1}(3/4); S^2: sqrt(2) / sqrt(2 ln 2), the Rayleigh median)
 CORE_SCALE = {"circle": 1.482602218505602, "sphere": 1.2011224087864498}
@@ -254,7 +257,8 @@ def _stationary(cfg: dict, plan: dict, beta: float) -> tuple[xr.Dataset, bool, f
         return _uniform_frame(solver), True, math.nan
     t_final = float(plan["times"][-1])
     state0 = solver.to_state(solver.initial_density(cfg["initial"]))
-    u_inf = _pde_states(solver, state0, np.array([0.0, 2 * t_final]), stop=None)[-1]
+    u_inf = grid_source.grid_states(solver, state0, np.array([0.0, 2 * t_final]),
+                                    stop=None)[0][-1]
     rate = math.nan
     if solver.method == "spectral":
         lam = leading_eigenvalues(solver, u_inf, 1)
@@ -265,31 +269,6 @@ def _stationary(cfg: dict, plan: dict, beta: float) -> tuple[xr.Dataset, bool, f
 
 # ---------------------------------------------------------------------------------------
 # One member: the runs of (beta, source) and their distances.
-
-class _Unresolved(Exception):
-    """The PDE's cluster became narrower than its grid resolves: stop there."""
-
-
-def _pde_states(solver, state0: np.ndarray, times: np.ndarray, stop) -> list[np.ndarray]:
-    """PDE states at ``times`` (``times[0] = 0``), fewer when ``stop(state)`` is true."""
-    states = [np.array(state0)]
-
-    def on_save(t: float, u: np.ndarray, h: float) -> None:
-        states.append(np.array(u))
-        if stop is not None and stop(u):
-            raise _Unresolved
-
-    if times.size > 1:
-        t_final = float(times[-1])
-        try:
-            res = integrate(solver.stepper(), state0, 0.0, times[1:], solver.first_step(t_final),
-                            on_save=on_save, check=solver.check, h_min=1e-14 * t_final)
-        except _Unresolved:
-            return states
-        if res.status == -1:
-            raise KeyboardInterrupt
-    return states
-
 
 def _distances(solver, state: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The masses of a PDE state's grid nodes and their geodesic distances to ``x``."""
@@ -318,9 +297,13 @@ def core_width(solver, state: np.ndarray) -> float:
     return scale * float(d[order][min(half, d.size - 1)])
 
 
-def _collapsed(solver, floor: float):
-    """Whether a state's cluster core is narrower than ``floor``."""
-    return lambda u: core_width(solver, u) < floor
+def _floor(solver) -> float:  # the narrowest core a grid carries
+    return RESOLVED_SPACINGS * _spacing(solver)
+
+
+def _collapsed(solver, u: np.ndarray) -> bool:
+    """Whether a state's cluster core is narrower than its grid carries (``_floor``)."""
+    return core_width(solver, u) < _floor(solver)
 
 
 def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
@@ -336,15 +319,25 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
     out = {name: np.full(times.size, np.nan) for name in MEASURES}
     out["predicted"] = math.nan
     solver = Discretization.from_config(with_beta(cfg, beta), threads=1)
-    floor = RESOLVED_SPACINGS * _spacing(solver)
     starts = [cfg["initial"]] + ([other] if other is not None else [])
-    runs = []
+    runs, solvers, limits = [], [], []
     for initial in starts:
         state0 = solver.to_state(solver.initial_density(initial))
-        runs.append(_pde_states(solver, state0, times,
-                                None if noisy else _collapsed(solver, floor)))
+        states, grids = grid_source.grid_states(solver, state0, times,
+                                                None if noisy else _collapsed, limits)
+        runs.append(states)
+        solvers.append(grids)
     done = min(len(r) for r in runs)  # saves both runs reached
-    frames = [[frame_dataset(solver, s) for s in r[:done]] for r in runs]
+    # a run stopped by its resolution limit: the time of its last save, the resolution
+    # that would have passed (contraction_grid)
+    out["stopped"] = float(times[done - 1]) if limits else math.nan
+    needed = [e.resolution for e in limits if e.resolution is not None]
+    out["needed_resolution"] = float(max(needed)) if needed else math.nan
+    # "auto": the grid follows the core (a floor of fit_above); else the fixed grid's
+    floor = cfg["contraction"]["fit_above"] if getattr(solver, "auto", False) else \
+        _floor(solver)
+    frames = [[frame_dataset(g, s) for g, s in zip(grids[:done], r[:done])]
+              for r, grids in zip(runs, solvers)]
     if noisy:
         target, uniform, out["predicted"] = _stationary(cfg, plan, beta)
         rotate = cfg["domain"]["geometry"] == "circle" and not uniform
@@ -352,11 +345,21 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
                                   for f in frames[0]]
         out["floor"] = cfg["contraction"]["fit_above"]
     else:
-        x_inf = _mean_direction(solver, runs[0][done - 1])
-        out["distance"][:done] = [wasserstein(f, _dirac(x_inf)) for f in frames[0]]
-        out["far_share"][:done] = [far_share(*_distances(solver, u, x_inf))
-                                   for u in runs[0][:done]]
+        def distance(x: np.ndarray) -> list:
+            return [wasserstein(f, _dirac(x)) for f in frames[0]]
+
+        def share(x: np.ndarray) -> list:
+            return [far_share(*_distances(g, u, x)) for g, u in zip(solvers[0], runs[0][:done])]
+
         out["floor"] = floor
+        if limits and grid_source.labels_carry(cfg):  # on along the characteristics
+            out.update(grid_source.continue_along_labels(cfg, plan, beta, done, distance,
+                                                         share))
+            out["floor"] = cfg["contraction"]["fit_above"]
+            return out
+        x_inf = _mean_direction(solvers[0][done - 1], runs[0][done - 1])
+        out["distance"][:done] = distance(x_inf)
+        out["far_share"][:done] = share(x_inf)
     # the pair's difference stays accurate while both clusters are resolved (the stop)
     out["pair_floor"] = cfg["contraction"]["fit_above"]
     if other is not None:
@@ -443,8 +446,9 @@ class ContractionTask(MemberList):
             return xr.Dataset()
         ds = xr.Dataset({f"member_{name}": (("member", "time"), np.stack([f[name] for f in done]))
                          for name in MEASURES})
-        for name in ("floor", "pair_floor", "predicted"):
-            ds[f"member_{name}"] = ("member", np.array([f[name] for f in done]))
+        for name in SCALARS:
+            ds[f"member_{name}"] = ("member", np.array([f.get(name, math.nan)
+                                                        for f in done]))
         return ds
 
     def restore(self, ckpt: xr.Dataset) -> tuple[Any, list]:
@@ -453,9 +457,10 @@ class ContractionTask(MemberList):
             size = (ckpt.sizes["member"], ckpt.sizes["time"])
             for i in range(size[0]):  # (a measure not kept by an older version: NaN)
                 frames.append({name: (ckpt[f"member_{name}"].values[i]
-                                      if f"member_{name}" in ckpt else np.full(size[1], np.nan))
-                               for name in (*MEASURES, "floor", "pair_floor",
-                                            "predicted")})
+                                      if f"member_{name}" in ckpt else
+                                      np.full(size[1], np.nan) if name in MEASURES
+                                      else math.nan)
+                               for name in (*MEASURES, *SCALARS)})
         return frames[-1], frames
 
 

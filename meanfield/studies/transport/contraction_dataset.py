@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield.studies.dataset import assemble, model_name
+from meanfield.studies.transport.contraction_grid import labels_carry
 from meanfield.studies.transport.contraction_rates import fit_rate, window_regime
 
 FIT_NAMES = ("fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start", "fit_stop")
@@ -31,9 +32,33 @@ def _window_curve(cfg: dict, plan: dict, source: str, value: dict, name: str) ->
     return curve
 
 
+def _limit(cfg: dict, beta: float, value: dict, fitted: bool) -> str | None:
+    """The words of a grid PDE source stopped at its resolution limit (None: not stopped):
+    when, what was kept, and what would carry it further."""
+    stopped = value.get("stopped", math.nan)
+    if not math.isfinite(stopped):
+        return None
+    needed = value.get("needed_resolution", math.nan)
+    raise_to = (f"discretization.resolution = {needed:.0f}" if math.isfinite(needed)
+                else "a finer discretization.resolution")
+    head = (f"beta = {beta:g}, pde: the grid ({cfg['discretization']['resolution']}) met "
+            f"its resolution limit after t = {stopped:g} (the density went negative beyond "
+            "the undershoot the accuracy allows: the cluster outgrew the grid)")
+    if labels_carry(cfg):
+        return (f"{head}; continued along the characteristics from there (as contraction."
+                "pde = \"characteristics\")" + ("" if fitted else "; no rate fitted"))
+    return (f"{head}; the source stops there, "
+            + ("the rate fitted from the saves before" if fitted else "no rate fitted")
+            + f"; to go on give {raise_to}")
+
+
 def _problem(cfg: dict, plan: dict, beta: float, source: str, value: dict, regime: str,
              fit: tuple, share: np.ndarray) -> str | None:
-    """What a member's fit could not measure, in words (None when it measured a rate)."""
+    """What a member's fit could not measure, in words (None when it measured a rate);
+    a source stopped at its resolution limit says so, fit or not (``_limit``)."""
+    limit = _limit(cfg, beta, value, math.isfinite(fit[0]))
+    if limit is not None:
+        return limit
     c = cfg["contraction"]
     times = np.asarray(plan["times"], dtype=float)
     where = f"beta = {beta:g}, {source}"
@@ -76,6 +101,7 @@ def _fits(cfg: dict, plan: dict, done: list) -> tuple[dict, dict, np.ndarray, li
     names = ("distance",) + (("pair_distance",) if c["other"] is not None else ())
     shape = (len(betas), times.size, len(sources))
     curves = {name: np.full(shape, np.nan) for name in (*names, "far_share", "max_distance")}
+    stopped = np.full((len(betas), len(sources)), np.nan)
     fits = {name: np.full((len(betas), len(sources), 5), np.nan) for name in names}
     regimes = np.full((len(betas), len(sources)), "none", dtype=object)
     measured, problems = [], []
@@ -87,6 +113,7 @@ def _fits(cfg: dict, plan: dict, done: list) -> tuple[dict, dict, np.ndarray, li
         for name in curves:
             if name in value:
                 curves[name][b, :, s] = value[name]
+        stopped[b, s] = value.get("stopped", math.nan)
         for name in names:
             floor = value["floor" if name == "distance" else "pair_floor"]
             fits[name][b, s] = fit_rate(times, _window_curve(cfg, plan, source, value, name),
@@ -102,6 +129,7 @@ def _fits(cfg: dict, plan: dict, done: list) -> tuple[dict, dict, np.ndarray, li
             problems.append(problem)
         if math.isfinite(value["predicted"]):
             measured.append((b, value["predicted"]))
+    curves["stopped"] = stopped
     return curves, fits, regimes, measured, problems
 
 
@@ -153,6 +181,10 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
                              "x_inf (densities)"})
         data["max_distance"] = (dims3, curves["max_distance"], {"units": "rad", "long_name":
                                 "largest distance of a token to x_inf"})
+    if "pde" in sources and c["pde"] == "grid":
+        data["stopped_at"] = (dims2, curves["stopped"], {"units": "1", "long_name":
+                              "the last save a PDE source kept before its resolution "
+                              "limit stopped it (NaN: not stopped)"})
     data["fit_regime"] = (dims2, regimes.astype(str), {"long_name":
                           "the rate the fit window measures: local, mean-field, crossover "
                           "(neither) or none (no window)"})
