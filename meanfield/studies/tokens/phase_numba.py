@@ -36,17 +36,16 @@ import numpy as np
 from numba import njit, prange
 
 from meanfield.runs.signals import DeferredSignals
-from solvers.steppers.dormand_prince import DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P
+from meanfield.studies.tokens.phase_gram import A_TAB as _A
+from meanfield.studies.tokens.phase_gram import B_TAB as _B
+from meanfield.studies.tokens.phase_gram import E_TAB as _E
+from meanfield.studies.tokens.phase_gram import P_TAB as _P
+from meanfield.studies.tokens.phase_gram import gram_system
 
-# (rows padded with zeros: a rectangular array numba can hold as a constant)
-_A = np.zeros((6, 5))
-for _i, _row in enumerate(DOPRI_A):
-    _A[_i, :len(_row)] = _row
-_B = np.append(DOPRI_B, 0.0)
-_E = DOPRI_E.copy()
-_P = DOPRI_P.copy()
-
-GRAM, TOKENS = 0, 1
+# GRAM: ``phase_gram.gram_system`` (the study's path for d >= n); GRAM_FULL: the former
+# full-matrix Gram path (``_system``, libm's exp), kept as the reference that
+# ``benchmarks/bench_phase_gram.py`` and the tests compare with; TOKENS: d < n
+GRAM, TOKENS, GRAM_FULL = 0, 1, 2
 # systems x n^3 per thread in one compiled call (a field evaluation is ~n^3 multiply-adds):
 # 128 systems of n = 32 per thread, ~0.2 s. Alone, chunks cost nothing (one thread, 2048
 # systems: the same CPU time in calls of 32 and in one); on a loaded machine smaller ones
@@ -213,7 +212,8 @@ def _system(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0, h_ma
 @njit(cache=True, parallel=True)
 def run_block(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0,
               h_max):  # pragma: no cover - compiled
-    """All systems of a block (``y0`` (B, n, m), ``beta`` (B,)), in parallel."""
+    """All systems of a block (``y0`` (B, n, m), ``beta`` (B,)), in parallel (``mode``:
+    GRAM, TOKENS or GRAM_FULL)."""
     b = y0.shape[0]
     frac = np.empty((b, times.size))
     steps = np.zeros(b, dtype=np.int64)
@@ -222,8 +222,12 @@ def run_block(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0,
     left = np.full(b, np.inf)
     failed = np.zeros(b, dtype=np.bool_)
     for s in prange(b):
-        r = _system(mode, y0[s], beta[s], normalized, times, thr, level, freeze, tol, h0,
-                    h_max, frac[s])
+        if mode == GRAM:
+            r = gram_system(y0[s], beta[s], normalized, times, thr, level, freeze, tol, h0,
+                            h_max, frac[s])
+        else:
+            r = _system(GRAM if mode == GRAM_FULL else TOKENS, y0[s], beta[s], normalized,
+                        times, thr, level, freeze, tol, h0, h_max, frac[s])
         steps[s], rejected[s], evals[s], left[s], failed[s] = r
     return frac, steps, rejected, evals, left, failed
 
