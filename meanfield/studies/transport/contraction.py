@@ -83,6 +83,7 @@ from meanfield.initial.samplers import sample_tokens
 from meanfield.initial.zonal_samplers import zonal_tokens
 from meanfield.model.tokens import initial_rng
 from meanfield.runs import budget
+from meanfield.runs.evolve import run_config
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
@@ -106,7 +107,7 @@ PLATEAU_FACTOR = 3.0
 MEASURES = ("distance", "pair_distance", "far_share", "max_distance")
 # a member's numbers besides its curves; stopped: the last save a grid PDE kept before its
 # resolution limit (NaN: none), needed_resolution: the one that would have passed
-SCALARS = ("floor", "pair_floor", "predicted", "stopped", "needed_resolution")
+SCALARS = ("floor", "pair_floor", "predicted", "stopped", "needed_resolution", "continued")
 # the core's median distance to its centre, times this, is W_2 for a Gaussian cluster
 # (S^1: 1 / Phi^{-1}(3/4); S^2: sqrt(2) / sqrt(2 ln 2), the Rayleigh median)
 CORE_SCALE = {"circle": 1.482602218505602, "sphere": 1.2011224087864498}
@@ -151,11 +152,12 @@ def check_contraction_config(cfg: dict) -> dict:
     if labelled:
         ref.check_labels(cfg)
     if "pde" in c["sources"] and not labelled:
-        budget.check(cfg, "evolve")
-        # every beta's PDE member, before the first starts (not a failed member later)
-        disc = Discretization.from_name(cfg["domain"]["geometry"],
-                                        cfg["discretization"]["method"])
-        res, top = cfg["discretization"]["resolution"], max(c["beta"])
+        # every beta's PDE member, before the first starts ("auto": its first resolution)
+        top = max(c["beta"])
+        first = run_config(with_beta(cfg, top))
+        budget.check(first, "evolve")
+        disc = Discretization.from_name(cfg["domain"]["geometry"], first["discretization"]["method"])
+        res = first["discretization"]["resolution"]
         if not disc.resolves(res, top):  # (the kernel needs more as beta grows)
             raise ConfigError(f"discretization.resolution = {res} is too small for "
                               f"contraction.beta = {top:g}: the kernel needs resolution "
@@ -167,7 +169,7 @@ def check_contraction_config(cfg: dict) -> dict:
             if start is not None:
                 grid.initial_density(start)
     if cfg["domain"]["geometry"] == "sphere":
-        _check_sphere_transport(cfg, noisy)
+        grid_source.check_sphere_transport(cfg, noisy)
     dt = cfg["time"]["dt"]
     if dt == "auto":
         if noisy:
@@ -180,38 +182,6 @@ def check_contraction_config(cfg: dict) -> dict:
                 members=[(b, s) for b in c["beta"] for s in c["sources"]],
                 times=save_times(cfg["time"]["t_final"], cfg["time"]["save_every"]))
     return plan
-
-
-def _check_sphere_transport(cfg: dict, noisy: bool) -> None:
-    """On S^2 the distances that are transport problems (tokens against a stationary
-    density, two non-zonal densities, two token sets) must fit in memory."""
-    from meanfield.metrics import sphere_transport as st
-    from meanfield.metrics.sphere_zonal import is_zonal
-
-    c = cfg["contraction"]
-    solver = Discretization.from_config(cfg, threads=1)
-    atoms = int(np.prod(solver.grid.shape))
-    n = cfg["particles"]["n"] or 0
-    problems = []
-    if "particles" in c["sources"]:
-        if noisy:
-            problems.append((n, atoms, "particles.n", ("the tokens against the stationary "
-                             f"density's {atoms} grid nodes")))
-        if c["other"] is not None:
-            problems.append((n, n, "particles.n", "the two token sets"))
-    if "pde" in c["sources"] and c["other"] is not None:
-        frames = [frame_dataset(solver, solver.to_state(solver.initial_density(i)))
-                  for i in (cfg["initial"], c["other"])]
-        if not (solver.method == "spectral" and all(is_zonal(f) for f in frames)):
-            problems.append((atoms, atoms, "contraction.other", ("two densities that are "
-                             f"not both zonal about the pole, as {atoms} atoms each")))
-    for a, b, key, what in problems:
-        need = st.dense_memory(a, b, st.EMD_COPIES)
-        if need > st.MEMORY_LIMIT_BYTES:
-            raise ConfigError(f"{key}: the exact transport of {what} needs about "
-                              f"{need / 2**30:.1f} GiB (limit "
-                              f"{st.MEMORY_LIMIT_BYTES / 2**30:.0f}); use fewer tokens, a "
-                              "smaller discretization.resolution, or zonal densities", key)
 
 
 # ---------------------------------------------------------------------------------------
@@ -301,9 +271,12 @@ def _floor(solver) -> float:  # the narrowest core a grid carries
     return RESOLVED_SPACINGS * _spacing(solver)
 
 
-def _collapsed(solver, u: np.ndarray) -> bool:
-    """Whether a state's cluster core is narrower than its grid carries (``_floor``)."""
-    return core_width(solver, u) < _floor(solver)
+def _collapsed(cfg: dict, solver):
+    """Whether a state's cluster core is narrower than its grid carries (``_floor``); with
+    "auto" (the grid follows the core) narrower than ``fit_above``."""
+    if getattr(solver, "auto", False):
+        return lambda grid, u: core_width(grid, u) < cfg["contraction"]["fit_above"]
+    return lambda grid, u: core_width(grid, u) < _floor(grid)
 
 
 def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
@@ -323,8 +296,8 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
     runs, solvers, limits = [], [], []
     for initial in starts:
         state0 = solver.to_state(solver.initial_density(initial))
-        states, grids = grid_source.grid_states(solver, state0, times,
-                                                None if noisy else _collapsed, limits)
+        states, grids = grid_source.grid_states(solver, state0, times, None if noisy else
+                                                _collapsed(cfg, solver), limits)
         runs.append(states)
         solvers.append(grids)
     done = min(len(r) for r in runs)  # saves both runs reached
@@ -352,10 +325,10 @@ def _pde_member(cfg: dict, plan: dict, beta: float) -> dict:
             return [far_share(*_distances(g, u, x)) for g, u in zip(solvers[0], runs[0][:done])]
 
         out["floor"] = floor
-        if limits and grid_source.labels_carry(cfg):  # on along the characteristics
-            out.update(grid_source.continue_along_labels(cfg, plan, beta, done, distance,
-                                                         share))
-            out["floor"] = cfg["contraction"]["fit_above"]
+        on = grid_source.continue_along_labels(cfg, plan, beta, done, distance, share) \
+            if limits and grid_source.labels_carry(cfg) else None
+        if on is not None:  # on along the characteristics
+            out.update(on, floor=cfg["contraction"]["fit_above"])
             return out
         x_inf = _mean_direction(solvers[0][done - 1], runs[0][done - 1])
         out["distance"][:done] = distance(x_inf)

@@ -11,7 +11,6 @@ import numpy as np
 import xarray as xr
 
 from meanfield.studies.dataset import assemble, model_name
-from meanfield.studies.transport.contraction_grid import labels_carry
 from meanfield.studies.transport.contraction_rates import fit_rate, window_regime
 
 FIT_NAMES = ("fitted_rate", "fitted_rate_low", "fitted_rate_high", "fit_start", "fit_stop")
@@ -44,7 +43,7 @@ def _limit(cfg: dict, beta: float, value: dict, fitted: bool) -> str | None:
     head = (f"beta = {beta:g}, pde: the grid ({cfg['discretization']['resolution']}) met "
             f"its resolution limit after t = {stopped:g} (the density went negative beyond "
             "the undershoot the accuracy allows: the cluster outgrew the grid)")
-    if labels_carry(cfg):
+    if math.isfinite(value.get("continued", math.nan)):
         return (f"{head}; continued along the characteristics from there (as contraction."
                 "pde = \"characteristics\")" + ("" if fitted else "; no rate fitted"))
     return (f"{head}; the source stops there, "

@@ -26,17 +26,34 @@ import math
 import numpy as np
 
 from meanfield.discretizations.adaptive import ResolutionLimit
+from meanfield.discretizations.base import Discretization
 from meanfield.errors import ConfigError
 from meanfield.runs.pde_steps import DenseRun
 from meanfield.studies.transport import contraction_reference as ref
+from meanfield.studies.transport.convergence import frame_dataset
 from solvers.steppers import integrate
 
 ADVICE = ("the solution is not resolved; loosen discretization.accuracy or time.tolerance, "
           "or use contraction.pde = \"characteristics\" (S^1 without noise)")
 
 
+LABELS_AGREE = 1e-6  # the labels' W_2 at t = 0 within this of the grid's, or no continuation
+
+
 class _Stopped(Exception):
     """``stop(state)`` was true: the source ends at this save."""
+
+
+def _measurable(solver, u: np.ndarray, t: float) -> None:
+    """``ResolutionLimit`` for a saved state the W_2 measures refuse: an undershoot the
+    run's accuracy allows (``time.tolerance``, ``discretization.accuracy`` above 1e-6)
+    but beyond the 1e-6 of the max they take (``circle_measures.NEGATIVE_RTOL``)."""
+    from meanfield.metrics.circle_measures import NEGATIVE_RTOL
+
+    rho = solver.to_density(u)
+    if float(rho.min()) < -NEGATIVE_RTOL * float(np.abs(rho).max()):
+        raise ResolutionLimit(f"the density at t = {t:.6g} undershoots by more than the "
+                              f"{NEGATIVE_RTOL:g} of its max that W_2 takes")
 
 
 def grid_states(solver, state0: np.ndarray, times: np.ndarray, stop,
@@ -54,6 +71,7 @@ def grid_states(solver, state0: np.ndarray, times: np.ndarray, stop,
             _dense(solver, state0, times, stop, states, solvers)
         else:
             def on_save(t: float, u: np.ndarray, h: float) -> None:
+                _measurable(solver, u, t)
                 states.append(np.array(u))
                 solvers.append(solver)
                 if stop is not None and stop(solver, u):
@@ -81,6 +99,7 @@ def _dense(solver, state0: np.ndarray, times: np.ndarray, stop, states: list,
     st = run.start(np.array(state0), solver.first_step(t_final))
     for t in times[1:]:
         st, value = run.advance(st, float(t), lambda _t: None)
+        _measurable(run.solver, value, float(t))
         states.append(np.array(value))
         solvers.append(run.solver)
         if stop is not None and stop(run.solver, value):
@@ -105,7 +124,8 @@ def continue_along_labels(cfg: dict, plan: dict, beta: float, done: int,
     """The distances of a grid source stopped after ``done`` saves, continued along the
     characteristics: the limit point x_inf is the labels' (the grid's last state is not
     the end); the grid's ``W_2`` and far share before the stop (``grid_distance(x)``,
-    ``grid_share(x)`` of the unit vector x), the labels' after."""
+    ``grid_share(x)`` of the unit vector x), the labels' after; None when the labels do
+    not carry the start (their W_2 at t = 0 not within ``LABELS_AGREE`` of the grid's)."""
     from meanfield.initial.circle import density_function
 
     times = plan["times"]
@@ -114,6 +134,43 @@ def continue_along_labels(cfg: dict, plan: dict, beta: float, done: int,
     distance, share = ref.distances_to(sol["theta"], sol["mass"], sol["limit"])
     x_inf = np.array([math.cos(sol["limit"]), math.sin(sol["limit"])])
     distance, share = np.array(distance, dtype=float), np.array(share, dtype=float)
-    distance[:done] = grid_distance(x_inf)
+    grid = np.asarray(grid_distance(x_inf), dtype=float)
+    # the labels' quadrature (spacing 0.4 rad at the centre) must carry the start as the
+    # grid does: a concentrated start (von Mises 30: 0.159 against 0.184) is not carried
+    if abs(distance[0] / grid[0] - 1) > LABELS_AGREE:
+        return None
+    distance[:done] = grid
     share[:done] = grid_share(x_inf)
-    return {"distance": distance, "far_share": share}
+    return {"distance": distance, "far_share": share, "continued": 1.0}
+
+
+def check_sphere_transport(cfg: dict, noisy: bool) -> None:
+    """On S^2 the distances that are transport problems (tokens against a stationary
+    density, two non-zonal densities, two token sets) must fit in memory."""
+    from meanfield.metrics import sphere_transport as st
+    from meanfield.metrics.sphere_zonal import is_zonal
+
+    c = cfg["contraction"]
+    solver = Discretization.from_config(cfg, threads=1)
+    atoms = int(np.prod(solver.grid.shape))
+    n = cfg["particles"]["n"] or 0
+    problems = []
+    if "particles" in c["sources"]:
+        if noisy:
+            problems.append((n, atoms, "particles.n", ("the tokens against the stationary "
+                             f"density's {atoms} grid nodes")))
+        if c["other"] is not None:
+            problems.append((n, n, "particles.n", "the two token sets"))
+    if "pde" in c["sources"] and c["other"] is not None:
+        frames = [frame_dataset(solver, solver.to_state(solver.initial_density(i)))
+                  for i in (cfg["initial"], c["other"])]
+        if not (solver.method == "spectral" and all(is_zonal(f) for f in frames)):
+            problems.append((atoms, atoms, "contraction.other", ("two densities that are "
+                             f"not both zonal about the pole, as {atoms} atoms each")))
+    for a, b, key, what in problems:
+        need = st.dense_memory(a, b, st.EMD_COPIES)
+        if need > st.MEMORY_LIMIT_BYTES:
+            raise ConfigError(f"{key}: the exact transport of {what} needs about "
+                              f"{need / 2**30:.1f} GiB (limit "
+                              f"{st.MEMORY_LIMIT_BYTES / 2**30:.0f}); use fewer tokens, a "
+                              "smaller discretization.resolution, or zonal densities", key)
