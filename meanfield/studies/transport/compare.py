@@ -51,7 +51,7 @@ from meanfield.errors import ConfigError
 from meanfield.metrics import zonal_marginal as zm
 from meanfield.metrics.binning import histogram_bins
 from meanfield.runs import budget
-from meanfield.runs.evolve import evolve
+from meanfield.runs.evolve import evolve, run_config
 from meanfield.runs.executor import Executor, TaskResult
 from meanfield.runs.particles import check_config, particles
 from meanfield.studies.members import MemberStudy, run_study
@@ -253,7 +253,8 @@ def compare(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     plan = check_compare_config(cfg)
-    budget.check(cfg, "compare")  # too big for this machine: refused before any work
+    # too big for this machine: refused before any work ("auto": at its first resolution)
+    budget.check(run_config(cfg), "compare")
     return run_study(cfg, lambda executor: CompareTask(cfg, plan, executor, progress), out,
                      overwrite=overwrite, resume=resume, progress=progress)
 

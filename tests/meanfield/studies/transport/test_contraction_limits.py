@@ -114,3 +114,20 @@ def test_auto_is_refused_where_one_grid_is_needed():
         with pytest.raises(ConfigError, match="auto") as err:
             cfgmod.validate(cfg, task)
         assert err.value.key == "discretization.resolution"
+
+
+def test_compare_takes_auto():
+    """compare's PDE with "auto" (accuracy 1e-6): its bin masses within 1e-5 of a fixed
+    grid of 256 points (the same tokens: L1 distances equal to that)."""
+    from meanfield.studies.transport.compare import compare
+
+    cfg = {"model": {"normalized": True, "beta": 1.0},
+           "initial": {"kind": "von_mises", "concentration": 5.0},
+           "time": {"t_final": 1.0, "save_every": 0.5, "dt": 0.01},
+           "particles": {"n": 200, "ensemble": 2, "seed": 1, "bins": 16}}
+    auto = compare({**cfg, "discretization": {"resolution": "auto", "accuracy": 1e-6}})
+    fixed = compare({**cfg, "discretization": {"resolution": 256}})
+    assert auto.attrs["status"] == 0
+    gap = np.abs(auto.pde_bin_density.values - fixed.pde_bin_density.values)
+    assert gap.max() < 1e-5 * fixed.pde_bin_density.values.max()
+    np.testing.assert_allclose(auto.l1_distance, fixed.l1_distance, atol=1e-5)
