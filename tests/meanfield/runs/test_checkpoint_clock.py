@@ -19,6 +19,7 @@ from meanfield.io import read_netcdf
 from meanfield.model import particles as pm
 from meanfield.runs import engine as engine_module
 from meanfield.runs import evolve as evolve_module
+from meanfield.runs import pde_steps
 from meanfield.runs.schedule import checkpoint_path, save_times
 
 EVOLVE = {"model": {"beta": 1.0, "kappa": 3.0, "normalized": False},
@@ -81,6 +82,15 @@ class Steps:
             def integrate(*args, on_state, **kw):
                 return real(*args, on_state=self.wrap(on_state), **kw)
             monkeypatch.setattr(evolve_module, "integrate", integrate)
+            # adaptive spectral runs step through DenseRun (steps not cut by the saves):
+            # its hook gets the stepping state, recorded at the step's end as (t, 0)
+            real_dense = pde_steps.DenseRun.advance
+
+            def advance(run, st, point, on_step, on_state=None):
+                spy = self.wrap(lambda t, stepping: on_state(stepping))
+                return real_dense(run, st, point, on_step,
+                                  on_state=lambda stepping: spy(stepping.t, stepping))
+            monkeypatch.setattr(pde_steps.DenseRun, "advance", advance)
         else:
             real = pm.TokenStepper.advance
 
@@ -90,6 +100,10 @@ class Steps:
         if self.due_at is not None:
             monkeypatch.setattr(engine_module.CheckpointClock, "due",
                                 lambda clock: self.due_now)
+
+
+# adaptive spectral runs: steps that the saves do not cut (meanfield.runs.pde_steps)
+DENSE = ("evolve-spectral", "evolve-sphere-spectral")
 
 
 def where(ckpt):
@@ -130,6 +144,9 @@ def plan(name, mode):
         return None, second[1], second[1]
     if mode == "same":
         return second[0], second[2], second[0]
+    if name in DENSE:  # (the first step of interval 3 crosses the save: the one after)
+        assert len(third) >= 2, "too few steps in an interval to test"
+        return second[0], third[1], None
     return second[0], third[0], None
 
 
@@ -152,7 +169,11 @@ def test_checkpoint_between_saves_and_exact_resume(tmp_path, monkeypatch, name, 
     assert steps.records == records[:stop_at]  # the interrupted run stepped as the full one
     ckpt = read_netcdf(checkpoint_path(out))
     if kept is None:  # Ctrl-C in a later interval: the save after the checkpoint is later
-        assert where(ckpt) is None and ckpt.attrs["checkpoint_frames"] == 3
+        assert ckpt.attrs["checkpoint_frames"] == 3
+        if name in DENSE:  # (steps cross the saves: the state is that of the crossing step)
+            assert where(ckpt) == next(r for r in records if r[0] > SAVES[2])
+        else:  # (a save ends a step: no state inside an interval)
+            assert where(ckpt) is None
     else:  # the state of the step checkpointed, not the older save before it
         assert where(ckpt) == records[kept - 1] and ckpt.attrs["checkpoint_frames"] == 2
         assert "stepped on to t = " in ckpt.attrs["message"]
