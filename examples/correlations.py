@@ -18,7 +18,7 @@ of each mode's rate later: the three-token correlations carry the growth.
 Run ``python examples/correlations.py`` (n = 100 .. 3200, 64 systems each, about 3
 minutes; ``--quick``: n = 50 .. 200, 32 systems, seconds); writes ``correlations.png``
 (``--out``) and prints n max|g| per n, the fitted exponent of max|g| against n with its
-95 % interval, the largest |(n - 1) g - theory|/stderr and the closure errors.
+95 % interval, the largest ``|(n - 1) g - theory| / stderr`` and the closure errors.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Normalization rules with random weights ([Rig25, Figure 4])
-==========================================================
+===========================================================
 
 [Rig25, Figure 4] (reproduced there from [KGPR25]): the average cosine similarity
 rho(t) of the tokens, with its 90 % band over random systems, "on a Transformer with

@@ -207,8 +207,8 @@ def defaults_toml(task: str) -> str:
     """
     task = task_name(task)
     clean = registry.validate({}, task)
-    out = [f"# The defaults of '{_command(task)}' ({_command('config')} --defaults "
-           f"{task.replace('_', '-')}).",
+    out = [f"# The defaults of '{_command(task)}'",
+           f"# ({_command('config')} --defaults {task.replace('_', '-')}).",
            "# Every key is optional: delete the ones you keep at their default. The full",
            "# reference, with every [initial] kind: docs/config_reference.md", ""]
     for name, section in registry.SECTIONS.items():  # (the validation order)

@@ -261,6 +261,8 @@ def validate_weights_section(given: dict, cfg: dict, name: str = "weights") -> d
     """
     if "domain" not in cfg:  # the phase diagram and the normalization study (no [domain])
         return validate_table(given, name)
+    if given.get("per_system") is False:  # (the ensemble studies' default, written by
+        given = {k: v for k, v in given.items() if k != "per_system"}  # config --defaults)
     if "per_system" in given:
         raise ConfigError(f"{name}.per_system draws random weights afresh per system in the "
                           "ensemble studies (meanfield phase-diagram, meanfield "

@@ -278,7 +278,7 @@ def correlations(config: dict | None = None, *, out: str | Path | None = None,
     Raises:
         ConfigError: bad input, before any work.
     """
-    cfg = cfgmod.validate(config)
+    cfg = cfgmod.validate(config, "correlations")
     plan = check_plan(cfg)
     return run_study(cfg, lambda executor: CorrelationsTask(cfg, plan, executor, progress),
                      out, overwrite=overwrite, resume=resume, progress=progress)

@@ -176,7 +176,7 @@ def test_the_switch_costs_no_order():
     (lambda: nz.NGPTParticles(1.0, alpha=True), "particles.ngpt_alpha"),
     (lambda: nz.MixLNParticles(1.0, switch=-1.0), "particles.mix_switch"),
     (lambda: nz.MixLNParticles(1.0, switch=math.nan), "particles.mix_switch"),
-    (lambda: nz.PeriLNParticles(-1.0), "model.beta"),
+    (lambda: nz.PeriLNParticles(math.nan), "model.beta"),  # (beta < 0: config.negative_beta)
 ])
 def test_bad_parameters_name_their_key(make, key):
     with pytest.raises(ConfigError) as err:

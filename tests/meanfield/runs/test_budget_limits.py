@@ -169,7 +169,8 @@ def test_a_billion_members_are_refused_before_their_list_is_made(tmp_path, capsy
     ("metastability", "[metastability]\nsystems = 1000000\nchunk = 1\n"
      "beta = {start = 1, stop = 100, num = 100}\n", "metastability.chunk"),
     ("normalization", "[normalization]\nsystems = 10000000\nchunk = 1\ndim = 8\n"
-     "times = [1.0, 2.0]\n", "normalization.chunk"),
+     "times = [1.0, 2.0]\narchitectures = [\"post-ln\"]\n",  # (one rule: the members,
+     "normalization.chunk"),                                   # not the result, too many)
 ])
 def test_member_counts_of_the_ensemble_studies(tmp_path, capsys, command, text, key):
     toml = tmp_path / "c.toml"
