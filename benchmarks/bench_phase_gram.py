@@ -152,8 +152,7 @@ def _loops():
     @njit
     def gathers(reps, y, e, gf, w, index):
         for _ in range(reps):
-            pg._gather(y, gf, index)
-            pg._gather(e, w, index)
+            pg._gather(y, e, gf, w, index)
 
     @njit
     def dot(reps, a, b, c):

@@ -23,8 +23,11 @@ same scheme, the same field, the same step control; ``benchmarks/bench_phase_gra
   every entry of every system takes the same instructions (no lane of a vector is special:
   the packed loops have the same trip count for every system);
 - the full matrices ``G`` and ``W`` that the product needs are gathered from the packed ones
-  through an index map (one vectorised gather each; mirroring in loops was slower);
-- the saves compute the extension's seven weights once per save, not once per entry.
+  through an index map (one vectorised pass; mirroring in loops was slower);
+- the saves compute the extension's seven weights once per save, not once per entry, and sum
+  the stages in vectorised passes (each entry's sum in the same order); the pairs past the
+  threshold (and, for freezing, those below the level) are counted in one vectorised pass
+  over the packed entries less the diagonal's, in exact integers.
 
 What is left per evaluation (n = 32, the least of many runs): the product (BLAS, ~0.7 us), the
 exponentials (~0.7 us), the two gathers (~0.7 us), ``AG + (AG)^T`` on the triangle (~0.8 us:
@@ -100,11 +103,14 @@ def exp_into(x, out, bits):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _gather(packed, full, index):  # pragma: no cover - compiled
-    """The symmetric ``full`` (n, n) of a packed upper triangle (``index`` of each entry)."""
-    flat = full.reshape(full.size)
-    for q in range(flat.size):
-        flat[q] = packed[index[q]]
+def _gather(g, e, gf, w, index):  # pragma: no cover - compiled
+    """The symmetric ``gf`` and ``w`` (n, n) of the packed upper triangles ``g`` and ``e``
+    (``index``: the packed entry of each full one)."""
+    flat_g, flat_w = gf.reshape(gf.size), w.reshape(w.size)
+    for q in range(flat_g.size):
+        p = index[q]
+        flat_g[q] = g[p]
+        flat_w[q] = e[p]
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -117,8 +123,7 @@ def _field(g, beta, normalized, work, index, out):  # pragma: no cover - compile
     for p in range(g.size):
         arg[p] = beta * (g[p] - 1.0)
     exp_into(arg, e, bits)
-    _gather(g, gf, index)
-    _gather(e, w, index)
+    _gather(g, e, gf, w, index)
     for i in range(n):
         rows[i] = 0.0
     for j in range(n):  # the row sums, a row at a time in the order of j (w symmetric)
@@ -156,20 +161,17 @@ def _combine(y, k, coef, count, h, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _cosine_stats(n, y, thr):  # pragma: no cover - compiled
-    """(fraction of the pairs i < j with ``G_ij >= thr``, smallest ``G_ij``), packed ``y``."""
+def _count_below(n, y, level):  # pragma: no cover - compiled
+    """The number of pairs i < j with ``G_ij < level`` in the packed ``y``: all the
+    entries counted in one vectorised pass, less the diagonal's (exact integers)."""
     count = 0
-    low = 2.0
+    for p in range(y.size):
+        count += y[p] < level
     p = 0
     for i in range(n):
-        p += 1  # the diagonal
-        for _ in range(i + 1, n):
-            s = y[p]
-            if s >= thr:
-                count += 1
-            low = min(low, s)
-            p += 1
-    return count / (n * (n - 1) / 2), low
+        count -= y[p] < level
+        p += n - i
+    return count
 
 
 @njit(cache=True)
@@ -188,19 +190,16 @@ def _pack(y0, y, weight, index):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _save(y, k, h, theta, out):  # pragma: no cover - compiled
-    """Shampine's order-4 extension at ``t + theta h``: ``y + h sum_j w_j(theta) k_j``."""
-    wj = np.zeros(7)
+def _save(y, k, h, theta, wj, out):  # pragma: no cover - compiled
+    """Shampine's order-4 extension at ``t + theta h``: ``y + h sum_j w_j(theta) k_j``
+    (each entry's sum in the order of j, as ``phase_numba``'s, in vectorised passes)."""
     for j in range(7):
+        wj[j] = 0.0
         pw = theta
         for q in range(4):
             wj[j] += P_TAB[j, q] * pw
             pw *= theta
-    for c in range(y.size):
-        acc = 0.0
-        for j in range(7):
-            acc += wj[j] * k[j, c]
-        out[c] = y[c] + h * acc
+    _combine(y, k, wj, 7, h, out)
 
 
 @njit(cache=True)
@@ -220,8 +219,10 @@ def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
     t_end = times[nt - 1]
     t = 0.0
     nxt = 0
+    pairs = n * (n - 1) // 2  # (the fraction as phase_numba's: hits / pairs, exactly)
+    wj = np.empty(7)
     if times[0] == 0.0:
-        frac[0] = _cosine_stats(n, y, thr)[0]
+        frac[0] = (pairs - _count_below(n, y, thr)) / (n * (n - 1) / 2)
         nxt = 1
     _field(y, beta, normalized, work, index, k[0])
     evals, steps, rejected = 1, 0, 0
@@ -244,14 +245,14 @@ def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
             if t_end - t_new <= 1e-12 * max(1.0, t_end):
                 t_new = t_end
             while nxt < nt and times[nxt] <= t_new:
-                _save(y, k, h, (times[nxt] - t) / h, tmp)
-                frac[nxt] = _cosine_stats(n, tmp, thr)[0]
+                _save(y, k, h, (times[nxt] - t) / h, wj, tmp)
+                frac[nxt] = (pairs - _count_below(n, tmp, thr)) / (n * (n - 1) / 2)
                 nxt += 1
             y[:] = ynew
             k[0, :] = k[6]
             t = t_new
             steps += 1
-            if freeze and nxt < nt and _cosine_stats(n, y, thr)[1] >= level:
+            if freeze and nxt < nt and _count_below(n, y, level) == 0:
                 for r in range(nxt, nt):
                     frac[r] = 1.0
                 return steps, rejected, evals, t, False
