@@ -245,12 +245,13 @@ def item3(per_eval: float) -> None:
           f"{1e6 * per_eval / dot:.1f} x the product alone")
 
 
-def item4() -> None:
-    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+def item4(threads: int) -> None:
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     x0, beta = block(2048, 1)
     best, out = least({"old": lambda: run(pn.GRAM_FULL, x0, beta),
                        "new": lambda: run(pn.GRAM, x0, beta)}, 1)
-    print(f"\n4. the whole diagram (50 beta x 2048 systems, {numba.get_num_threads()} threads):")
+    print(f"\n4. the whole diagram (50 beta x 2048 systems, {numba.get_num_threads()} "
+          "threads):")
     for k in ("old", "new"):
         print(f"   {k}: CPU {best[k]:.1f} s -> {best[k] / 2:.1f} s of wall on 2 idle cores; "
               f"{out[k][3].mean():.1f} evaluations per system")
@@ -260,15 +261,16 @@ def item4() -> None:
           f"{(out['old'][0] != out['new'][0]).any(1).sum()} of {beta.size}")
 
 
-def item5() -> None:
-    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+def item5(threads: int) -> None:
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     cfg = {"particles": {"n": N, "seed": 0}, "parallel": {"workers": 1},
            "phase_diagram": {"dims": [D], "beta": [float(b) for b in BETAS],
                              "systems": 2048, "tolerance": TOL}}
     t0, c0 = time.perf_counter(), time.process_time()
     ds = phase_diagram(cfg)
     el, cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(f"\n5. meanfield.phase_diagram, d = {D}, 50 beta x 2048 systems: CPU {cpu:.1f} s -> "
+    print(f"\n5. meanfield.phase_diagram, d = {D}, 50 beta x 2048 systems, "
+          f"{numba.get_num_threads()} threads: CPU {cpu:.1f} s -> "
           f"{cpu / 2:.1f} s of wall on 2 idle cores (wall here {el:.1f} s, load "
           f"{os.getloadavg()[0]:.1f}); {ds.attrs['evaluations_per_system']:.1f} evaluations "
           "per system")
@@ -281,6 +283,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--full", action="store_true", help="item 4 (~2.5 min of CPU)")
     ap.add_argument("--study", action="store_true", help="item 5 (~1 min of CPU)")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="items 4, 5 (1: a single thread, where one core is busy elsewhere)")
     args = ap.parse_args()
     print(f"load {os.getloadavg()}; cores {os.cpu_count()}; times: CPU of this process, "
           "the least of interleaved runs")
@@ -288,9 +292,9 @@ def main():
     item2(args)
     item3(per_eval)
     if args.full:
-        item4()
+        item4(args.threads)
     if args.study:
-        item5()
+        item5(args.threads)
 
 
 if __name__ == "__main__":

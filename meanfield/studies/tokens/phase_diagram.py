@@ -73,7 +73,13 @@ t <= 30) takes 121 field evaluations per system on average (77783 of the 102400 
 frozen before t = 30) and 132-144 s of CPU, i.e. 66-72 s of wall on 2 idle cores
 (152-298 s of wall measured under that load); 10-14 us of CPU per field evaluation and
 system whatever d (d = 4096 / d = 32: 0.99-1.01); a direct approach (explicit
-Euler, dt = 0.1, full tokens, plain numpy) 82-99 times slower.
+Euler, dt = 0.1, full tokens, plain numpy) 82-99 times slower. Since issue 29 the Gram
+systems run ``phase_gram`` (the upper triangle packed, a vectorised exp; the same scheme
+and steps: the 102400 systems' fractions are those of the former path bit for bit):
+``benchmarks/bench_phase_gram.py``, CPU time, least of interleaved runs: 4.3-5.1 against
+7.0-8.7 us per evaluation and system (1.5-1.7 times), the whole d = 1024 diagram 88-89 s
+of CPU against 127-142 s under a load of 2-4 (1.44-1.59 times); from the least time per
+evaluation, 55 s of CPU (27.5 s of wall on 2 idle cores) against 86 s (43 s).
 
 ``model.beta`` is not used (the betas are ``[phase_diagram] beta``). Noise (finite
 ``model.kappa``) is refused: the study is deterministic (the Brownian
