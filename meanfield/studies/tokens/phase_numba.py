@@ -44,7 +44,7 @@ from meanfield.studies.tokens.phase_gram import A_TAB as _A
 from meanfield.studies.tokens.phase_gram import B_TAB as _B
 from meanfield.studies.tokens.phase_gram import E_TAB as _E
 from meanfield.studies.tokens.phase_gram import P_TAB as _P
-from meanfield.studies.tokens.phase_gram import gram_system
+from meanfield.studies.tokens.phase_gram import gram_system, step_factor
 
 # GRAM: ``phase_gram.gram_system`` (the study's path for d >= n); GRAM_FULL: the former
 # full-matrix Gram path (``_system``, libm's exp), kept as the reference that
@@ -199,15 +199,9 @@ def _system(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0, h_ma
                 for r in range(nxt, nt):
                     frac[r] = 1.0
                 return steps, rejected, evals, t, False
-            factor = 0.9 * err ** -0.2 if err > 0 else 5.0
-            factor = min(5.0, max(0.2, factor))
         else:
             rejected += 1
-            if math.isfinite(err):
-                factor = min(1.0, max(0.2, 0.9 * err ** -0.2))
-            else:
-                factor = 0.1
-        h = min(h * factor, h_max)
+        h = min(h * step_factor(err), h_max)
         if h < h_min:
             return steps, rejected, evals, math.inf, True
     return steps, rejected, evals, math.inf, False
