@@ -98,6 +98,7 @@ def test_same_numbers_at_one_and_two_threads_and_any_batch():
     assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
 
 
+@pytest.mark.slow  # (6 s: the default run stays under its 15 minutes)
 def test_acceptance_d128_with_256_systems_per_beta():
     """Acceptance 4 (reduced: 2 betas, t <= 2): random Gaussian Q and K per system in
     d = 128, n = 32, 256 systems per beta. At t = 0 no pair of i.i.d. uniform tokens is

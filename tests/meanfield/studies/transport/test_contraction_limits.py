@@ -116,6 +116,7 @@ def test_auto_is_refused_where_one_grid_is_needed():
         assert err.value.key == "discretization.resolution"
 
 
+@pytest.mark.slow  # (6 s: the default run stays under its 15 minutes)
 def test_compare_takes_auto():
     """compare's PDE with "auto" (accuracy 1e-6): its bin masses within 1e-5 of a fixed
     grid of 256 points (the same tokens: L1 distances equal to that)."""
