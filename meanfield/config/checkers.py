@@ -324,6 +324,21 @@ def list_or_range(key: str, value: Any, *, minimum: float | None = None,
     return values
 
 
+def increasing_within(key: str, value: Any, *, minimum: float, maximum: float,
+                      integers: bool = False, strict: bool = False) -> list:
+    """``list_or_range`` (a non-empty list or a range) that is also strictly increasing
+    and at most ``maximum``: the refusal names the entry that breaks it."""
+    values = list_or_range(key, value, minimum=minimum, strict=strict, integers=integers)
+    for i, v in enumerate(values):
+        if v > maximum:
+            raise ConfigError(f"{key}[{i}] = {v!r}: values must be <= {maximum:g}",
+                              f"{key}[{i}]")
+        if i and v <= values[i - 1]:
+            raise ConfigError(f"{key} = {describe(value)} must be strictly increasing "
+                              f"(entry {i}: {v!r} after {values[i - 1]!r})", key)
+    return values
+
+
 def _bounded(key: str, x: float, minimum: float | None, strict: bool) -> None:
     if minimum is not None and (x <= minimum if strict else x < minimum):
         raise ConfigError(f"{key} = {x!r} must be {'>' if strict else '>='} {minimum:g}", key)

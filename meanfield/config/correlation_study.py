@@ -23,20 +23,6 @@ from meanfield.config.sections import Section
 from meanfield.errors import ConfigError
 
 
-def _increasing(key: str, value, *, integers: bool, minimum: float,
-                maximum: float) -> list:
-    """A non-empty strictly increasing list within [minimum, maximum]."""
-    values = ck.list_or_range(key, value, minimum=minimum, integers=integers)
-    for i, v in enumerate(values):
-        if v > maximum:
-            raise ConfigError(f"{key}[{i}] = {v!r}: values must be <= {maximum:g}",
-                              f"{key}[{i}]")
-        if i and v <= values[i - 1]:
-            raise ConfigError(f"{key} = {ck.describe(value)} must be strictly increasing "
-                              f"(entry {i}: {v!r} after {values[i - 1]!r})", key)
-    return values
-
-
 def _even(minimum: int, maximum: int):
     def check(key: str, value) -> int:
         k = ck.integer_in(minimum, maximum)(key, value)
@@ -68,15 +54,15 @@ CORRELATION_STUDY_SECTIONS: tuple[Section, ...] = (
     Section("correlations", {
         "n": (ck.accepting(f"a strictly increasing list of integers >= 4 and <= 1e6, or "
                            f"{ck.RANGE_TEXT}",
-                           lambda k, v: _increasing(k, v, integers=True, minimum=4,
-                                                    maximum=10**6)),
+                           lambda k, v: ck.increasing_within(
+                               k, v, integers=True, minimum=4, maximum=10**6)),
               [100, 200, 400, 800]),
         "dim": (ck.integer_in(2, 4096), 2),
         "systems": (_even(4, 10**6), 64),
         "chunk": (_even(2, 10**6), 16),
         "times": (ck.accepting(f"{ck.INCREASING_TEXT} >= 0, or {ck.RANGE_TEXT}",
-                               lambda k, v: _increasing(k, v, integers=False, minimum=0.0,
-                                                        maximum=1e6)),
+                               lambda k, v: ck.increasing_within(
+                                   k, v, minimum=0.0, maximum=1e6)),
                   [0.0, 0.5, 1.0, 1.5, 2.0]),
         "bins": (ck.integer_in(4, 1000), 24),
         "modes": (ck.integer_in(1, 64), 8),

@@ -25,20 +25,6 @@ CRITICAL_FAMILIES = ("random", "clusters", "equally_spaced")
 MAX_CRITICAL_N = 64  # Hessians of n(d - 1) rows, one eigendecomposition per iteration
 
 
-def _increasing(key: str, value, *, integers: bool, minimum: float, maximum: float,
-                strict: bool) -> list:
-    """A non-empty strictly increasing list within [minimum, maximum]."""
-    values = ck.list_or_range(key, value, minimum=minimum, strict=strict, integers=integers)
-    for i, v in enumerate(values):
-        if v > maximum:
-            raise ConfigError(f"{key}[{i}] = {v!r}: values must be <= {maximum:g}",
-                              f"{key}[{i}]")
-        if i and v <= values[i - 1]:
-            raise ConfigError(f"{key} = {ck.describe(value)} must be strictly increasing "
-                              f"(entry {i}: {v!r} after {values[i - 1]!r})", key)
-    return values
-
-
 def _families(key: str, value) -> list[str]:
     """A non-empty list of distinct names of ``CRITICAL_FAMILIES``, in that order."""
     if not isinstance(value, (list, tuple)) or not value:
@@ -57,14 +43,14 @@ LANDSCAPE_STUDY_SECTIONS: tuple[Section, ...] = (
     Section("critical_points", {
         "n": (ck.accepting(f"a strictly increasing list of integers >= 2 and <= "
                            f"{MAX_CRITICAL_N}, or {ck.RANGE_TEXT}",
-                           lambda k, v: _increasing(k, v, integers=True, minimum=2,
-                                                    maximum=MAX_CRITICAL_N, strict=False)),
+                           lambda k, v: ck.increasing_within(
+                               k, v, integers=True, minimum=2, maximum=MAX_CRITICAL_N)),
               [6]),
         "dim": (ck.integer_in(2, 16), 2),
         "beta": (ck.accepting(f"{ck.INCREASING_TEXT} > 0 and <= {MAX_USA_BETA:g}, or "
                               f"{ck.RANGE_TEXT}",
-                              lambda k, v: _increasing(k, v, integers=False, minimum=0.0,
-                                                       maximum=MAX_USA_BETA, strict=True)),
+                              lambda k, v: ck.increasing_within(
+                                  k, v, minimum=0.0, maximum=MAX_USA_BETA, strict=True)),
                  [1.0, 4.0, 9.0]),
         "families": (ck.accepting("a non-empty list of distinct names among " + ", ".join(
             f'"{f}"' for f in CRITICAL_FAMILIES), _families), list(CRITICAL_FAMILIES)),
