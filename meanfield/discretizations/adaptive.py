@@ -57,6 +57,26 @@ def with_resolution(cfg: dict, resolution: int) -> dict:
     return out
 
 
+class DegreeResolution:
+    """What an "auto" run needs of a solver whose ``resolution`` is a band limit L (the
+    degrees 0..L: the sphere's and the zonal geometry's): ``L + 1`` modes, a degree's
+    amplitude from ``_amplitudes(grid, state)``, at least ``MIN_DEGREE``."""
+
+    MIN_DEGREE = 4
+    model: Any
+
+    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
+        return self._amplitudes(self.model.grid, state)
+
+    @staticmethod
+    def modes_of(resolution: int) -> int:
+        return resolution + 1  # (degrees 0..L)
+
+    @classmethod
+    def resolution_for(cls, modes: int) -> int:
+        return max(cls.MIN_DEGREE, int(modes) - 1)
+
+
 class AdaptiveSpectral:
     """The mixin (module docstring); the attributes are set by ``from_config``."""
 

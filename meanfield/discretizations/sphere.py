@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from meanfield import config as cfgmod
+from meanfield.discretizations.adaptive import DegreeResolution
 from meanfield.discretizations.base import (
     FiniteVolumeDiscretization,
     SpectralDiscretization,
@@ -23,7 +24,7 @@ from solvers.transforms.sht import resize_alm
 from solvers.operators.finite_volume import GradientFlowMeshFV
 
 
-class SpectralSphere(SpectralDiscretization):
+class SpectralSphere(DegreeResolution, SpectralDiscretization):
     """Spherical-harmonic solver (ETDRK4, diffusion exact, fixed or adaptive steps).
 
     The Jacobian-vector product is exact (``SphereModel.tendency_jvp``): the transport is
@@ -74,17 +75,6 @@ class SpectralSphere(SpectralDiscretization):
         ell = np.arange(grid.lmax + 1)
         return np.sqrt(np.bincount(grid.l, power, grid.lmax + 1) * (2 * ell + 1)
                        / (4 * np.pi))
-
-    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
-        return self._amplitudes(self.model.grid, state)
-
-    @staticmethod
-    def modes_of(resolution: int) -> int:
-        return resolution + 1  # (degrees 0..L)
-
-    @staticmethod
-    def resolution_for(modes: int) -> int:
-        return max(4, int(modes) - 1)
 
     @staticmethod
     def max_resolution(cfg: dict) -> int:

@@ -15,7 +15,7 @@ from meanfield.discretizations.base import (
     model_arguments,
     model_value,
 )
-from meanfield.discretizations.adaptive import ResolutionLimit
+from meanfield.discretizations.adaptive import DegreeResolution, ResolutionLimit
 from meanfield.initial import zonal as initial
 from meanfield.model.zonal import ZonalFVModel, ZonalModel
 from meanfield.model.zonal_kernels import zonal_required_lmax
@@ -46,13 +46,14 @@ class _ZonalEntry:
                                       averages=self.method == "finite-volume")
 
 
-class SpectralZonal(_ZonalEntry, SpectralDiscretization):
+class SpectralZonal(_ZonalEntry, DegreeResolution, SpectralDiscretization):
     """Gegenbauer pseudo-spectral solver: state = coefficients of the orthonormal ``Q_l``,
     ETDRK4 (order 4 in time, the diffusion ``-l(l + d - 2)/kappa`` exact), products at the
     Gauss nodes of a product grid (dealiased); fixed or step-doubling steps. The
     Jacobian-vector product is exact (``ZonalModel.tendency_jvp``)."""
 
     geometry = "zonal"
+    MIN_DEGREE = 8  # ("auto": a band limit of at least 8)
 
     def __init__(self, model: ZonalModel, dt: float | str, tolerance: float,
                  negativity_tolerance: float):
@@ -160,17 +161,6 @@ class SpectralZonal(_ZonalEntry, SpectralDiscretization):
         if peak is None:
             peak = grid._peaks = np.abs(grid.synthesis_matrix[:, grid.reliable]).max(axis=1)
         return np.abs(np.asarray(c)) * peak
-
-    def mode_amplitudes(self, state: np.ndarray) -> np.ndarray:
-        return self._amplitudes(self.model.grid, state)
-
-    @staticmethod
-    def modes_of(resolution: int) -> int:
-        return resolution + 1  # (degrees 0..L)
-
-    @staticmethod
-    def resolution_for(modes: int) -> int:
-        return max(8, int(modes) - 1)
 
     @staticmethod
     def max_resolution(cfg: dict) -> int:
