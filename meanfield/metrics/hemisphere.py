@@ -71,10 +71,9 @@ def hemisphere_margin(points, tolerance: float = TOLERANCE) -> tuple[float, np.n
         zeros)`` when no open hemisphere holds them.
     """
     x = _points(points)
-    for w in _witnesses(x):
-        norm = float(np.linalg.norm(w))
-        if norm > 0 and np.all(np.isfinite(w)) and float(np.min(x @ w)) / norm > tolerance:
-            return float(np.min(x @ w)) / norm, w / norm
+    found = _certificate(x, tolerance)
+    if found is not None:
+        return found
     if x.shape[1] == 2:  # (the circle: the gap rule is exact; no witness, none exists)
         return 0.0, np.zeros(2)
     if _surrounds_origin(x, tolerance):
@@ -170,7 +169,7 @@ def hemisphere_share(systems, tolerance: float = TOLERANCE) -> np.ndarray:
     out = np.zeros(x.shape[0], dtype=bool)
     left = []
     for b, points in enumerate(x):
-        if _certified_inside(_points(points), tolerance):
+        if _certificate(_points(points), tolerance) is not None:
             out[b] = True
         elif points.shape[1] != 2 and not _surrounds_origin(points, tolerance):
             left.append(b)
@@ -179,12 +178,14 @@ def hemisphere_share(systems, tolerance: float = TOLERANCE) -> np.ndarray:
     return out
 
 
-def _certified_inside(x: np.ndarray, tolerance: float) -> bool:
+def _certificate(x: np.ndarray, tolerance: float) -> tuple[float, np.ndarray] | None:
+    """``(margin, unit w)`` of the first witness (``_witnesses``) that proves an open
+    hemisphere, else None."""
     for w in _witnesses(x):
         norm = float(np.linalg.norm(w))
         if norm > 0 and np.all(np.isfinite(w)) and float(np.min(x @ w)) / norm > tolerance:
-            return True
-    return False
+            return float(np.min(x @ w)) / norm, w / norm
+    return None
 
 
 def _block_programs(x: np.ndarray, tolerance: float) -> np.ndarray:
