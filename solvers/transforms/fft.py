@@ -9,20 +9,22 @@ array and calling ``inverse`` with a larger ``n`` interpolates the band-limited 
 Why the care: a pre-planned pyfftw ``execute()`` measured 5-15x faster than numpy.fft for
 n = 256..65536, but planning costs 0.1-2 s and a second thread slows small transforms. So
 plans are made once per (n, threads) and reused, FFTW wisdom is kept on disk between runs
-(``~/.cache/meanfield/fftw-wisdom.pickle``, or ``$MEANFIELD_CACHE``), and the thread count
-is chosen from the size unless given.
+(``~/.cache/meanfield/fftw-wisdom.bin``, or ``$MEANFIELD_CACHE``; plain checksummed bytes,
+never a pickle: ``solvers.transforms.wisdom``), and the thread count is chosen from the
+size unless given.
 """
 from __future__ import annotations
 
 import os
-import pickle
 import threading
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from solvers.cache import cache_dir
+from solvers.transforms import wisdom
 
 try:  # pyfftw is a dependency, but a broken binary install must not make the package unusable
     import pyfftw
@@ -45,29 +47,31 @@ def default_threads(n: int) -> int:
 
 
 def _wisdom_path() -> Path:
-    return cache_dir() / "fftw-wisdom.pickle"
+    return cache_dir() / wisdom.FILENAME
 
 
 def _load_wisdom() -> None:
+    """Import the cached wisdom once per process; a bad file is warned of and replaced."""
     global _wisdom_loaded
     if _wisdom_loaded or not HAVE_PYFFTW:
         return
     _wisdom_loaded = True
+    path = _wisdom_path()
     try:
-        with open(_wisdom_path(), "rb") as fh:
-            pyfftw.import_wisdom(pickle.load(fh))
-    except Exception:  # noqa: BLE001, S110 - missing or stale wisdom only costs planning
-        pass
+        pyfftw.import_wisdom(wisdom.read(path))
+        return
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return  # no wisdom (or none readable) only costs planning time
+    except (OSError, ValueError) as exc:  # wisdom.BadWisdom is a ValueError
+        reason = exc
+    warnings.warn(f"ignoring the FFTW wisdom cache {str(path)!r} ({reason}); "
+                  "it is written anew", RuntimeWarning, stacklevel=2)
+    _save_wisdom()
 
 
 def _save_wisdom() -> None:
-    path = _wisdom_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(pyfftw.export_wisdom(), fh)
-        os.replace(tmp, path)
+        wisdom.write(_wisdom_path(), pyfftw.export_wisdom())
     except OSError:  # a read-only home must not stop a run
         pass
 
