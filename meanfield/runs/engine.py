@@ -154,6 +154,13 @@ class RunTask:
         task made of other runs lets them show their own)."""
         del enabled, done
 
+    def held(self) -> contextlib.AbstractContextManager:
+        """A context the engine enters once around the whole schedule (default: none):
+        what a task sets up once per run rather than per point, such as a BLAS thread
+        limit (threadpoolctl scans the loaded libraries each time one is entered: 0.1-2
+        ms, more than a small run's save costs otherwise)."""
+        return contextlib.nullcontext()
+
 
 class SteppingTask(RunTask):
     """A task that steps in time through the save times of ``[time]``.
@@ -286,7 +293,7 @@ class Engine:
         try:
             self.output.lock()
             self.output.claim()  # again, now that no other run can finish meanwhile
-            with thread_policy.current().applied(), _signals():
+            with thread_policy.current().applied(), task.held(), _signals():
                 state, frames, failure = self._loop()
             info = {**task.info(), "wall_time_s": _time.perf_counter() - wall}
             if failure is not None:

@@ -113,7 +113,7 @@ from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from meanfield.runs.particle_dataset import diagnostics, to_dataset
 from solvers.particles.multipliers import FAST_METHOD
 
-# n^2 d below which a weighted model steps on one BLAS thread (ParticlesTask._blas_threads)
+# n^2 d below which a weighted model steps on one BLAS thread (ParticlesTask.held)
 SMALL_ATTENTION = 2**22
 # method -> the only dimension it serves
 FAST_METHODS = {method: d for d, method in FAST_METHOD.items()}
@@ -311,17 +311,19 @@ class ParticlesTask(SteppingTask):
             on_step.midway(lambda: TokenState(np.array(x), h, self.noise.bit_generator.state,
                                               t=t_, taken=taken))
 
-        with self._blas_threads():
-            x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
-                                        h_min=1e-14 * float(self.times[-1] - self.t_start),
-                                        taken=state.taken, on_state=on_state)
+        x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
+                                    h_min=1e-14 * float(self.times[-1] - self.t_start),
+                                    taken=state.taken, on_state=on_state)
         return TokenState(x, h, self.noise.bit_generator.state, at=float(point))
 
-    def _blas_threads(self):
-        """One BLAS thread for a small weighted model: its small products and d x d
-        algebra gain nothing from threads, and beside other jobs OpenBLAS's spinning
-        threads made small LAPACK calls slow (scipy's expm of a 2 x 2 matrix: 24 ms
-        instead of 0.012; the rescaled flow now takes e^{t(V - cI)} from a cached
+    def held(self):
+        """One BLAS thread for a small weighted model, decided and entered once per run
+        (the engine holds it around the schedule; entered at every save before, its
+        scan of the loaded libraries cost 0.1-2 ms a save: 100 saves of n = 32, d = 16
+        cost 4.4x one save, benchmarks/bench_save_cost.py): its small products and
+        d x d algebra gain nothing from threads, and beside other jobs OpenBLAS's
+        spinning threads made small LAPACK calls slow (scipy's expm of a 2 x 2 matrix:
+        24 ms instead of 0.012; the rescaled flow now takes e^{t(V - cI)} from a cached
         eigendecomposition, ``RescaledForm``, but its small products remain)."""
         n, d = self.plan["n"], self.plan["dim"]
         if self.plan["weighted"] and n * n * d <= SMALL_ATTENTION:
