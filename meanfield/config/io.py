@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from meanfield.config import registry
+from meanfield.config import input_files, registry
 from meanfield.config.checkers import describe, suggest
 from meanfield.config.renamed import migrate, renamed_key_error
 from meanfield.errors import ConfigError
@@ -91,18 +91,11 @@ def load(path: str | Path, overrides: list[str] | None = None,
         raise ConfigError(f"{path}: the TOML cannot be read: {describe(str(exc))}",
                           "config") from None
     raw = apply_overrides(raw, overrides or [])
-    cfg = registry.validate(raw, task)
-    # Relative sample paths are relative to the config file, as a user writing it expects.
-    if "initial" in cfg:
-        _resolve_sample_paths(cfg["initial"], path.parent)
-    return cfg
-
-
-def _resolve_sample_paths(initial: dict, base: Path) -> None:
-    if initial["kind"] in ("samples", "tokens") and not Path(initial["path"]).is_absolute():
-        initial["path"] = str(base / initial["path"])
-    for comp in initial.get("components") or []:
-        _resolve_sample_paths(comp, base)
+    # Relative input paths (weights files, samples, tokens) are relative to the config
+    # file, as a user writing it expects, wherever the command runs: made absolute before
+    # validation, which reads the weights files (the file checked is the file run).
+    input_files.resolve(raw, path.parent)
+    return registry.validate(raw, task)
 
 
 def to_json(cfg: dict) -> str:

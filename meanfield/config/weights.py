@@ -35,13 +35,13 @@ The PDE takes V = c I only, with Q = K = I and no layer (``pde_value_scale``).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from meanfield.config import checkers as ck
 from meanfield.config import depth_weights as depth
+from meanfield.config.input_files import read_numbers
 from meanfield.config.study_weight_keys import validate_table
 from meanfield.errors import ConfigError
 from solvers.matrix_exponential import ShiftedExponential
@@ -157,18 +157,9 @@ def _clean_table(spec: dict, d: int, key: str) -> dict:
 
 def _load(path: str, d: int, key: str) -> np.ndarray:
     """The d x d matrix of a file (``.npy``, ``.csv``, else whitespace text)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{key} = {path!r}: no such file", key)
-    try:
-        if p.suffix == ".npy":
-            m = np.load(p, allow_pickle=False)
-        else:
-            m = np.loadtxt(p, ndmin=2, delimiter="," if p.suffix == ".csv" else None)
-        m = np.asarray(m, dtype=float)
-    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
-        raise ConfigError(f"{key} = {path!r} cannot be read as a matrix (.npy, .csv or "
-                          f"whitespace-separated text): {exc}", key) from None
+    # (the one reader of input files: regular files only, no pickle, complex refused
+    # as in Python, nothing of the file quoted)
+    m = read_numbers(path, key, entries=key.removesuffix(".file"))
     if m.shape != (d, d):
         raise ConfigError(f"{key} = {path!r} holds an array of shape {m.shape}; a weight "
                           f"matrix in dimension {d} (domain.dim) has shape ({d}, {d})", key)

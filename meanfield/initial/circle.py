@@ -26,13 +26,12 @@ mass) and scaled to mass exactly 1 before any time stepping.
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from scipy import special
 
+from meanfield.config.input_files import read_numbers
 from meanfield.errors import ConfigError
 
 TWO_PI = 2 * np.pi
@@ -48,18 +47,9 @@ def read_sample_file(path: str, key: str, what: str = "samples") -> np.ndarray:
     Raises:
         ConfigError: (``key``) no such file, not numbers, no numbers at all, NaN or inf.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{key} = {path!r}: no such file", key)
-    try:
-        with warnings.catch_warnings():  # an empty text file: said below, in one line
-            warnings.simplefilter("ignore", UserWarning)
-            data = (np.load(p, allow_pickle=False) if p.suffix == ".npy"
-                    else np.loadtxt(p, ndmin=2))
-        data = np.asarray(data, dtype=float)
-    except Exception as exc:  # noqa: BLE001 - numpy raises several types for bad files
-        raise ConfigError(f"{key} = {path!r} cannot be read as numbers "
-                          f"(.npy or whitespace-separated text): {exc}", key) from None
+    # (the one reader of input files: regular files only, no pickle, complex refused,
+    # nothing of the file quoted; an empty text file is said below, in one line)
+    data = read_numbers(path, key, formats=".npy or whitespace-separated text")
     data = np.atleast_1d(data)  # (a 0-d .npy array: one number)
     data = data[:, None] if data.ndim == 1 else data
     if data.size == 0:
