@@ -46,6 +46,23 @@ AVAILABLE += ("critical-points",)  # issue 28, item 1
 RUNS += ("critical-points",)
 
 
+# The run commands and what each does (--help and 'config --defaults')
+RUN_HELP: tuple[tuple[str, str], ...] = (
+    ("evolve", "solve the PDE for a TOML config"),
+    ("particles", "run the token system of a TOML config"),
+    ("compare", "the PDE and a particle ensemble of one config"),
+    ("convergence", "tokens against the PDE as n grows"),
+    ("contraction", "W_2 decay rates over beta, PDE and tokens"),
+    ("bifurcation", "branches of stationary states in kappa or beta"),
+    ("phase-diagram", "pair clustering probability over (d, beta, t)"),
+    ("normalization", "Post-LN against Pre-LN from random tokens"),
+    ("long-context", "one attention layer as n grows, beta = gamma log n"),
+    ("correlations", "one- and two-point functions of token ensembles"),
+    ("metastability", "cluster staircase from uniform tokens, large beta"),
+    ("critical-points", "critical points of the energy and their index"),
+)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line and status 2, like every other bad input
         raise ConfigError(f"{message} (see 'meanfield --help')")
@@ -61,18 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="meanfield-demo", help="results folder")
     d.add_argument("--overwrite", action="store_true", help="replace existing results")
     d.add_argument("--no-progress", action="store_true")
-    for name, what in (("evolve", "solve the PDE for a TOML config"),
-                       ("particles", "run the token system of a TOML config"),
-                       ("compare", "the PDE and a particle ensemble of one config"),
-                       ("convergence", "tokens against the PDE as n grows"),
-                       ("contraction", "W_2 decay rates over beta, PDE and tokens"),
-                       ("bifurcation", "branches of stationary states in kappa or beta"),
-                       ("phase-diagram", "pair clustering probability over (d, beta, t)"),
-                       ("normalization", "Post-LN against Pre-LN from random tokens"),
-                       ("long-context", "one attention layer as n grows, beta = gamma log n"),
-                       ("correlations", "one- and two-point functions of token ensembles"),
-                       ("metastability", "cluster staircase from uniform tokens, large beta"),
-                       ("critical-points", "critical points of the energy and their index")):
+    for name, what in RUN_HELP:
         e = sub.add_parser(name, help=what)
         e.add_argument("config", help="TOML config file")
         e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -82,8 +88,9 @@ def _parser() -> argparse.ArgumentParser:
         e.add_argument("--resume", action="store_true", help="continue from the checkpoint")
         e.add_argument("--no-progress", action="store_true", help="no progress bar")
     c = sub.add_parser("config", help="print the defaults of a task as a TOML file")
-    c.add_argument("--defaults", required=True, metavar="TASK",
-                   help="the task (evolve, particles, compare, convergence, ...)")
+    c.add_argument("--defaults", required=True, metavar="TASK", nargs="?",
+                   help="the task (evolve, particles, compare, convergence, ...); "
+                        "alone: the list of tasks")
     pl = sub.add_parser("plot", help="figures from a result file")
     pl.add_argument("result", help="netCDF result")
     pl.add_argument("--out", help="folder for the figures (default: beside the result)")
@@ -111,7 +118,9 @@ def _run(args) -> int:
     if ds.attrs["status"] == -1:
         print(f"meanfield: {ds.attrs['message']}", file=sys.stderr)
         return 130
-    _report(args.command, ds, out)
+    # the default place is said in full: the one line a run prints names the file
+    _report(args.command, ds, out if args.out or cfg["output"]["path"] else
+            f"{Path(out).resolve()} (beside the config: no --out or output.path)")
     return 0
 
 
@@ -252,7 +261,7 @@ def _bifurcation_summary(ds) -> str:
 
 
 def _plot(args) -> int:
-    from meanfield.io import check_writable, read_netcdf
+    from meanfield.io import check_writable, read_failure, read_netcdf
     from meanfield.plotting import plot_result
 
     path = Path(args.result)
@@ -261,8 +270,8 @@ def _plot(args) -> int:
     try:
         ds = read_netcdf(path)
     except Exception as exc:  # noqa: BLE001 - netCDF4/HDF5/xarray raise many types
-        raise ConfigError(f"result {str(path)!r} is not a readable netCDF file: {exc}",
-                          "result") from None
+        raise ConfigError(f"result {str(path)!r} is not a readable netCDF file "
+                          f"({read_failure(exc)})", "result") from None
     out_dir = Path(args.out) if args.out else path.parent
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {str(out_dir)!r} is a file; plot writes its figures into "
@@ -275,6 +284,14 @@ def _plot(args) -> int:
                                dpi=args.dpi, format=args.format, overwrite=args.overwrite):
         print(f"wrote {written}")
     return 0
+
+
+def _task_list() -> str:
+    """``meanfield config --defaults`` without a task: the tasks, one a line."""
+    helps = {name: what for name, what in RUN_HELP}
+    return ("meanfield config --defaults TASK prints the keys TASK reads, with their\n"
+            "defaults, as a TOML file to edit. The tasks:\n"
+            + "".join(f"  {name:<17}{helps[name]}\n" for name in RUNS))
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
@@ -303,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "config":
             from meanfield.config.reference import defaults_toml
-            sys.stdout.write(defaults_toml(args.defaults))
+            sys.stdout.write(defaults_toml(args.defaults) if args.defaults
+                             else _task_list())
             return 0
         return _plot(args)
     except ConfigError as exc:

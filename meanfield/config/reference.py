@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from meanfield.config import registry
+from meanfield.config import registry, task_keys
 from meanfield.config.checkers import Checker, suggest
 from meanfield.config.initial import INITIAL_PARAMS
 from meanfield.config.meanings import INITIAL_MEANINGS, MEANINGS, SECTION_MEANINGS
@@ -209,10 +209,11 @@ def defaults_toml(task: str) -> str:
     clean = registry.validate({}, task)
     out = [f"# The defaults of '{_command(task)}'",
            f"# ({_command('config')} --defaults {task.replace('_', '-')}).",
-           "# Every key is optional: delete the ones you keep at their default. The full",
-           "# reference, with every [initial] kind: docs/config_reference.md", ""]
+           "# Every key is optional: delete the ones you keep at their default. Only the",
+           "# keys this command reads are listed. The full reference, with every [initial]",
+           "# kind: docs/config_reference.md", ""]
     for name, section in registry.SECTIONS.items():  # (the validation order)
-        if name not in clean:
+        if name not in task_keys.read_sections(task):  # (a section it takes, reads none)
             continue
         out += _comment(f"[{name}]: {SECTION_MEANINGS[name]}") + [f"[{name}]"]
         if name == "initial":
@@ -236,7 +237,8 @@ def defaults_toml(task: str) -> str:
                                "activation": ACTIVATIONS[0]}.get(key, default)
                     out.append(f"# {key} = {toml_value(example)}")
         else:
-            for key, (check, default) in section.keys.items():
+            for key in task_keys.read_keys(task, name):  # only the keys the task reads
+                check, default = section.keys[key]
                 absent = "" if default is not None else " Absent by default."
                 out += _comment(f"{MEANINGS[f'{name}.{key}']}. Accepts "
                                 f"{accepts(check)}.{absent}")
