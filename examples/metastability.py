@@ -15,8 +15,9 @@ ascent of E_beta for a weighted metric.
 
 The metastable times (issue 28): from [GKPR24]'s well-separated start (tokens in three
 caps at 0, 0.5 and 1.3 rad) the caps collapse by T_1 and the closest pair merges at T_2
-~ e^{beta(1 - cos 0.5)}: the study fits T_1 = a + b beta and log T_2 = a + b beta with
-bootstrap intervals, and runs the reduced merging model (the clusters as weighted points
+~ e^{beta(1 - cos 0.5)}: the study fits T_1 = a + b beta (T_1 when the caps are tight on
+the scale of their attention, spread <= e^{-beta(1 - cos phi)}: slope 1 - cos phi) and
+log T_2 = a + b beta with bootstrap intervals, and runs the reduced merging model (the clusters as weighted points
 from the first plateau) beside the tokens. The mean-shift picture: the modes of the KDE
 of the starts against beta, beside the first plateau and sqrt(beta) log beta.
 
@@ -41,7 +42,9 @@ import meanfield
 from meanfield.plotting import style
 from meanfield.plotting.metastability import clusters_vs_time, plateau_vs_beta, staircase
 from meanfield.plotting.metastability_times import modes_vs_beta, staircases, times_vs_beta
+from meanfield.studies.tokens.metastability_merging import fit_slope
 from meanfield.studies.tokens.metastability_theory import pairing_times
+from meanfield.studies.tokens.metastable_times import predicted_slope
 
 CONFIG = Path(__file__).resolve().parent / "metastability.toml"
 GEOMETRIES = {"circle": "S¹", "sphere": "S²"}
@@ -131,8 +134,16 @@ def main(argv=None) -> dict:
           f"[{a['log_t2_slope_interval'][0]:.3g}, {a['log_t2_slope_interval'][1]:.3g}] "
           f"({100 * a['confidence']:g} %); hardmax pairing over beta = "
           f"{', '.join(f'{b:g}' for b in sep)}: {out['caps']['pairing_slope']:.3g}")
+    tight = fit_slope(
+        sep, caps["tight_time"].sel(beta=sep).values, a["bootstrap"], a["confidence"], 1)
+    predicted = predicted_slope(
+        sep, caps["tight_exponent"].sel(beta=sep).values, True)
+    print(f"  T_1 tight (spread <= e^-beta(1 - cos phi)) over the same beta: slope "
+          f"{tight['slope']:.3g} [{tight['interval'][0]:.3g}, {tight['interval'][1]:.3g}]"
+          f" against {predicted:.3g} predicted (beta(1 - cos phi), rate-1 contraction)")
     print(f"  reduced model: largest relative merge-time error "
-          f"{a['reduced_merge_error_max']:.3g} over "
+          f"{a['reduced_merge_relative_max']:.3g} against the tokens' merges located "
+          f"inside their saves, over "
           f"{int(np.nansum(caps['reduced_merges_compared'].values))} merges")
     ring = out["circle"]["dataset"].attrs
     print(f"KDE modes of the S^1 starts: exponent {ring['kde_mode_exponent']:.3f} "

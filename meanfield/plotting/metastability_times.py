@@ -1,9 +1,10 @@
 """The ``times`` page of a metastability study (issue 28, items 2 and 3).
 
 (a) the cluster count of the tokens against t (solid) beside the reduced merging model
-started at the first plateau (dashed), one system per β; (b) T₁ (the first plateau) and
-T₂ (its end) against β with the fitted lines T₁ = a + bβ and log T₂ = a + bβ and their
-slopes' intervals; (c) the modes of the initial KDE against β beside the first plateau,
+started at the first plateau (dashed), one system per β; (b) T₁ (the first plateau),
+the tight T₁ of [GKPR24] (``metastable_times``) and T₂ (the plateau's end) against β with
+the fitted lines T₁ = a + bβ and log T₂ = a + bβ, their slopes' intervals and the tight
+T₁'s predicted slope; (c) the modes of the initial KDE against β beside the first plateau,
 k* and √β log β (scaled to the modes at the first β); (d) S¹: the distance of the first
 plateau's clusters from the places predicted by the phases of mode k*, against the same
 for a random turn of the pattern.
@@ -68,9 +69,16 @@ def times_vs_beta(ds: xr.Dataset, ax) -> None:
             label="T₁ (first plateau)")
     ax.plot(bb.ravel(), t2.ravel(), "s", ms=3, mfc="none", color="C3", gid="t2",
             label="T₂ (its end)")
-    for values, name, color, log, text, gid in (
-            (t1, "t1_slope", "C0", False, "T₁", "t1_fit"),
-            (t2, "log_t2_slope", "C3", True, "log T₂", "t2_fit")):
+    fits = [(t1, "t1_slope", "C0", False, "T₁", "t1_fit"),
+            (t2, "log_t2_slope", "C3", True, "log T₂", "t2_fit")]
+    tight = ds["tight_time"].values if "tight_time" in ds else np.full_like(t1, np.nan)
+    if np.isfinite(tight).any():  # [GKPR24]'s T_1: the clusters tight (metastable_times)
+        ax.plot(bb.ravel(), tight.ravel(), "D", ms=3, mfc="none", color="C2",
+                gid="t1_tight", label="T₁ tight (spread ≤ exp(−β(1 − cos φ)))")
+        pred = float(ds.attrs.get("t1_tight_predicted_slope", np.nan))
+        fits.insert(1, (tight, "t1_tight_slope", "C2", False,
+                        f"T₁ tight (β(1−cos φ): {pred:.3g})", "t1_tight_fit"))
+    for values, name, color, log, text, gid in fits:
         ok = np.isfinite(values) & (values > 0)
         if np.unique(bb[ok]).size < 2:
             continue
@@ -82,7 +90,7 @@ def times_vs_beta(ds: xr.Dataset, ax) -> None:
         ax.plot(fine, np.exp(line) if log else np.where(line > 0, line, np.nan), "-",
                 color=color, lw=1.0, gid=gid, label=_fit_label(ds, name, text))
     ax.set_yscale("log")
-    data = np.concatenate([t1.ravel(), t2.ravel()])
+    data = np.concatenate([t1.ravel(), t2.ravel(), tight.ravel()])
     data = data[np.isfinite(data) & (data > 0)]
     if data.size:  # a band above the points holds the legend; a falling fit is cut
         ax.set_ylim(data.min() / 2, data.max() * 30)
@@ -102,9 +110,11 @@ def modes_vs_beta(ds: xr.Dataset, ax) -> None:
             gid="kde")
     a = ds.attrs
     lo, hi = np.asarray(a.get("kde_mode_exponent_interval", [np.nan, np.nan]), float)
+    counted = np.isfinite(ds["kde_modes_mean"].values).any()
     ax.plot(b, ds["kde_modes_mean"].values, "-s", ms=4, color="C2", gid="kde_mean",
             label=f"KDE modes of the start: exponent "
-                  f"{float(a.get('kde_mode_exponent', np.nan)):.2f} [{lo:.2f}, {hi:.2f}]")
+                  f"{float(a.get('kde_mode_exponent', np.nan)):.2f} [{lo:.2f}, {hi:.2f}]"
+            if counted else "KDE modes of the start: not counted (kde_modes = false)")
     ax.plot(b, ds["first_plateau_mean"].values, "-o", ms=4, color="C0",
             gid="plateau_mean", label="first plateau")
     ax.plot(b, ds["most_unstable_mode"].values, "-^", ms=4, color="C3", gid="mode",

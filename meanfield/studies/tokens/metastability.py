@@ -223,9 +223,12 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
                           params["first"])
     if c["start_caps"]:  # [GKPR24]'s well-separated start (metastability_merging)
         x0 = merging.cap_start(x0, c["start_caps"], c["cap_radius"])
-    run = simulate_ensemble(AttentionParticles(beta, normalized), x0, times,
-                            tolerance=c["tolerance"], seed=cfg["particles"]["seed"],
-                            first=params["first"])
+    model = AttentionParticles(beta, normalized)
+    run = simulate_ensemble(model, x0, times, tolerance=c["tolerance"],
+                            seed=cfg["particles"]["seed"], first=params["first"])
+
+    def simulate(x, sub):  # a merge located inside its saves (metastable_times)
+        return simulate_ensemble(model, x, sub, tolerance=c["tolerance"]).states
     states = run.states[1:]  # (T, B, n, d), without t = 0
     out: dict[str, Any] = {k: np.empty((times.size, params["count"])) for k in SERIES}
     # the plateau and merge analysis counts components (it needs their token fractions);
@@ -264,7 +267,7 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
             run.states[0, s], states[:, s], times, functools.partial(cluster_labels,
                                                                      threshold=thr),
             components[:, s], out["plateau_time"][s], beta, thr, normalized,
-            plan["modes"][plan["betas"].index(beta)][0], c)
+            plan["modes"][plan["betas"].index(beta)][0], c, simulate)
         for k, v in extra.items():
             out[k][..., s] = v
     return out
@@ -424,7 +427,8 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         "rescaled_time": "ln(t)/beta (merge at gap phi after ~e^{beta(1 - cos phi)})",
         "tolerance": c["tolerance"], "integrator": "RK4 + retraction, step doubling per "
                                                    "system",
-        **merging.attributes(betas, scalars, c, cfg["particles"]["seed"])}, info)
+        **merging.attributes(betas, scalars, c, cfg["particles"]["seed"],
+                             m["normalized"])}, info)
 
 
 def metastability(config: dict | None = None, *, out: str | Path | None = None,

@@ -47,10 +47,12 @@ from scipy import integrate as sint
 from scipy.optimize import linear_sum_assignment
 
 from meanfield.metrics.kde import kde_modes
+from meanfield.studies.tokens import metastable_times
 
 SERIES = ("reduced_clusters", "reduced_energy_scaled")
 SCALARS = ("plateau_end", "plateau_end_low", "reduced_first_merge", "reduced_merge_error",
-           "reduced_merges_compared", "position_error", "position_null", "kde_modes")
+           "reduced_merge_relative", "reduced_merges_compared", "position_error",
+           "position_null", "kde_modes", "tight_time", "tight_exponent")
 NULL_TURNS = 32
 
 
@@ -197,14 +199,16 @@ def place_match(predicted: np.ndarray, observed: np.ndarray) -> tuple[float, flo
 
 
 def analyse_system(x0, states, times, labels_of, components, plateau_time, beta,
-                   threshold, normalized, mode, options) -> dict:
+                   threshold, normalized, mode, options, simulate=None) -> dict:
     """The per-system outputs of this module (``SERIES`` on the saves, ``SCALARS``).
 
     Args:
         x0: ``(n, d)`` initial tokens; states: ``(T, n, d)`` at the saves.
         labels_of: tokens -> single-linkage labels; components: counts at the saves.
-        plateau_time: ``T_1`` (NaN: no plateau); mode: ``k*``.
+        plateau_time: the first plateau's save (NaN: no plateau); mode: ``k*``.
         options: ``reduced_model``, ``kde_modes`` (bools).
+        simulate: the tokens' integrator (``metastable_times.merge_bracket``), to locate
+            their merges inside the saves; ``None``: the brackets of saves only.
     """
     out = {k: np.full(times.size, np.nan) for k in SERIES}
     out.update(dict.fromkeys(SCALARS, math.nan))
@@ -218,7 +222,13 @@ def analyse_system(x0, states, times, labels_of, components, plateau_time, beta,
     if later.size:
         out["plateau_end"] = float(times[p + later[0]])
         out["plateau_end_low"] = float(times[p + later[0] - 1])
-    centres, masses = _centres(states[p], labels_of(states[p]))
+    labels = labels_of(states[p])
+    centres, masses = _centres(states[p], labels)
+    if count > 1:  # T_1 of [GKPR24]: the plateau's clusters tight (metastable_times)
+        until = p + later[0] if later.size else times.size - 1  # the state before T_2
+        out["tight_time"], out["tight_exponent"] = metastable_times.tight_time(
+            np.concatenate([x0[None], states]), np.concatenate([[0.0], times]), labels,
+            beta, until)
     if x0.shape[1] == 2:
         observed = np.arctan2(centres[:, 1], centres[:, 0])
         out["position_error"], out["position_null"] = place_match(
@@ -230,18 +240,23 @@ def analyse_system(x0, states, times, labels_of, components, plateau_time, beta,
     out["reduced_clusters"], out["reduced_energy_scaled"] = counts, energy
     if merges:
         out["reduced_first_merge"] = merges[0]
-    errors = []
+    errors, gaps = [], []
     for level, t in zip(range(int(count) - 1, 0, -1), merges):
         seen = np.nonzero(components[p:] <= level)[0]
         if seen.size == 0:
             break
-        hi = times[p + seen[0]] - plateau_time
-        lo = times[p + seen[0] - 1] - plateau_time
+        q = p + seen[0]
+        hi, lo = times[q] - plateau_time, times[q - 1] - plateau_time
         dur = t - plateau_time
         errors.append(0.0 if lo <= dur <= hi else min(abs(dur - lo), abs(dur - hi)) / dur)
+        if simulate is not None:
+            lo, hi = (b - plateau_time for b in metastable_times.merge_bracket(
+                simulate, states[q - 1], times[q - 1], times[q], level,
+                lambda y: int(labels_of(y).max()) + 1))
+        gaps.append(metastable_times.relative_gap(dur, lo, hi))
     out["reduced_merges_compared"] = float(len(errors))
     if errors:
-        out["reduced_merge_error"] = max(errors)
+        out["reduced_merge_error"], out["reduced_merge_relative"] = max(errors), max(gaps)
     return out
 
 
@@ -323,7 +338,16 @@ def variables(series: dict, scalars: dict, beta: np.ndarray) -> dict:
         "reduced_merge_error": var(bs, scalars["reduced_merge_error"], "largest relative "
                                    "distance of the reduced model's merge durations from "
                                    "the tokens' brackets of saves"),
+        "reduced_merge_relative": var(bs, scalars["reduced_merge_relative"], "largest "
+                                      "relative difference of the reduced model's merge "
+                                      "durations from the tokens', over their bracket "
+                                      "located by re-integration"),
         "reduced_merges_compared": var(bs, scalars["reduced_merges_compared"]),
+        "tight_time": var(bs, scalars["tight_time"], "T_1 of [GKPR24]: first time the "
+                          "first plateau's clusters are tight, spread <= e^{-beta(1 - "
+                          "cos phi)}", "model time"),
+        "tight_exponent": var(bs, scalars["tight_exponent"], "beta (1 - cos phi) of the "
+                              "closest two clusters at tight_time"),
         "plateau_position_error": var(bs, scalars["position_error"], "mean circular "
                                       "distance, predicted (phases of mode k*) to observed "
                                       "clusters, matched optimally", "rad"),
@@ -336,11 +360,13 @@ def variables(series: dict, scalars: dict, beta: np.ndarray) -> dict:
     }
 
 
-def attributes(beta: np.ndarray, scalars: dict, c: dict, seed: int) -> dict:
+def attributes(beta: np.ndarray, scalars: dict, c: dict, seed: int,
+               normalized: bool = True) -> dict:
     """The fitted slopes with intervals, the mode count's exponent beside that of
     ``sqrt(beta) log beta``, and the reduced model's and the places' summaries."""
     args = (c["bootstrap"], c["confidence"], seed)
     t1 = fit_slope(beta, scalars["plateau_time"], *args)
+    tight = fit_slope(beta, scalars["tight_time"], *args)
     with np.errstate(divide="ignore", invalid="ignore"):
         t2 = fit_slope(beta, np.log(scalars["plateau_end"]), *args)
         modes = scalars["kde_modes"]
@@ -349,13 +375,16 @@ def attributes(beta: np.ndarray, scalars: dict, c: dict, seed: int) -> dict:
            "start": "uniform" if not c["start_caps"] else
            f"caps of radius {c['cap_radius']:g} rad at "
            + ", ".join(f"{a:g}" for a in c["start_caps"]) + " rad"}
-    for name, fit in (("t1_slope", t1), ("log_t2_slope", t2), ("kde_mode_exponent", kde)):
+    for name, fit in (("t1_slope", t1), ("t1_tight_slope", tight), ("log_t2_slope", t2),
+                      ("kde_mode_exponent", kde)):
         out.update({name: fit["slope"], f"{name}_stderr": fit["stderr"],
                     f"{name}_interval": fit["interval"]})
+    out["t1_tight_predicted_slope"] = metastable_times.predicted_slope(
+        beta, scalars["tight_exponent"], normalized)
     out["sqrt_log_exponent"] = sqrt_log_exponent(beta)
-    err = scalars["reduced_merge_error"]
-    out["reduced_merge_error_max"] = float(np.nanmax(err)) if np.isfinite(err).any() \
-        else math.nan
+    for name in ("reduced_merge_error", "reduced_merge_relative"):
+        err = scalars[name]
+        out[f"{name}_max"] = float(np.nanmax(err)) if np.isfinite(err).any() else math.nan
     e, null = scalars["position_error"], scalars["position_null"]
     out["position_error_ratio"] = float(np.nanmean(e) / np.nanmean(null)) \
         if np.isfinite(e).any() else math.nan
