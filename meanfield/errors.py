@@ -28,3 +28,19 @@ class OutputError(RuntimeError):
 
 class ResultExistsError(ConfigError, FileExistsError):
     """An output file exists and ``overwrite`` was not requested (bad input: exit 2)."""
+
+
+class DamagedFileError(ConfigError):
+    """A netCDF file that fails its read: a chunk's checksum or the file's structure
+    (damaged on disk, cut short). A ``ConfigError`` (exit status 2): one line naming the
+    file, never wrong numbers.
+
+    Attributes:
+        path: the file.
+        reason: why the read failed (``meanfield.io.read_failure``).
+    """
+
+    def __init__(self, path: str, reason: str, key: str | None = "result"):
+        super().__init__(f"{path!r} cannot be read ({reason})", key)
+        self.path = path
+        self.reason = reason

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from meanfield.errors import ConfigError
-from meanfield.io import release_files, write_atomic
+from meanfield.errors import ConfigError, DamagedFileError
+from meanfield.io import checksummed, read_failure, release_files, write_atomic
 
 MiB = 2**20
 PART_BYTES = 32 * MiB  # frames buffered before a part is written (patched in tests)
@@ -107,7 +107,8 @@ class FrameStore:
         path = self.folder / f"part-{self.flushed:06d}.nc"
         chars = {name: {"dtype": "S1"} for name, var in ds.variables.items()
                  if var.dtype.kind in "OU"}  # no NC_STRING: see the module docstring
-        write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=chars))
+        ds = checksummed(ds, chars)  # (fletcher32: a damaged part fails its read)
+        write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4"))
         self.parts.append(path)
         self.flushed += len(self.frames)
         self.frames, self._bytes = [], 0
@@ -122,6 +123,8 @@ class FrameStore:
                 or unreadable.
         """
         self.frames, self._bytes, self.parts, self.flushed = [], 0, [], 0
+        if self.folder is not None:  # read from disk, not a handle an earlier run left
+            release_files(self.folder)
         if self.folder is None or not self.folder.is_dir():
             self._check_covered(n, "the folder is missing")
             return
@@ -147,14 +150,15 @@ class FrameStore:
                 "pass --overwrite (without --resume) to run again", "resume")
 
     def _count(self, path: Path) -> int:
-        """The frames in a part file (ConfigError if it cannot be read)."""
+        """The frames in a part file, read whole so that every chunk's checksum is
+        verified before a run continues from it (ConfigError if it cannot be read)."""
         try:
             with xr.open_dataset(path, engine="netcdf4") as ds:
-                return ds.sizes["time"]
+                return ds.load().sizes["time"]
         except Exception as exc:  # noqa: BLE001 - truncated, empty, not netCDF at all
             raise ConfigError(
                 f"the part file {str(path)!r} of the checkpoint cannot be read "
-                f"({type(exc).__name__}: {exc}): pass --overwrite (without --resume) to run "
+                f"({read_failure(exc)}): pass --overwrite (without --resume) to run "
                 "again", "resume") from None
 
     def assemble(self, info: dict) -> xr.Dataset:
@@ -256,7 +260,10 @@ def _read(path: str, name: str, where: tuple) -> np.ndarray:
     with _READ_LOCK, netCDF4.Dataset(path) as nc:
         var = nc.variables[name]
         var.set_auto_maskandscale(False)
-        return np.asarray(var[where])
+        try:
+            return np.asarray(var[where])
+        except RuntimeError as exc:  # a chunk failed its checksum: one line, the file
+            raise DamagedFileError(path, read_failure(exc)) from None
 
 
 def _remove(path: Path) -> None:

@@ -33,7 +33,7 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.errors import ConfigError, OutputError, ResultExistsError
-from meanfield.io import check_writable, read_netcdf, release_files, write_netcdf
+from meanfield.io import check_writable, read_failure, read_netcdf, release_files, write_netcdf
 from meanfield.runs.schedule import checkpoint_path
 
 
@@ -160,8 +160,8 @@ class Output:
         try:
             ckpt = read_netcdf(self.checkpoint)
         except Exception as exc:  # noqa: BLE001 - truncated, empty, not netCDF at all
-            raise ConfigError(f"the checkpoint {where!r} cannot be read ({type(exc).__name__}:"
-                              f" {exc}); it was cut short or is not a checkpoint: {todo}",
+            raise ConfigError(f"the checkpoint {where!r} cannot be read ({read_failure(exc)})"
+                              f"; it was cut short, damaged or is not a checkpoint: {todo}",
                               "resume") from None
         if ckpt.attrs.get("kind") != kind or "config" not in ckpt.attrs:
             raise ConfigError(f"the checkpoint {where!r} is not a checkpoint of meanfield "

@@ -1,0 +1,145 @@
+"""The documentation site opens offline: no page loads anything from outside the site.
+
+The scanner (docs/_ext/site_check.py) is checked on small synthetic sites in every run;
+the real site is scanned when it has been built (``docs/_build/html``, as .ci/run does in
+its step (3), which runs this file after the build) and skipped otherwise.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "docs" / "_build" / "html"
+
+
+def _load_site_check():
+    spec = importlib.util.spec_from_file_location(
+        "site_check", ROOT / "docs" / "_ext" / "site_check.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+site_check = _load_site_check()
+
+
+def _site(tmp_path: Path, pages: dict[str, str], files: tuple[str, ...] = ()) -> Path:
+    """A small built site: the given pages plus empty files (scripts, images)."""
+    for name in ("index.html", *files):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    for name, body in pages.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"<html><head></head><body>{body}</body></html>")
+    return tmp_path
+
+
+def _kinds(root: Path) -> list[tuple[str, str, str]]:
+    return [(f.page, f.kind, f.url) for f in site_check.scan_site(root).findings]
+
+
+def test_local_resources_pass(tmp_path):
+    root = _site(tmp_path, {
+        "studies/page.html": (
+            '<script src="../_static/mathjax/tex-svg-full.js"></script>'
+            '<link rel="stylesheet" href="../_static/furo.css">'
+            '<img src="../_images/fig.png" srcset="../_images/fig.png 2x">'
+            '<img src="data:image/png;base64,AAAA">'
+            # links the reader follows load nothing, wherever they point
+            '<a href="https://arxiv.org/abs/2312.10794">GLPR25</a>'
+            '<link rel="canonical" href="https://example.org/page.html">'),
+    }, files=("_static/mathjax/tex-svg-full.js", "_static/furo.css", "_images/fig.png"))
+    report = site_check.scan_site(root)
+    assert report.findings == []
+    assert report.pages == 2
+    assert report.study_pages_without_image == []
+
+
+@pytest.mark.parametrize("body, url", [
+    ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
+     "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"),
+    ('<script src="//cdn.example.org/x.js"></script>', "//cdn.example.org/x.js"),
+    ('<link rel="stylesheet" href="http://fonts.example.org/f.css">',
+     "http://fonts.example.org/f.css"),
+    ('<img src="https://example.org/fig.png">', "https://example.org/fig.png"),
+    ('<img srcset="fig.png 1x, https://example.org/fig2.png 2x">',
+     "https://example.org/fig2.png"),
+    ('<iframe src="https://www.youtube.com/embed/x"></iframe>',
+     "https://www.youtube.com/embed/x"),
+    ('<style>@import "https://fonts.example.org/f.css";</style>',
+     "https://fonts.example.org/f.css"),
+    ('<div style="background: url(https://example.org/bg.png)"></div>',
+     "https://example.org/bg.png"),
+    # out of the site's folder, or from the disk's root: not the site either
+    ('<script src="../outside.js"></script>', "../outside.js"),
+    ('<script src="/usr/share/javascript/mathjax/MathJax.js"></script>',
+     "/usr/share/javascript/mathjax/MathJax.js"),
+])
+def test_external_resources_fail(tmp_path, body, url):
+    root = _site(tmp_path, {"page.html": body}, files=("fig.png",))
+    assert _kinds(root) == [("page.html", "external", url)]
+
+
+def test_missing_local_file_and_external_stylesheet_url(tmp_path):
+    root = _site(tmp_path, {"page.html": '<script src="_static/mathjax/none.js"></script>'},
+                 files=("_static/theme.css",))
+    (root / "_static" / "theme.css").write_text(
+        'a { background: url("../img/none.png") } @font-face { src: url(//f.org/a.woff2) }'
+        ' b { mask: url(data:image/svg+xml;x) }')
+    assert sorted(_kinds(root)) == [
+        ("_static/theme.css", "external", "//f.org/a.woff2"),
+        ("_static/theme.css", "missing", "../img/none.png"),
+        ("page.html", "missing", "_static/mathjax/none.js"),
+    ]
+    assert site_check.main([str(root)]) == 1
+
+
+def test_study_page_without_image(tmp_path):
+    root = _site(tmp_path, {"studies/index.html": "the list",
+                            "studies/a.html": "<p>a figure in words</p>",
+                            "studies/b.html": '<img src="b.png">'}, files=("studies/b.png",))
+    report = site_check.scan_site(root)
+    assert report.study_pages_without_image == ["studies/a.html"]
+    assert report.findings == []
+
+
+def test_not_a_site(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no index.html"):
+        site_check.scan_site(tmp_path)
+
+
+# ------------------------------------------------------------------------- the real site
+
+built = pytest.mark.skipif(not (SITE / "index.html").is_file(),
+                           reason="the site is not built (docs/_build/html): .ci/run builds it")
+
+
+@built
+def test_built_site_loads_nothing_from_outside():
+    report = site_check.scan_site(SITE)
+    assert report.pages > 50
+    assert report.external == [], "\n".join(map(str, report.external))
+    assert report.missing == [], "\n".join(map(str, report.missing))
+
+
+@built
+def test_built_site_typesets_maths_with_its_own_mathjax():
+    # a page with LaTeX maths loads the site's MathJax (and the file is there)
+    page = (SITE / "studies" / "convergence.html").read_text(encoding="utf-8")
+    assert r"\(" in page
+    assert '<script defer="defer" src="../_static/mathjax/tex-svg-full.js' in page
+    assert (SITE / "_static" / "mathjax" / "tex-svg-full.js").stat().st_size > 1_000_000
+
+
+@built
+def test_built_study_pages_show_a_figure():
+    missing = site_check.scan_site(SITE).study_pages_without_image
+    if missing:
+        # Issue 30, item 3 (each study page shows its figure) is not done yet: reported,
+        # not failed. When it lands, this becomes `assert missing == []`.
+        pytest.xfail(f"{len(missing)} study pages without an image: {', '.join(missing)}")
