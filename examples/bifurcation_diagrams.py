@@ -1,4 +1,4 @@
-"""Bifurcation diagrams of the noisy models on S^1 and S^2
+"""Bifurcation diagrams of the noisy models on S¹ and S²
 =======================================================
 
 Bifurcation diagrams of the noisy Kuramoto model (beta = 0) and of the noisy

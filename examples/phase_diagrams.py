@@ -1,4 +1,4 @@
-"""The (t, beta) clustering phase diagrams
+"""The (t, β) clustering phase diagrams
 =======================================
 
 The (t, beta) clustering phase diagrams of the transformer papers for d = 8, 128 and

@@ -1,4 +1,4 @@
-"""The S^2 density next to its particle ensemble
+"""The S² density next to its particle ensemble
 =============================================
 
 The S^2 density next to its particle ensemble, as an animation (``meanfield.compare``

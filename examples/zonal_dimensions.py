@@ -1,4 +1,4 @@
-"""Zonal densities in every dimension: clustering on S^63 and the linear theory
+"""Zonal densities in every dimension: clustering on S⁶³ and the linear theory
 ==============================================================================
 
 The mean-field PDE on S^{d-1} for densities that depend only on the angle θ to one axis

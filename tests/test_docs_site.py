@@ -7,6 +7,7 @@ its step (3), which runs this file after the build) and skipped otherwise.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -111,6 +112,16 @@ def test_study_page_without_image(tmp_path):
 def test_not_a_site(tmp_path):
     with pytest.raises(FileNotFoundError, match="no index.html"):
         site_check.scan_site(tmp_path)
+
+
+def test_gallery_titles_write_their_maths_in_unicode():
+    # A gallery card shows the docstring's first line as plain text, where no maths is
+    # typeset: S², (t, β), not S^2, (t, beta).
+    ascii_maths = re.compile(r"\^|_\{|\b(?:alpha|beta|gamma|kappa|lambda|rho|sigma|sqrt)\b")
+    titles = {path.name: path.read_text(encoding="utf-8").splitlines()[0]
+              for path in sorted((ROOT / "examples").glob("*.py"))}
+    assert len(titles) > 20
+    assert {name: t for name, t in titles.items() if ascii_maths.search(t)} == {}
 
 
 # ------------------------------------------------------------------------- the real site

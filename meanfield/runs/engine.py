@@ -60,6 +60,7 @@ import numpy as np
 import xarray as xr
 
 from meanfield import config as cfgmod
+from meanfield.config.input_files import record_json
 from meanfield.errors import ConfigError, SolverError
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.frames import FrameStore, frames_path, streaming
@@ -253,9 +254,13 @@ class StepHook:
             self.keep(make_state())
 
 
-def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str) -> xr.Dataset:
-    """Set the attrs every result carries (docs/datasets.md)."""
+def stamp(ds: xr.Dataset, kind: str, cfg: dict, status: int, message: str,
+          inputs: str | None = None) -> xr.Dataset:
+    """Set the attrs every result carries (docs/datasets.md); ``inputs``: the record of
+    the input files (``config.input_files.record_json``) taken when the run began
+    (None: taken now)."""
     ds.attrs.update({"kind": kind, "config": cfgmod.to_json(cfg),
+                     "inputs": inputs if inputs is not None else record_json(cfg),
                      "version": __version__, "status": int(status),
                      "message": message})
     return ds
@@ -277,6 +282,8 @@ class Engine:
                  overwrite: bool = False, resume: bool = False, progress: bool = False):
         self.output = Output(out, overwrite, resume)
         self.output.claim()
+        # the input files as they are when the run begins (a resume checks them again)
+        self.inputs = record_json(cfg)
         self.progress = progress
         self.clock = CheckpointClock(cfg["output"]["checkpoint_every"])
         self.task: RunTask | None = None
@@ -309,7 +316,7 @@ class Engine:
             if frames.parts:  # the end first: if the (long) write fails, resume only
                 self._checkpoint(state, frames)  # assembles the parts again
             ds = frames.assemble(info)
-            ds = stamp(ds, task.kind, task.cfg, *task.outcome(ds))
+            ds = stamp(ds, task.kind, task.cfg, *task.outcome(ds), inputs=self.inputs)
             with streaming(frames.lazy):  # lazily opened parts: one part at a time
                 self.output.write_result(ds)
             if frames.lazy:  # opened from the parts: read the result back lazily
@@ -379,7 +386,8 @@ class Engine:
             frames.flush()  # first: the checkpoint covers whole parts on disk
             ds = task.checkpoint(state, len(frames) if task.streams else frames.frames)
             stamp(ds, task.kind, task.cfg, -1,
-                  f"checkpoint at {task.where(len(frames))}{task.beyond(state)}")
+                  f"checkpoint at {task.where(len(frames))}{task.beyond(state)}",
+                  inputs=self.inputs)
             self.output.write_checkpoint(ds)
         except (OSError, ConfigError) as exc:  # (ConfigError: check_writable's probe)
             self._cannot_write(exc)
@@ -402,7 +410,8 @@ class Engine:
         if kept:
             message += (f"; kept in {str(self.output.checkpoint)!r}, run the same "
                         "command with --resume (resume=True) to continue")
-        ds = stamp(frames.assemble(info), task.kind, task.cfg, -1, message)
+        ds = stamp(frames.assemble(info), task.kind, task.cfg, -1, message,
+                   inputs=self.inputs)
         if self.output.checkpoint is not None and not kept:  # the folder: not writable
             with streaming(frames.lazy):
                 spare = self.output.keep_elsewhere(ds, "the frames so far", self.unwritable)

@@ -32,6 +32,7 @@ from pathlib import Path
 import xarray as xr
 
 from meanfield import config as cfgmod
+from meanfield.config.input_files import check_unchanged
 from meanfield.errors import ConfigError, OutputError, ResultExistsError
 from meanfield.io import check_writable, read_failure, read_netcdf, release_files, write_netcdf
 from meanfield.runs.schedule import checkpoint_path
@@ -166,6 +167,8 @@ class Output:
         if ckpt.attrs.get("kind") != kind or "config" not in ckpt.attrs:
             raise ConfigError(f"the checkpoint {where!r} is not a checkpoint of meanfield "
                               f"{kind} (kind {ckpt.attrs.get('kind')!r}): {todo}", "resume")
+        # the input files first (same_run reads them again): a changed one is named
+        check_unchanged(ckpt.attrs.get("inputs"), where)
         try:
             same = cfgmod.same_run(ckpt.attrs["config"], cfg)
         except (ValueError, TypeError):  # (ConfigError is a ValueError) a garbled config
