@@ -12,7 +12,9 @@ checksums (contiguous arrays, no filter) read as before.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -22,15 +24,68 @@ import xarray as xr
 from meanfield.errors import ConfigError, DamagedFileError, ResultExistsError
 
 
-def check_writable(path: str | Path, overwrite: bool, key: str = "output.path") -> Path:
-    """Before any work: refuse an existing ``path`` unless ``overwrite``, a directory, and
-    a place where no file can be written (a file is created and removed beside it; the
-    missing parent directories are made)."""
-    path = Path(path)
-    if path.is_dir():  # first: --overwrite would not help (a folder is never replaced)
-        raise ResultExistsError(f"{key} = {str(path)!r} is a directory; give a file "
+# What a path names when it is not a regular file (``S_IS*`` test, words).
+NOT_REGULAR = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+# Bytes the names made from a result's name add to it: its checkpoint's temporary file
+# ``.<name>.checkpoint.XXXXXXXX.tmp.nc`` is 28 longer; a margin of 4.
+DERIVED_NAME_BYTES = 32
+FULL_BYTES = 2**20  # a write that fails with less free space than this: the disk is full
+
+
+def _named(key: str) -> str:
+    """The key of an output path as a message names it: the config key and the flag."""
+    return key if key.startswith("--") else f"{key} (--out)"
+
+
+def check_target(path: str | Path, key: str = "output.path",
+                 name: bool = True) -> os.stat_result | None:
+    """Refuse what no flag makes a result: a path naming something other than a regular
+    file (a directory, device, FIFO or socket: never written or replaced, with or without
+    ``overwrite``) or (``name``) a name too long for the files made from it (its
+    checkpoint, temporary files); its ``stat`` (None: absent).
+
+    Raises:
+        ConfigError: one line naming ``key`` and ``--out`` (``ResultExistsError`` for a
+            directory, as before).
+    """
+    path, label = Path(path), _named(key)
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES: one line, no traceback
+        raise ConfigError(f"{label} = {str(path)!r} cannot be used ({exc.strerror or exc}); "
+                          "choose another name", key) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise ResultExistsError(f"{label} = {str(path)!r} is a directory; give a file "
                                 f"name such as {str(path / 'result.nc')!r}", key)
-    if path.exists() and not overwrite:
+    for test, what in NOT_REGULAR:
+        if st is not None and test(st.st_mode):
+            raise ConfigError(f"{label} = {str(path)!r} is {what}, not a regular file: only "
+                              "regular files are written or replaced; give a file name", key)
+    if not name:
+        return st
+    folder = next((f for f in path.parents if f.is_dir()), Path("."))
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    size = len(os.fsencode(path.name))
+    if size > limit - DERIVED_NAME_BYTES:
+        raise ConfigError(f"{label} = {str(path)!r}: the file name is too long ({size} "
+                          f"bytes; at most {limit - DERIVED_NAME_BYTES} here, the file "
+                          f"system takes {limit} and the run's checkpoint and temporary "
+                          f"files add {DERIVED_NAME_BYTES}); choose a shorter name", key)
+    return st
+
+
+def check_writable(path: str | Path, overwrite: bool, key: str = "output.path") -> Path:
+    """Before any work: refuse what ``check_target`` refuses, an existing ``path`` unless
+    ``overwrite``, and a place where no file can be written (a file is created and
+    removed beside it; the missing parent directories are made)."""
+    path = Path(path)
+    if check_target(path, key) is not None and not overwrite:
         raise ResultExistsError(f"{key} = {str(path)!r} exists; pass --overwrite "
                                 "(overwrite=True) to replace it", key)
     for folder in path.parents:  # the nearest existing ancestor must be a folder
@@ -90,14 +145,32 @@ def write_atomic(path: str | Path, save: Callable[[str], None]) -> Path:
                                dir=path.parent)
     os.close(fd)
     try:
-        save(tmp)
+        try:
+            save(tmp)
+        except (OSError, RuntimeError) as exc:  # (netCDF: EACCES or "HDF error" when full)
+            if _full(path.parent):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
+            raise
         os.chmod(tmp, 0o644)
+        check_target(path, "--out", name=False)  # (a FIFO made since the check: kept)
         release_files(path)  # (the file replaced: no handle may outlive its inode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _full(folder: Path) -> bool:
+    """Whether the file system of ``folder`` has less than ``FULL_BYTES`` left (asked
+    while the failed temp file still holds its blocks). netCDF-C/HDF5 report a full disk
+    as "Permission denied" or "HDF error"; this says what happened."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail  # (root may use the reserve)
+    return free * st.f_frsize < FULL_BYTES
 
 
 def checksummed(ds: xr.Dataset, encoding: dict | None = None) -> xr.Dataset:

@@ -61,10 +61,11 @@ import xarray as xr
 
 from meanfield import config as cfgmod
 from meanfield.config.input_files import record_json
-from meanfield.errors import ConfigError, SolverError
+from meanfield.errors import ConfigError, OutputError, SolverError
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.frames import FrameStore, frames_path, streaming
 from meanfield.runs.output import Output, reason
+from meanfield.runs.relocate import FolderMoved
 from meanfield.runs.schedule import progress_bar, save_times
 from meanfield.version import __version__
 
@@ -290,12 +291,14 @@ class Engine:
         self.store: FrameStore | None = None
         self.last: Any = None
         self.unwritable: BaseException | None = None  # why the output could not be written
+        self.ending = False  # the schedule is done: the result is being written
 
     def run(self, task: RunTask) -> xr.Dataset:
         """Run (or resume) ``task``; the result dataset (``status`` -1 if interrupted)."""
         self.task = task
         streamed = task.streams and self.output.path is not None
-        self.store = FrameStore(task, frames_path(self.output.path) if streamed else None)
+        self.store = FrameStore(task, frames_path(self.output.path) if streamed else None,
+                                guard=self.output.check_place)
         wall = _time.perf_counter()
         try:
             self.output.lock()
@@ -306,15 +309,17 @@ class Engine:
             if failure is not None:
                 kept = self._checkpoint(state, frames)
                 raise TaskFailed(f"{failure}; the rest is kept in "
-                                 f"{str(self.output.checkpoint)!r}; run the same "
-                                 "command with --resume (resume=True) to retry the "
-                                 "failed part"
+                                 f"{str(self.output.checkpoint)!r}; "
+                                 f"{self._resume_hint()} to retry the failed part"
                                  if self.output.checkpoint is not None and kept
                                  else failure)
             if len(frames) < len(task.points()):
                 return self._interrupted(state, frames, info)
+            self.ending = True  # (a move found now: said by the OutputError below)
             if frames.parts:  # the end first: if the (long) write fails, resume only
                 self._checkpoint(state, frames)  # assembles the parts again
+            else:  # (a folder moved since the last save: the result goes elsewhere)
+                self._settled(self.output.check_place)
             ds = frames.assemble(info)
             ds = stamp(ds, task.kind, task.cfg, *task.outcome(ds), inputs=self.inputs)
             with streaming(frames.lazy):  # lazily opened parts: one part at a time
@@ -323,9 +328,14 @@ class Engine:
                 ds.close()
                 ds = self.output.open_result()
             frames.remove()  # the result holds them now
+            if self.output.moved_from is not None:
+                raise OutputError(f"the folder of {str(self.output.moved_from)!r} was "
+                                  "moved or replaced during the run; the result is kept "
+                                  f"in {str(self.output.path)!r}")
             return ds
         finally:
             self.output.release()
+            self.store.close()
 
     def _loop(self) -> tuple[Any, FrameStore, str | None]:
         """The schedule from the start or the checkpoint; stops early on Ctrl-C."""
@@ -352,7 +362,7 @@ class Engine:
                 frames.append(task.frame(state))
                 self.last = state
                 try:  # after self.last: Ctrl-C in a write keeps frame and state
-                    frames.spill()
+                    self._settled(frames.spill)
                 except (OSError, ConfigError) as exc:  # kept in memory: see _checkpoint
                     self._cannot_write(exc)
                 if self.output.checkpoint is not None and self.clock.due():
@@ -383,16 +393,40 @@ class Engine:
         task = self.task
         self.clock.reset()  # (also after a failure: not tried again at every step)
         try:
-            frames.flush()  # first: the checkpoint covers whole parts on disk
+            self._settled(frames.flush)  # first: the checkpoint covers whole parts
             ds = task.checkpoint(state, len(frames) if task.streams else frames.frames)
             stamp(ds, task.kind, task.cfg, -1,
                   f"checkpoint at {task.where(len(frames))}{task.beyond(state)}",
                   inputs=self.inputs)
-            self.output.write_checkpoint(ds)
+            self._settled(lambda: self.output.write_checkpoint(ds))
         except (OSError, ConfigError) as exc:  # (ConfigError: check_writable's probe)
             self._cannot_write(exc)
             return False
         return True
+
+    def _settled(self, save: Callable[[], Any]) -> Any:
+        """``save()``; if the output's folder was moved or replaced (``FolderMoved``), the
+        run goes on in a fallback folder (``Output.relocate``, said once) and saves there."""
+        try:
+            return save()
+        except FolderMoved:
+            old = self.output.path
+            folder = self.output.relocate(self.store)
+            if self.ending:
+                return save()
+            warnings.warn(f"the folder of {str(old)!r} was moved or replaced during the "
+                          "run, so it cannot be written there; the frames so far are kept "
+                          f"in {str(folder)!r} and the run goes on there (if it stops, "
+                          f"{self._resume_hint()} to continue)", RuntimeWarning,
+                          stacklevel=3)
+            return save()
+
+    def _resume_hint(self) -> str:
+        """How to continue from the checkpoint (its new place once relocated)."""
+        if self.output.moved_from is None:
+            return "run the same command with --resume (resume=True)"
+        out = str(self.output.path)
+        return f"run the same command with --resume --out {out!r} (resume=True, out={out!r})"
 
     def _cannot_write(self, exc: BaseException) -> None:
         """Say once that the output folder cannot be written (the run goes on)."""
@@ -407,7 +441,11 @@ class Engine:
         task = self.task
         message = f"interrupted after {task.where(len(frames))}"
         kept = self.output.checkpoint is not None and self._checkpoint(state, frames)
-        if kept:
+        if kept and self.output.moved_from is not None:  # (the kept path: the end)
+            message += (f"; the folder of {str(self.output.moved_from)!r} was moved or "
+                        f"replaced during the run: {self._resume_hint()} to continue from "
+                        f"the checkpoint kept in {str(self.output.checkpoint)!r}")
+        elif kept:
             message += (f"; kept in {str(self.output.checkpoint)!r}, run the same "
                         "command with --resume (resume=True) to continue")
         ds = stamp(frames.assemble(info), task.kind, task.cfg, -1, message,

@@ -23,10 +23,11 @@ names) as char arrays, and ``open_detached`` holds no handle on the result.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ import xarray as xr
 
 from meanfield.errors import ConfigError, DamagedFileError
 from meanfield.io import checksummed, read_failure, release_files, write_atomic
+from meanfield.runs.relocate import FolderMoved, copy_from, identity
 
 MiB = 2**20
 PART_BYTES = 32 * MiB  # frames buffered before a part is written (patched in tests)
@@ -74,14 +76,17 @@ class FrameStore:
         lazy: whether the last ``assemble()`` holds the parts opened lazily.
     """
 
-    def __init__(self, task: Any, folder: str | Path | None = None):
+    def __init__(self, task: Any, folder: str | Path | None = None,
+                 guard: Callable[[], None] | None = None):
         self.task = task
         self.folder = None if folder is None else Path(folder)
+        self.guard = guard  # called before each part: raises FolderMoved (the output's)
         self.frames: list = []
         self.parts: list[Path] = []
         self.flushed = 0
         self.lazy = False
         self._bytes = 0
+        self._fd: int | None = None  # the parts' folder, held open (meanfield.runs.relocate)
 
     def __len__(self) -> int:
         return self.flushed + len(self.frames)
@@ -102,8 +107,8 @@ class FrameStore:
         buffer is dropped only once the part is in place: Ctrl-C while writing keeps it."""
         if self.folder is None or not self.frames:
             return
+        self._settle()
         ds = self.task.dataset(self.frames, {}, start=self.flushed)
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"part-{self.flushed:06d}.nc"
         chars = {name: {"dtype": "S1"} for name, var in ds.variables.items()
                  if var.dtype.kind in "OU"}  # no NC_STRING: see the module docstring
@@ -112,6 +117,36 @@ class FrameStore:
         self.parts.append(path)
         self.flushed += len(self.frames)
         self.frames, self._bytes = [], 0
+
+    def _settle(self) -> None:
+        """Before a part is written: the folder is made and held open the first time,
+        and must be the same folder later (else ``FolderMoved``; ``move_to`` follows)."""
+        if self.guard is not None:
+            self.guard()
+        if self._fd is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        elif identity(self.folder) != identity(self._fd):
+            raise FolderMoved(self.folder)
+
+    def move_to(self, folder: Path) -> None:
+        """Go on in ``folder``: the parts written so far are copied there from the old
+        folder, wherever it went (through the descriptor held open).
+
+        Raises:
+            FileNotFoundError: the old folder's parts are gone (it was deleted).
+        """
+        if self._fd is not None:
+            self.parts = copy_from(self._fd, [p.name for p in self.parts], folder)
+            release_files(self.folder)
+            self.close()
+        self.folder = folder
+
+    def close(self) -> None:
+        """Let go of the parts' folder (held open since the first part)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` frames: those of the parts that a checkpoint covers (a
@@ -128,6 +163,8 @@ class FrameStore:
         if self.folder is None or not self.folder.is_dir():
             self._check_covered(n, "the folder is missing")
             return
+        self.close()  # held from now on: the parts kept are followed if it moves
+        self._fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
         found = []
         for path in self.folder.iterdir():
             match = PART.fullmatch(path.name)
@@ -196,6 +233,7 @@ class FrameStore:
         if self.folder is not None:
             release_files(self.folder)
             shutil.rmtree(self.folder, ignore_errors=True)
+        self.close()
         self.parts, self.flushed = [], 0
 
 

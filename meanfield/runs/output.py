@@ -6,9 +6,11 @@ apart. Nothing is lost and nothing is replaced by accident:
   result without one is reported as finished: nothing to do); a checkpoint (the work of
   an interrupted run) is refused unless ``resume`` continues it or ``overwrite``
   discards it; the directory must be writable (a file is created and removed there);
-- when the run starts (``Output.lock``): ``<out>.lock`` is created exclusively, holding
-  the pid and host; a second run on the same output refuses in one line while the first
-  is alive; a lock left by a process that no longer exists (kill -9) is taken over. The
+- when the run starts (``Output.lock``): an advisory ``flock`` on ``<out>.lock`` is held
+  for the run (``meanfield.runs.lockfile``), the file naming the pid and host; a second
+  run on the same output refuses in one line while the first holds it; the kernel drops
+  the lock of a process that ends (kill -9 too), so a lock file left behind is taken
+  over, and nothing is checked and then unlinked (no race). The
   checks of ``claim`` are made again once the lock is held (the engine does): a run that
   passed them while another was still going (a dask start-up takes seconds) would
   otherwise replace the result the other has finished meanwhile;
@@ -20,12 +22,18 @@ apart. Nothing is lost and nothing is replaced by accident:
   the folder gone), it is written to the temporary directory instead
   (``keep_elsewhere``) and ``OutputError`` says where (the checkpoint and the part files
   are kept then); the lock in a folder that cannot be written any more is left (it
-  names a process that is gone after the run: the next run takes it over).
+  names a process that is gone after the run: the next run takes it over);
+- only regular files are written or replaced: a path naming a directory, a device, a
+  FIFO or a socket is refused before any work with or without ``overwrite``
+  (``meanfield.io.check_target``), and so are a path ending in ``/`` (it names a folder)
+  and a name too long for its checkpoint's and temporary files' names;
+- the output's folder moved, deleted or replaced during the run is found at the next
+  save: the run goes on in a fallback folder, the parts so far copied there
+  (``relocate``, ``meanfield.runs.relocate``), and one line says where and how to resume.
 """
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 from pathlib import Path
 
@@ -34,24 +42,17 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.config.input_files import check_unchanged
 from meanfield.errors import ConfigError, OutputError, ResultExistsError
-from meanfield.io import check_writable, read_failure, read_netcdf, release_files, write_netcdf
+from meanfield.io import (check_target, check_writable, read_failure, read_netcdf,
+                          release_files, write_netcdf)
+from meanfield.runs import lockfile
+from meanfield.runs.frames import FrameStore, frames_path
+from meanfield.runs.relocate import FolderMoved, fallback_folder, identity
 from meanfield.runs.schedule import checkpoint_path
 
 
 def lock_path(path: Path) -> Path:
     """The lock file of a result path: ``<path>.lock``."""
     return path.with_name(path.name + ".lock")
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process of this pid exists on this machine."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 class Output:
@@ -65,10 +66,17 @@ class Output:
 
     def __init__(self, path: str | Path | None, overwrite: bool, resume: bool):
         # (a path that is not a str or Path, out = 123, is one ConfigError naming out)
-        self.path = None if path is None else Path(cfgmod.checkers.path("out", path))
+        raw = None if path is None else cfgmod.checkers.path("out", path)
+        if raw is not None and raw.endswith(tuple(filter(None, (os.sep, os.altsep)))):
+            raise ConfigError(f"output.path (--out) = {raw!r} names a folder (it ends with "
+                              f"{raw[-1]!r}); give a file name such as "
+                              f"{str(Path(raw) / 'result.nc')!r}", "output.path")
+        self.path = None if raw is None else Path(raw)
         self.overwrite, self.resume = overwrite, resume
         self.checkpoint = None if self.path is None else checkpoint_path(self.path)
-        self._locked = False
+        self._locked, self._lock_fd = False, -1
+        self._place: tuple[int, int] | None = None  # the folder locked in (identity)
+        self.moved_from: Path | None = None  # the path asked for, once relocated
 
     def claim(self) -> None:
         """Before any work, and again under the lock: refuse an existing result, a
@@ -76,8 +84,7 @@ class Output:
         directory that cannot be written."""
         if self.path is None:
             return
-        if self.path.is_dir():  # refused at once: no flag makes a folder a result
-            check_writable(self.path, True)
+        check_target(self.path)  # at once: no flag makes a folder or a device a result
         continuing = self.resume and self.checkpoint.exists()
         if self.path.exists() and not (self.overwrite or continuing) and self.resume:
             raise ResultExistsError(
@@ -85,7 +92,7 @@ class Output:
                 "checkpoint to resume: nothing to do (pass --overwrite to run it again)",
                 "output.path")
         lock = lock_path(self.path)
-        if not self._locked and lock.exists() and self._holder_alive(lock):
+        if not self._locked and lockfile.busy(lock):
             raise self._busy(lock)  # (its checkpoint is not one of an interrupted run)
         if self.checkpoint.exists() and not (self.resume or self.overwrite):
             raise ResultExistsError(
@@ -96,53 +103,60 @@ class Output:
         check_writable(self.path, self.overwrite or continuing)
 
     def lock(self) -> None:
-        """Take ``<out>.lock``; ConfigError if another live run holds it."""
+        """Take ``<out>.lock`` for the run (``meanfield.runs.lockfile``: a ``flock`` the
+        kernel drops when the process ends); ConfigError if another run holds it."""
         if self.path is None:
             return
         lock = lock_path(self.path)
-        me = f"{os.getpid()} {socket.gethostname()}"
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if self._holder_alive(lock):
-                    raise self._busy(lock) from None
-                lock.unlink(missing_ok=True)  # left by a process that is gone
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(me + "\n")
-            self._locked = True
-            return
+        fd = lockfile.acquire(lock)
+        if fd is None:
+            raise self._busy(lock)
+        self._lock_fd, self._locked = fd, True
+        self._place = identity(self.path.parent)  # (meanfield.runs.relocate)
+
+    def check_place(self) -> None:
+        """Before a save: ``FolderMoved`` if the output's folder is not the one the run
+        locked its output in (moved, deleted, replaced)."""
+        if self._place is not None and identity(self.path.parent) != self._place:
+            raise FolderMoved(self.path.parent)
+
+    def relocate(self, store: FrameStore | None) -> Path:
+        """Go on in a new fallback folder (``meanfield.runs.relocate``): the parts of
+        ``store`` copied there, the lock taken there; the new folder.
+
+        Raises:
+            OutputError: the parts written so far are gone (the folder was deleted).
+        """
+        old, folder = self.path, fallback_folder(self.path)
+        new = folder / old.name
+        try:
+            if store is not None and store.folder is not None:
+                store.move_to(frames_path(new))
+        except OSError as exc:
+            raise OutputError(
+                f"the folder of {str(old)!r} was moved or replaced during the run and the "
+                f"{store.flushed} frames written there are gone ({reason(exc)}): they "
+                "cannot be kept; run again") from None
+        if self._locked:  # (the old lock file went with its folder)
+            self._locked = False
+            os.close(self._lock_fd)
+        self.moved_from, self.path, self.checkpoint = old, new, checkpoint_path(new)
+        self.lock()
+        return folder
 
     def _busy(self, lock: Path) -> ConfigError:
         """The error for an output that another live run holds."""
-        try:
-            holder = lock.read_text().strip()
-        except OSError:
-            holder = ""
+        holder = lockfile.holder(lock)
         return ConfigError(f"output.path = {str(self.path)!r} is being written by another "
                            f"run ({holder or 'unknown process'}, lock {str(lock)!r}); wait "
                            "for it to end or choose another --out", "output.path")
-
-    @staticmethod
-    def _holder_alive(lock: Path) -> bool:
-        """Whether the process named in ``lock`` may still run (another host: assume so)."""
-        try:
-            pid_text, host = lock.read_text().split()
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            return False  # empty or garbled: a writer died between create and write
-        return host != socket.gethostname() or _alive(pid)
 
     def release(self) -> None:
         """Drop the lock (if this output holds it); left in a folder that cannot be
         written any more (module docstring)."""
         if self._locked:
             self._locked = False
-            try:
-                lock_path(self.path).unlink(missing_ok=True)
-            except OSError:
-                pass
+            lockfile.release(lock_path(self.path), self._lock_fd)
 
     def discard_checkpoint(self) -> None:
         """Delete the checkpoint of an earlier run (a run started again with
@@ -181,6 +195,7 @@ class Output:
 
     def write_checkpoint(self, ds: xr.Dataset) -> None:
         if self.checkpoint is not None:
+            self.check_place()
             write_netcdf(ds, self.checkpoint, overwrite=True)
 
     def write_result(self, ds: xr.Dataset) -> None:

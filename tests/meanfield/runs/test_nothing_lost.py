@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -262,6 +263,8 @@ def test_an_unwritable_folder_at_the_end_keeps_the_result_elsewhere(
         assert ds.attrs["status"] == 0
     finally:
         os.unlink(kept)
+        with contextlib.suppress(OSError):  # (the fallback folder it was kept in)
+            os.rmdir(os.path.dirname(kept))
 
 
 def test_unwritable_folder_on_the_command_line_is_one_line(tmp_path, monkeypatch, capsys):
@@ -308,12 +311,18 @@ def test_interrupted_with_an_unwritable_folder_keeps_the_frames_elsewhere(tmp_pa
     with pytest.warns(RuntimeWarning, match="cannot be written"):
         part = pd.phase_diagram(PHASE, out=out)
     assert part.attrs["status"] == -1 and "kept in" in part.attrs["message"]
-    kept = part.attrs["message"].rsplit("kept in ", 1)[1].strip("'")
+    assert int(part.systems_done.sum()) == 6
+    # (issue 31 item 5: the folder was moved and replaced, so the run went on in a
+    # fallback folder; its checkpoint is kept there and resumes)
+    kept = Path(part.attrs["message"].rsplit("kept in ", 1)[1].strip("'"))
     try:
-        ds = read_netcdf(kept)
-        assert ds.attrs["status"] == -1 and int(ds.systems_done.sum()) == 6
+        assert read_netcdf(kept).attrs["status"] == -1
+        monkeypatch.setattr(pd, "run_member", real)
+        again = pd.phase_diagram(PHASE, out=kept.parent / out.name, resume=True)
+        np.testing.assert_array_equal(again.pair_probability.values,
+                                      pd.phase_diagram(PHASE).pair_probability.values)
     finally:
-        os.unlink(kept)
+        shutil.rmtree(kept.parent)
 
 
 def test_demo_refuses_an_interrupted_runs_checkpoint_naming_overwrite(tmp_path,

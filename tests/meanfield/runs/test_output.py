@@ -91,9 +91,12 @@ def test_a_write_that_fails_at_the_end_keeps_the_result_elsewhere(tmp_path, monk
 
 def test_a_live_lock_refuses_and_a_stale_one_is_taken_over(tmp_path, no_stepping):
     out = tmp_path / "run.nc"
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from meanfield.runs."
+                               f"output import Output; Output({str(out)!r}, False, False)"
+                               ".lock(); print(flush=True); time.sleep(30)"],
+                              stdout=subprocess.PIPE, text=True)
     try:
-        lock_path(out).write_text(f"{holder.pid} {os.uname().nodename}\n")
+        holder.stdout.readline()  # (it holds the lock: the flock of a live run)
         with pytest.raises(ConfigError, match="another run") as err:
             evolve(CFG, out=out)
         assert err.value.key == "output.path" and lock_path(out).exists()
