@@ -56,6 +56,7 @@ from meanfield.plotting.tokens import (  # noqa: F401  (gram, token_map, traject
     _check_particles,
     _circle_tokens,
     _cluster_order,
+    _per_head,
     _default_view,
     _longitude_colorbar,
     _mollweide_tokens,
@@ -110,6 +111,15 @@ def _draw(ds: xr.Dataset, panel: _Panel, ax: Axes) -> None:
         y = np.nanmean(np.asarray(ds["radius"].transpose("time", "particle").values,
                                   dtype=float), axis=1)
         ax.plot(t, y, color="C4", marker="." if t.size <= 30 else None)
+    elif panel.key == "attention_rank" and "head" in ds["attention_rank"].dims:
+        y = _per_head(ds, panel.key)  # one step line per head (several heads)
+        for h in range(y.shape[1]):  # dashes differ: heads of equal rank stay visible
+            ax.step(t, y[:, h], where="post", color=f"C{(5 + h) % 10}", label=f"head {h}",
+                    ls=("-", "--", ":", "-.")[h % 4], marker="." if t.size == 1 else None)
+        ax.legend(fontsize=6.5, handlelength=2.0)
+        if np.isfinite(y).any() and np.nanmax(y) - np.nanmin(y) < 2:  # integer ticks
+            ax.set_ylim(np.nanmin(y) - 1, np.nanmax(y) + 1)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         y = _series(ds, panel.key)
         ax.step(t, y, where="post", color="C2" if panel.key == "clusters" else "C5")

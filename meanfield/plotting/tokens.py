@@ -57,6 +57,18 @@ def _need(ds: xr.Dataset, name: str, dims: tuple[str, ...], what: str) -> None:
                           f"{tuple(dims)}", name)
 
 
+def _per_head(ds: xr.Dataset, name: str) -> np.ndarray:
+    """``ds[name]`` as (time, heads): a series of one attention (dims ``time``) or of
+    each head (``time, head``: a run with several heads and ``save_attention``)."""
+    var = ds[name]
+    if var.dims == ("time",):
+        return np.asarray(var.values, dtype=float)[:, None]
+    if set(var.dims) == {"time", "head"} and var.ndim == 2:
+        return np.asarray(var.transpose("time", "head").values, dtype=float)
+    raise ConfigError(f"{name!r} has dimensions {var.dims}; expected ('time',) or "
+                      "('time', 'head')", name)
+
+
 def _sorted_time(ds: xr.Dataset) -> xr.Dataset:
     if ds.sizes.get("time", 0) < 1:
         raise ConfigError("dataset has no saved times (time has length 0)", "time")
@@ -88,9 +100,11 @@ def _check_particles(ds: Any) -> xr.Dataset:
     for name in ("angle", "radius"):
         if name in ds.data_vars:
             _need(ds, name, ("time", "particle"), "a 'particles'")
-    for name in ("order_parameter", "energy", "clusters", "attention_rank"):
+    for name in ("order_parameter", "energy", "clusters"):
         if name in ds.data_vars:
             _series(ds, name)  # (time,) or ConfigError
+    if "attention_rank" in ds.data_vars:
+        _per_head(ds, "attention_rank")  # (time,), (time, head) or ConfigError
     return _sorted_time(ds)
 
 

@@ -170,7 +170,8 @@ def _paths_3d(ax: Axes, s: Any, keep: np.ndarray, colours: np.ndarray) -> None:
     from mpl_toolkits.mplot3d.art3d import Line3DCollection
 
     z = s.tokens
-    for i in keep:
+    # one frame (an interrupted run) has no path, and matplotlib fails on no segment
+    for i in keep if z.shape[0] > 1 else ():
         seg, rgba = _fading(colours[i], z[:, i])
         ax.add_collection3d(Line3DCollection(seg, colors=rgba, linewidths=0.8))
     ax.scatter(*z[0].T, s=5, color="0.6", depthshade=False)
