@@ -6,6 +6,7 @@ file's contents; nothing the package reads is unpickled."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from meanfield import config as cfgmod
 from meanfield.cli import main
-from meanfield.config.input_files import read_numbers, resolve
+from meanfield.config.input_files import SMALL_VALUES, read_numbers, record, resolve
 from meanfield.config.weights import head_matrices
 from meanfield.errors import ConfigError
 
@@ -81,6 +82,22 @@ def test_every_input_path_is_resolved_by_one_rule(tmp_path):
     tokens = {"initial": {"kind": "tokens", "path": "x.npy"}}
     resolve(tokens, "rel")
     assert tokens["initial"]["path"] == str(Path.cwd() / "rel" / "x.npy")
+
+
+def test_the_record_holds_every_input_file(tmp_path):
+    """Item 2's record on tokens and heads: each file's key, absolute path and SHA-256;
+    the numbers of a small file, not those of a large one (> SMALL_VALUES numbers)."""
+    small, large = tmp_path / "V.txt", tmp_path / "X.npy"
+    small.write_text("1 2\n3 4\n")
+    np.save(large, np.arange(2.0 * (SMALL_VALUES + 1)).reshape(-1, 2))
+    got = record({"initial": {"kind": "tokens", "path": str(large)},
+                  "weights": {"heads": [{"query": "identity"},
+                                        {"value": {"file": str(small)}}]},
+                  "output": {"path": "not-an-input.nc"}})
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (small, large)}
+    assert got == [{"key": "initial.path", "path": str(large), "sha256": sha[large]},
+                   {"key": "weights.heads[1].value.file", "path": str(small),
+                    "sha256": sha[small], "values": [[1.0, 2.0], [3.0, 4.0]]}]
 
 
 def _cli_error(capsys, tmp_path, spec_file: str) -> str:
