@@ -11,12 +11,16 @@ after cutting its edges of length ``>= threshold``, so the count is
   O(n log n), any n.
 - S^2 (d = 3): the MST is a subgraph of the spherical Delaunay triangulation, which is the
   convex hull of the points (``scipy.spatial.ConvexHull``). Degenerate sets (fewer than 4
-  distinct points, all on one plane) fall back to Prim.
-- d > 3: Prim's algorithm, O(n^2 d) time and O(n) memory (numba).
+  distinct points, all on one plane) are counted as in d > 3.
+- d > 3, and R^d (``euclidean_cluster_count``): the connected components of the graph of
+  pairs closer than the threshold (``meanfield.metrics.components``: cubes and k-d trees,
+  O(n log n) in d <= 3, in blocks between which Ctrl-C and SIGTERM are handled), the same
+  count as the MST's without building it. ``mst_edge_lengths`` itself keeps Prim's
+  algorithm there, O(n^2 d) time and O(n) memory (numba).
 
 For d >= 3 tokens closer than ``SNAP * threshold`` are merged first (snapped to a grid of
 cubes of diagonal ``SNAP * threshold``; tokens of one cube are linked anyway): collapsed
-clusters become single points, which keeps the hull well conditioned and Prim short. The
+clusters become single points, which keeps the hull well conditioned and the search short. The
 count is then exact except for edges within ``SNAP * threshold`` of the threshold.
 
 Attention rank: the numerical rank of the n x n attention matrix
@@ -34,6 +38,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 from scipy.spatial import ConvexHull, QhullError
+
+from meanfield.metrics.components import component_count
 
 MAX_RANK_TOKENS = 5000  # the dense SVD of the attention matrix: O(n^3)
 SNAP = 1e-3  # tokens within SNAP * threshold are merged before the tree is built
@@ -56,7 +62,9 @@ def cluster_count(x: np.ndarray, threshold: float) -> int:
         x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
     if x.shape[0] == 1:
         return 1
-    edges = mst_edge_lengths(x)
+    edges = mst_edge_lengths(x) if d == 2 else _hull_mst(x) if d == 3 else None
+    if edges is None:  # d > 3, or a degenerate set on S^2: the close pairs' components
+        return component_count(x, threshold)
     return 1 + int(np.count_nonzero(edges >= threshold))
 
 
@@ -64,7 +72,8 @@ def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
     """Number of single-linkage clusters of points ``x`` (n, d) in R^d, any d >= 1, at
     Euclidean distance ``threshold`` (tokens of the pure flow, not on a sphere).
 
-    d = 1: the gaps of the sorted points; else Prim's tree after the snapping of
+    d = 1: the gaps of the sorted points; else the components of the close pairs
+    (``meanfield.metrics.components``, O(n log n) in d <= 3) after the snapping of
     ``cluster_count`` (skipped where the grid indices would pass int64: far-out tokens).
     ``cluster_count``'s shortcuts (angles on S^1, the hull on S^2) hold for points on a
     sphere only.
@@ -78,7 +87,7 @@ def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
         x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
     if x.shape[0] == 1:
         return 1
-    return 1 + int(np.count_nonzero(_prim(np.ascontiguousarray(x)) >= threshold))
+    return component_count(x, threshold)
 
 
 def mst_edge_lengths(x: np.ndarray) -> np.ndarray:

@@ -100,6 +100,7 @@ from meanfield.initial import samplers as sampling
 from meanfield.initial import zonal_samplers as zonal_sampling
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.cluster_rank import check_rank_size
+from meanfield.metrics.components import check_linkage_work
 from meanfield.model import kernels
 from meanfield.model import normalizations as nz
 from meanfield.model import particles as pm
@@ -153,6 +154,8 @@ def check_config(cfg: dict) -> dict:
                           "time.dt")
     method = p["sum_method"]
     check_rank_size(n, p["cluster_method"])
+    if p["cluster_method"] == "linkage":
+        check_linkage_work(n, dim)
     if wmod.is_weighted(cfg) or p["attention"] == "sinkhorn":  # (dense attention)
         return _weighted_plan(cfg, n, dim, dt)
     if p["architecture"] == "hardmax" and method not in ("auto", "direct"):
