@@ -61,7 +61,8 @@ MAX_WEIGHT_SEED = 2**63 - 1
 PDE_WEIGHTS = ("the PDE takes weights V = c I only (Q = K = I); other weights run as "
                "particles (meanfield particles)")
 SPEC_FORMS = ('"identity", a number c (c I), a list of d rows, {kind = "gaussian", scale, '
-              'seed}, {kind = "symmetric", eigenvalues, seed} or {file = "M.npy"}')
+              'seed}, {kind = "symmetric", eigenvalues, seed} or {file = "M.npy"} (relative '
+              'to the config file)')
 
 
 # ---------------------------------------------------------------------------------------
