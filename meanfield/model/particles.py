@@ -45,6 +45,8 @@ from meanfield.model.tokens import check_tokens, noise_rng
 from solvers import steppers
 from solvers.particles import direct as sp
 from solvers.steppers import StepDoubling, integrate
+from meanfield.model.free_steps import FreeStepping
+from solvers.steppers.dense import GlobalStepDoubling
 
 # ---------------------------------------------------------------------------------------
 # Validation (token checks and random streams: meanfield.model.tokens).
@@ -274,13 +276,16 @@ class ParticleRun:
     info: dict = field(default_factory=dict)
 
 
-class TokenStepper:
+class TokenStepper(FreeStepping):
     """Advances tokens from one save time to the next: the stepping of ``simulate`` and of
     the particle runs (``meanfield.runs.particles``).
 
     RK4 with retraction (fixed ``dt``, or step doubling when ``dt`` is None) without noise,
     geodesic Euler-Maruyama with noise (fixed ``dt``; increments from ``noise``, drawn in
     step order). Ctrl-C raises ``KeyboardInterrupt`` out of ``advance``.
+
+    Steps not cut by saves (``free``: adaptive, no noise, ``t_end`` given):
+    ``meanfield.model.free_steps``.
 
     Args:
         model: ``AttentionParticles``, ``PreLNParticles``, ``HardmaxParticles`` or a model
@@ -289,12 +294,16 @@ class TokenStepper:
             called after each accepted step (else: the tokens must stay finite).
         kappa: inverse noise strength, > 0; ``inf`` for none (Pre-LN: only ``inf``).
         dt: fixed step, or None (adaptive RK4, no noise).
-        tolerance: error per adaptive step, relative to max|x|.
+        tolerance: error per adaptive step, relative to max|x| (``free``: the error of
+            the run to ``t_end``, relative to max|x|).
         noise: integer seed or Generator of the Brownian increments (``noise_rng``).
+        t_end, t_start: the end and start of the run: given (adaptive, no noise), its
+            steps are not cut by the saves (``free``, ``advance_free``).
     """
 
     def __init__(self, model, *, kappa: float = math.inf, dt: float | None = None,
-                 tolerance: float = 1e-8, noise: int | np.random.Generator | None = 0):
+                 tolerance: float = 1e-8, noise: int | np.random.Generator | None = 0,
+                 t_end: float | None = None, t_start: float = 0.0):
         self.kappa = check_kappa(kappa)
         if dt is not None and not (isinstance(dt, (int, float)) and math.isfinite(dt)
                                    and dt > 0):
@@ -323,6 +332,10 @@ class TokenStepper:
                 model.velocity, sp.normalize_rows if model.on_sphere else None, dt=dt,
                 time_dependent=timed)
             self.stepper = self.rk4 if dt is not None else StepDoubling(self.rk4, tolerance)
+        self.free = t_end is not None and not self.noisy and dt is None
+        if self.free:
+            self.t_end = float(t_end)
+            self.stepper = GlobalStepDoubling(self.rk4, tolerance, self.t_end - t_start)
 
     @property
     def evaluations(self) -> int:
@@ -339,9 +352,15 @@ class TokenStepper:
     def advance(self, x: np.ndarray, t: float, t_next: float, h: float | None = None,
                 on_step: Callable[[float], None] | None = None,
                 h_min: float | None = None, *, taken: int = 0,
-                on_state: Callable[[float, np.ndarray, float, int], None] | None = None
+                on_state: Callable[[float, np.ndarray, float, int], None] | None = None,
+                last: tuple[np.ndarray, float, float] | None = None
                 ) -> tuple[np.ndarray, float]:
         """The tokens at ``t_next`` from ``x`` at ``t`` (a new array) and the next step.
+
+        A ``free`` stepper steps on past ``t_next`` to the end of the step that reaches it
+        and interpolates there (``advance_free``); where it stopped is then
+        ``free_state`` (``x`` at ``t``, and ``last = (prev, prev_t, prev_h)``, the step
+        that reached it: pass both back to continue, ``on_state`` reports each step).
 
         Args:
             x, t: the tokens and their time; with noise, ``t`` is the start of the
@@ -355,6 +374,13 @@ class TokenStepper:
                 noise generator as it is then, ``advance(x, t, t_next, h, taken=taken)``
                 continues exactly as this call (a checkpoint between saves).
         """
+        if self.free:  # steps not cut by the saves
+            st = self.start_free(x, t, h)
+            if last is not None:
+                st.prev, st.prev_t, st.prev_h = last
+            report = None if on_state is None else (lambda s: on_state(s.t, s.u, s.h, 0))
+            st, value = self.advance_free(st, t_next, on_step, h_min, report)
+            return value, st.h
         end = np.array([float(t_next)])
         saved: dict = {}
         if self.noisy:
@@ -383,7 +409,8 @@ class TokenStepper:
                 "integrator": "geodesic Euler-Maruyama" if self.noisy else
                 ("RK4" + (" + retraction" if self.model.on_sphere else "")
                  + (" (time-dependent field)" if self.rk4.time_dependent else "")
-                 + (", step doubling" if self.dt is None else ""))}
+                 + (", step doubling" if self.dt is None else "")
+                 + (", steps not cut by saves" if self.free else ""))}
 
 
 def _check_finite(x: np.ndarray, t: float) -> None:
@@ -414,8 +441,10 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
         on_step: called with the time after each step (progress bars).
         on_save: also called as ``on_save(t, x, h_next)`` at each save.
         t0, h0: start time (the saves are those after it) and first step (adaptive runs);
-            a run resumed from a save with the saved ``h_next`` and generator continues
-            exactly as the uninterrupted run.
+            a run with fixed ``dt`` resumed from a save with the saved ``h_next`` and
+            generator continues exactly as the uninterrupted run (an adaptive run's
+            steps are not cut by its saves: ``TokenStepper``; resumed from a save it
+            takes other steps, to the same tolerance).
         renormalize: divide the tokens of sphere models by their lengths first (off when
             resuming from a saved state, which must be continued as it is).
 
@@ -437,14 +466,22 @@ def simulate(model, x0: np.ndarray, save_times, *, kappa: float = math.inf,
             or np.any(np.diff(save_times) <= 0):
         raise ConfigError("save times must be finite, increasing and > 0", "time.save_every")
     # (a model of several phases brings its own stepper: meanfield.model.normalizations)
-    stepper = getattr(model, "stepper_class", TokenStepper)(
-        model, kappa=kappa, dt=dt, tolerance=tolerance, noise=seed)
+    stepper_class = getattr(model, "stepper_class", TokenStepper)
+    free = {"t_end": float(save_times[-1]), "t_start": float(t0)} \
+        if stepper_class is TokenStepper else {}  # (phases land on their starts)
+    stepper = stepper_class(model, kappa=kappa, dt=dt, tolerance=tolerance, noise=seed,
+                            **free)
     run = ParticleRun(times=np.empty(0), positions=np.empty(0))
     times, saved = [float(t0)], [x0.copy()]
     x, h, h_min = x0, h0, 1e-14 * float(save_times[-1] - t0)
+    st = stepper.start_free(x0, t0, h0) if getattr(stepper, "free", False) else None
     try:
         for t_save in save_times:
-            x, h = stepper.advance(x, times[-1], float(t_save), h, on_step, h_min)
+            if st is not None:  # steps not cut by the saves
+                st, x = stepper.advance_free(st, float(t_save), on_step, h_min)
+                h = st.h
+            else:
+                x, h = stepper.advance(x, times[-1], float(t_save), h, on_step, h_min)
             times.append(float(t_save))
             saved.append(x)
             if on_save is not None:

@@ -50,9 +50,13 @@ def make_stepper(model, cfg: dict, plan: dict, noise):
     p = cfg["particles"]
     if p["integrator"] == "layers":
         return LayerStepper(model, p["layer_step"])
-    stepper = getattr(model, "stepper_class", pm.TokenStepper)(
-        model, kappa=plan["kappa"], dt=plan["dt"], tolerance=cfg["time"]["tolerance"],
-        noise=noise)
+    stepper_class = getattr(model, "stepper_class", pm.TokenStepper)
+    # steps not cut by the saves (adaptive, no noise: TokenStepper.free); the phases of
+    # Mix-LN and the pieces of depth-dependent weights land on their switches
+    free = {"t_end": cfg["time"]["t_final"]} if stepper_class is pm.TokenStepper and \
+        not isinstance(model, DepthModel) else {}
+    stepper = stepper_class(model, kappa=plan["kappa"], dt=plan["dt"],
+                            tolerance=cfg["time"]["tolerance"], noise=noise, **free)
     if isinstance(model, DepthModel):
         return PiecewiseStepper(stepper, model, cfg["time"]["t_final"])
     return stepper

@@ -265,7 +265,12 @@ class TokenState:
 
     In the middle of an interval (a checkpoint between saves), ``t`` and ``taken`` are
     where ``TokenStepper.advance`` continues from (its ``t`` and ``taken``). ``at``: the
-    save time of ``x`` (the rescaled flow's attention depends on it)."""
+    save time of ``x`` (the rescaled flow's attention depends on it).
+
+    Steps not cut by the saves (``TokenStepper.free``): ``x`` at ``t`` is where the steps
+    are (``t`` at or past the save), ``prev`` at ``prev_t`` the start of the last step
+    and ``prev_h`` its size (the saves inside it are interpolated from there), and
+    ``shown`` the tokens at the save ``at``."""
 
     x: np.ndarray
     h: float | None
@@ -274,6 +279,9 @@ class TokenState:
     t: float | None = None
     taken: int = 0
     at: float = 0.0
+    prev: np.ndarray | None = None
+    prev_t: float = 0.0
+    prev_h: float = 0.0
 
 
 class ParticlesTask(SteppingTask):
@@ -309,14 +317,28 @@ class ParticlesTask(SteppingTask):
         t = state.t if state.t is not None else \
             float(self.times[np.searchsorted(self.times, point) - 1])
         self.noise.bit_generator.state = state.rng
+        # steps not cut by the saves (TokenStepper.free): the stepper goes on to the end
+        # of the step that reaches the save; the state is where it stopped, and the step
+        free = getattr(self.stepper, "free", False)
+
+        def last_step() -> dict:
+            st = self.stepper.free_state if free else None
+            return {} if st is None or st.prev is None else \
+                {"prev": st.prev, "prev_t": st.prev_t, "prev_h": st.prev_h}
 
         def on_state(t_: float, x: np.ndarray, h: float, taken: int) -> None:
             on_step.midway(lambda: TokenState(np.array(x), h, self.noise.bit_generator.state,
-                                              t=t_, taken=taken))
+                                              t=t_, taken=taken, **last_step()))
 
+        last = {} if not free else \
+            {"last": None if state.prev is None else (state.prev, state.prev_t, state.prev_h)}
         x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
                                     h_min=1e-14 * float(self.times[-1] - self.t_start),
-                                    taken=state.taken, on_state=on_state)
+                                    taken=state.taken, on_state=on_state, **last)
+        if free:  # x: the tokens at the save, interpolated inside the last step
+            st = self.stepper.free_state
+            return TokenState(st.u, st.h, self.noise.bit_generator.state, shown=x, t=st.t,
+                              at=float(point), **last_step())
         return TokenState(x, h, self.noise.bit_generator.state, at=float(point))
 
     def held(self):
@@ -358,7 +380,12 @@ class ParticlesTask(SteppingTask):
                  "checkpoint_rng": json.dumps(state.rng)}
         if state.t is not None:  # in the middle of an interval
             attrs.update(checkpoint_t=float(state.t), checkpoint_taken=int(state.taken))
-        return {"checkpoint_x": (("particle", "component"), state.x)}, attrs
+        data = {"checkpoint_x": (("particle", "component"), state.x)}
+        if state.prev is not None:  # the last step, whose saves are interpolated
+            data["checkpoint_prev"] = (("particle", "component"), state.prev)
+            attrs.update(checkpoint_prev_t=float(state.prev_t),
+                         checkpoint_prev_h=float(state.prev_h))
+        return data, attrs
 
     def restore_state(self, ckpt: xr.Dataset, frames: int) -> TokenState:
         h = float(ckpt.attrs["checkpoint_h"])
@@ -367,8 +394,12 @@ class ParticlesTask(SteppingTask):
         h = None if h < 0 else h
         x = ckpt["checkpoint_x"].values
         if "checkpoint_t" in ckpt.attrs:
+            prev = {} if "checkpoint_prev" not in ckpt else {
+                "prev": ckpt["checkpoint_prev"].values,
+                "prev_t": float(ckpt.attrs["checkpoint_prev_t"]),
+                "prev_h": float(ckpt.attrs["checkpoint_prev_h"])}
             return TokenState(x, h, rng, t=float(ckpt.attrs["checkpoint_t"]),
-                              taken=int(ckpt.attrs["checkpoint_taken"]))
+                              taken=int(ckpt.attrs["checkpoint_taken"]), **prev)
         return TokenState(x, h, rng, at=self.t_start)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from meanfield.discretizations.adaptive import REFINE_AT, REFINE_TO, ResolutionLimit
 from solvers.errors import StepSizeError
+from solvers.steppers.dense import advance_to
 
 
 @dataclass
@@ -75,16 +76,13 @@ class DenseRun:
                 ) -> tuple[Stepping, np.ndarray]:
         """Step on until ``t >= point``; the new stepping state and the state at
         ``point`` (coefficients at the solver's resolution, checked)."""
-        while st.t < point:
-            st = self._step(st)
-            on_step(st.t)
-            if on_state is not None:
-                on_state(st)
-        if point == st.t or st.prev is None:
-            return st, st.u
+        return advance_to(st, point, self._step, self._interpolate, on_step, on_state)
+
+    def _interpolate(self, st: Stepping, point: float) -> np.ndarray:
+        """The checked state at ``point`` inside the last step (its ``dense``)."""
         value = self.stepper.dense(st.prev, point - st.prev_t, st.prev_h)
         self.solver.check(value, point)
-        return st, value
+        return value
 
     def _step(self, st: Stepping) -> Stepping:
         """One accepted step from ``st`` (retried after rejections and refinements)."""

@@ -18,8 +18,14 @@ error of the solution at every time of a run of length ``span`` stays below ``to
   two half steps: a saved value is as accurate as the steps, and asking for it changes
   no step.
 
-The driver (``meanfield.runs.pde_steps``) steps freely and cuts a step short only at the
-end of the run, so the steps taken do not depend on the saves. The calibration (the
+The drivers step freely and cut a step short only at the end of the run, so the steps
+taken do not depend on the saves: ``advance_to`` is the one loop of both (the PDE's,
+``meanfield.runs.pde_steps``, and the tokens', ``meanfield.model.particles.TokenStepper``),
+over a ``FreeState``-like state (``u, t, h, prev, prev_t, prev_h``), with
+``step_free`` the particles' step (the PDE's adds its grid refinement). Methods whose
+field takes the time (``time_dependent``) get it in ``attempt`` and ``dense``; a method
+with a ``retract`` (``RetractedRK4`` on the sphere) has the extrapolated state retracted
+too (the dense values come from its own retracted steps): saved tokens stay unit vectors. The calibration (the
 error obtained against the tolerance asked, over S^1 and S^2, SA and USA) is in
 docs/schemes.md §2.6.
 """
@@ -27,9 +33,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from solvers.errors import StepSizeError
 
 # The smallest relative error a step is asked for: two solutions of a step differ by
 # round-off (a few hundred eps through the transforms) however small it is, so a target
@@ -85,12 +94,21 @@ class GlobalStepDoubling:
         self.h_max = h_max
         self.rejected = 0
 
-    time_dependent = False
+    @property
+    def time_dependent(self) -> bool:
+        """Whether the method's field takes the time (then ``attempt`` and ``dense`` need
+        it)."""
+        return bool(getattr(self.method, "time_dependent", False))
 
-    def attempt(self, u: np.ndarray, h: float) -> tuple[float, np.ndarray, float]:
-        """One trial step of ``h`` from ``u``: ``(h or 0 if rejected, state, next h)``."""
-        big = self.method.step(u, h)
-        half = self.method.step(self.method.step(u, h / 2), h / 2)
+    def _step(self, u: np.ndarray, h: float, t: float | None) -> np.ndarray:
+        return self.method.step(u, h, t) if self.time_dependent else self.method.step(u, h)
+
+    def attempt(self, u: np.ndarray, h: float, t: float | None = None
+                ) -> tuple[float, np.ndarray, float]:
+        """One trial step of ``h`` from ``u`` (at time ``t``: time-dependent methods
+        only): ``(h or 0 if rejected, state, next h)``."""
+        big = self._step(u, h, t)
+        half = self._step(self._step(u, h / 2, t), h / 2, None if t is None else t + h / 2)
         p = self.method.order
         frac = min(1.0, h / self.span)
         long_step = frac > FLOOR
@@ -107,14 +125,75 @@ class GlobalStepDoubling:
         if err <= 1.0:
             # local extrapolation: the kept state is of order p + 1, its error well below
             # the estimate the step was accepted on
-            return h, half + (half - big) / (2**p - 1), h_next
+            kept = half + (half - big) / (2**p - 1)
+            retract = getattr(self.method, "retract", None)  # (the sphere's tokens)
+            return h, kept if retract is None else retract(kept), h_next
         self.rejected += 1
         return 0.0, u, h_next
 
-    def dense(self, u: np.ndarray, s: float, h: float) -> np.ndarray:
-        """The state ``s`` after ``u`` inside an accepted step of ``h`` from ``u``
-        (``0 < s < h``; the driver saves a step that ends on the time as it is)."""
+    def dense(self, u: np.ndarray, s: float, h: float, t: float | None = None
+              ) -> np.ndarray:
+        """The state ``s`` after ``u`` (at time ``t``: time-dependent methods) inside an
+        accepted step of ``h`` from ``u`` (``0 < s < h``; the driver saves a step that
+        ends on the time as it is)."""
         p = self.method.order
         if s < h * 2.0 ** (-p / (p + 1)):
-            return self.method.step(u, s)
-        return self.method.step(self.method.step(u, s / 2), s / 2)
+            return self._step(u, s, t)
+        return self._step(self._step(u, s / 2, t), s / 2, None if t is None else t + s / 2)
+
+
+@dataclass
+class FreeState:
+    """Where a freely stepping run is: ``u`` at time ``t``, the next step ``h``; the start
+    of the last step, ``prev`` at ``prev_t`` (None before the first step), and its size
+    ``prev_h`` (``meanfield.runs.pde_steps.Stepping`` adds the PDE's resolution)."""
+
+    u: np.ndarray
+    t: float
+    h: float
+    prev: np.ndarray | None = None
+    prev_t: float = 0.0
+    prev_h: float = 0.0
+
+
+def advance_to(st: Any, point: float, step: Callable[[Any], Any],
+               interpolate: Callable[[Any, float], np.ndarray],
+               on_step: Callable[[float], None] | None = None,
+               on_state: Callable[[Any], None] | None = None) -> tuple[Any, np.ndarray]:
+    """Step on with ``step(st) -> st`` (one accepted step) until ``st.t >= point``; the
+    new state and the value at ``point``: the state itself when a step ends on it,
+    else ``interpolate(st, point)`` inside the last step (``dense`` from ``st.prev``).
+    A save changes no step: the steps are those of the run whatever its saves."""
+    while st.t < point:
+        st = step(st)
+        if on_step is not None:
+            on_step(st.t)
+        if on_state is not None:
+            on_state(st)
+    if point == st.t or st.prev is None:
+        return st, st.u
+    return st, interpolate(st, point)
+
+
+def step_free(stepper: GlobalStepDoubling, st: FreeState, t_end: float, h_min: float,
+              advice: str, check: Callable[[np.ndarray, float], None] | None = None
+              ) -> FreeState:
+    """One accepted step from ``st`` (after any rejections), cut short only to land on
+    ``t_end``; ``check(u, t)`` on it. ``StepSizeError`` (with ``advice``) when the step
+    falls below ``h_min``."""
+    h, timed = st.h, stepper.time_dependent
+    while True:
+        remaining = t_end - st.t
+        h_try = remaining if h >= remaining * (1 - 1e-9) else h
+        h_taken, u_new, h_next = stepper.attempt(st.u, h_try, st.t) if timed else \
+            stepper.attempt(st.u, h_try)
+        if h_taken > 0:
+            t_new = t_end if h_taken == remaining else st.t + h_taken
+            if check is not None:
+                check(u_new, t_new)
+            # a step cut short at the end says nothing about the next one
+            h_keep = h_next if (h_taken < h_try or h_try == h) else h
+            return FreeState(u_new, t_new, h_keep, st.u, st.t, h_taken)
+        h = h_next
+        if h < h_min:
+            raise StepSizeError(f"the time step fell to {h:.3g} at t = {st.t:.6g}: {advice}")
