@@ -15,7 +15,9 @@ one of, in dimension d = ``domain.dim``:
   R's diagonal moved into O; Mezzadri, Notices AMS 54 (2007)), symmetrised to round-off;
 - ``{file = "M.npy"}``: a d x d array from a ``.npy`` file, whitespace-separated text
   (``.txt`` or any other suffix) or comma-separated ``.csv``; read when the config is
-  validated (shape and finiteness checked) and again when the matrix is built.
+  validated (shape and finiteness checked) and again when the matrix is built, by the
+  one reader of input files (``config.input_files``: a relative path in a config file
+  is relative to its folder; the result records the file's path and SHA-256).
 
 ``[weights]`` takes ``query``, ``key``, ``value`` [each "identity"], or instead
 ``heads = [{query, key, value}, ...]`` (several heads: the velocity is the sum of the
