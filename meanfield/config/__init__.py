@@ -14,7 +14,9 @@ Modules: ``checkers`` (value checkers, including ``list_or_range`` for scans),
 (the studies' sections and tasks, those of the PDE studies) and ``token_studies`` (the
 token studies'), ``thresholds`` (the closed-form kappa_c the bifurcation's "auto" range
 is derived from), ``registry`` (sections, tasks and their checks, ``validate``),
-``renamed`` (renamed keys), ``io`` (TOML, ``--set``, JSON), ``meanings`` (one line per
+``renamed`` (renamed keys), ``io`` (TOML, ``--set``, JSON), ``input_files`` (the files
+a config names: resolved against the config file's folder, read, recorded with their
+SHA-256), ``meanings`` (one line per
 key) and ``reference`` (docs/config_reference.md and ``meanfield config --defaults
 TASK``, generated from the sections). The package imports nothing above it
 (docs/architecture.md): what it needs of the model it holds itself.
