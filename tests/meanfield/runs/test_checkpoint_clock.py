@@ -102,8 +102,9 @@ class Steps:
                                 lambda clock: self.due_now)
 
 
-# adaptive spectral runs: steps that the saves do not cut (meanfield.runs.pde_steps)
-DENSE = ("evolve-spectral", "evolve-sphere-spectral")
+# adaptive spectral and particle runs: steps that the saves do not cut
+# (meanfield.runs.pde_steps; meanfield.model.free_steps, issue 32)
+DENSE = ("evolve-spectral", "evolve-sphere-spectral", "particles-adaptive")
 
 
 def where(ckpt):
