@@ -45,6 +45,7 @@ from meanfield.plotting.weights import (
     polytope_plot,
     token_paths,
 )
+from meanfield.plotting.vertices import vertex_distance_plot
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import xarray as xr
@@ -158,13 +159,17 @@ def _attention_page(ds: xr.Dataset, *, log: bool | str = "auto") -> Figure | Non
 
 def _diagnostics(ds: xr.Dataset, axes: Any = None) -> list[Axes]:
     """The Boolean distance (when the attention is known) and the distance to the
-    origin over time."""
+    polytope's vertices (V = cI, c > 0, d = 2, 3) or to the origin over time."""
     s = token_series(ds)
     p = _attention(s)
     if p is not None:
         s = replace(s, attention=p)
-    guide = limit_kind(s) == "origin"  # the t^(-1/2) of the collapse, only where expected
+    limit = limit_kind(s)
+    guide = limit == "origin"  # the t^(-1/2) of the collapse, only where expected
+    # the polytope: the distance to its vertices, falling like e^{-ct} (the size of the
+    # rescaled tokens, bounded, drew a flat line there)
     builders = ([boolean_distance_plot] if p is not None else []) + [
+        vertex_distance_plot if limit == "polytope" else
         lambda s, ax: origin_plot(s, ax, guide=guide)]
     if axes is None:
         with style():

@@ -2,8 +2,10 @@
 (reproduced as [Rig25, Figure 3]), one panel per
 token dimension d, the pair probability as an image over (beta, t) (beta on x, time on
 y, one colour scale from 0 to 1 with its colorbar), the equiangular prediction
-``t(beta)`` overlaid (white line; dashed where d < n, where no equiangular start with
-cosine 0 exists) and the 50 % contour of the measured probability (black).
+``t(beta)`` overlaid (cyan with a black edge, seen on the dark and on the pale end of the
+colour scale; dashed where d < n, where no equiangular start with cosine 0 exists) and
+the 50 % contour of the measured probability (black). The legend names each kind of
+line once.
 
 The dataset (docs/datasets.md): coords ``dim``, ``beta``, ``time``;
 ``pair_probability`` (dim, beta, time) in [0, 1]; ``equiangular_time`` (beta); attrs
@@ -25,6 +27,16 @@ from meanfield.plotting.helpers import _letter_panels, _new_figure, style
 NEEDED = ("pair_probability", "equiangular_time")
 COORDS = ("dim", "beta", "time")
 CMAP = "magma"
+# the equiangular curve: a colour magma has not (white vanished on its pale end, where the
+# curve runs at large d), edged in black
+EQUIANGULAR = "#00e5ff"
+EQUIANGULAR_WIDTH = 1.4
+
+
+def _edge():
+    import matplotlib.patheffects as pe
+
+    return [pe.Stroke(linewidth=EQUIANGULAR_WIDTH + 1.2, foreground="black"), pe.Normal()]
 
 
 def _check(ds: Any) -> xr.Dataset:
@@ -62,8 +74,8 @@ def probability_panel(ds: xr.Dataset, ax, i: int):
     eq = ds["equiangular_time"].values.astype(float)
     shown = np.isfinite(eq) & (eq <= t[-1])
     if shown.any():
-        (line,) = ax.plot(beta[shown], eq[shown], color="w", lw=1.4,
-                          ls="--" if below else "-",
+        (line,) = ax.plot(beta[shown], eq[shown], color=EQUIANGULAR, lw=EQUIANGULAR_WIDTH,
+                          ls="--" if below else "-", path_effects=_edge(),
                           label="equiangular" + (" (d < n)" if below else ""))
         line.set_gid(f"equiangular:{d}")
     ax.set_xlim(_edges(beta)[0], _edges(beta)[-1])
@@ -90,25 +102,22 @@ def _title(ds: xr.Dataset) -> str:
 
 
 def _legend_handles(axes) -> list:
-    """One legend entry per kind of line drawn: the equiangular time (solid, and dashed
-    where d < n) and the P = 1/2 contour."""
-    import matplotlib.patheffects as pe
+    """One legend entry per kind of line drawn: the equiangular time once (the entry
+    says when some panels dash it, d < n) and the P = 1/2 contour."""
     from matplotlib.lines import Line2D
 
-    edge = [pe.Stroke(linewidth=2.6, foreground="black"), pe.Normal()]
-    handles: dict[str, Line2D] = {}
-    for ax in axes:
-        for line in ax.get_lines():
-            if str(line.get_gid()).startswith("equiangular"):
-                label = ("equiangular time" + (" (dashed: d < n)"
-                                               if line.get_linestyle() == "--" else ""))
-                handles.setdefault(label, Line2D([], [], color="w", lw=1.4,
-                                                 ls=line.get_linestyle(), label=label,
-                                                 path_effects=edge))
-        if any(str(c.get_gid()).startswith("half:") for c in ax.collections):
-            handles.setdefault("P = 1/2", Line2D([], [], color="k", lw=0.8,
-                                                 label="P = 1/2 (contour)"))
-    return list(handles.values())
+    styles = {line.get_linestyle() for ax in axes for line in ax.get_lines()
+              if str(line.get_gid()).startswith("equiangular")}
+    handles = []
+    if styles:
+        label = "equiangular time t*(β)" + (" (dashed where d < n)" if "--" in styles
+                                            else "")
+        handles.append(Line2D([], [], color=EQUIANGULAR, lw=EQUIANGULAR_WIDTH,
+                              ls="-" if "-" in styles else "--", label=label,
+                              path_effects=_edge()))
+    if any(str(c.get_gid()).startswith("half:") for ax in axes for c in ax.collections):
+        handles.append(Line2D([], [], color="k", lw=0.8, label="P = 1/2 (contour)"))
+    return handles
 
 
 def phase_figure(ds: xr.Dataset):

@@ -43,6 +43,7 @@ from meanfield.metrics.limit_geometry import (
     groups, hull_vertices, hyperplane_values, leading_coordinates, leading_eigenvector,
     origin_distance, vertex_distance)
 from meanfield.plotting.helpers import _fmt_time, _new_figure, style
+from meanfield.plotting.vertices import label_vertices
 from meanfield.plotting.token_series import (  # noqa: F401  (TokenSeries: public here too)
     TokenSeries,
     _attention,
@@ -344,8 +345,6 @@ def polytope_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
         ax.scatter(*z.T, s=10, color="k", label=f"t = {_fmt_time(s.times[-1])}", **kw)
         ax.scatter(*pts.T, s=90, marker="*", color="C1", edgecolors="k", linewidths=0.4,
                    zorder=5, label="vertices (number: tokens there)", **kw)
-        for k, point in enumerate(pts):
-            ax.text(*point, f" {np.count_nonzero(nearest == k)}", fontsize=7, color="C1")
         name = "z" if s.rescaled else "x"
         for k, axis in enumerate("xyz"[:d]):
             getattr(ax, f"set_{axis}label")(f"{name}{'₁₂₃'[k]}",
@@ -359,10 +358,16 @@ def polytope_plot(data: Any, ax: Axes | None = None, *, times: Any = None,
             ax.legend(loc="upper center", ncol=2, fontsize=6, handletextpad=0.2,
                       columnspacing=0.8)
         else:
+            from matplotlib.ticker import MaxNLocator
+
             ax.tick_params(labelsize=6, pad=0)
+            for axis in (ax.xaxis, ax.yaxis, ax.zaxis):  # (nine ticks ran into each other)
+                axis.set_major_locator(MaxNLocator(5))
             ax.set_box_aspect(None, zoom=0.85)
             ax.legend(loc="upper left", fontsize=6, handletextpad=0.2)
         ax.set_title(f"polytope: {v.size} vertices,\ntokens ≤ {dist.max():.1e} from one")
+        # last: in 3D the labels are placed in the projection of the final view
+        label_vertices(ax, pts, np.bincount(nearest, minlength=v.size))
     return fig
 
 

@@ -104,6 +104,21 @@ def test_every_kind_of_line_is_in_the_legend():
     under the panels now names the three."""
     fig = phase_figure(phase_dataset())
     legend = next(a for a in fig.findobj() if a.get_gid() == "legend")
-    names = {t.get_text() for t in legend.get_texts()}
-    assert names == {"equiangular time", "equiangular time (dashed: d < n)",
-                     "P = 1/2 (contour)"}
+    names = [t.get_text() for t in legend.get_texts()]
+    # issue 30: the equiangular time was named twice (solid, dashed); once now
+    assert names == ["equiangular time t*(β) (dashed where d < n)", "P = 1/2 (contour)"]
+
+
+def test_the_equiangular_curve_shows_on_both_ends_of_the_colour_scale():
+    """Looked at (issue 30): the white curve vanished on the pale end of magma, where it
+    runs at large d. Its colour is now far (in RGB) from both ends of the scale, and
+    edged in black."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_rgb
+
+    fig = phase_figure(phase_dataset())
+    line = next(a for a in fig.findobj() if a.get_gid() == "equiangular:1024")
+    colour = np.array(to_rgb(line.get_color()))
+    for end in (0.0, 1.0):
+        assert np.linalg.norm(colour - np.array(colormaps["magma"](end)[:3])) > 0.8
+    assert line.get_path_effects()  # the black edge
