@@ -61,6 +61,43 @@ napoleon_numpy_docstring = False
 html_theme = "furo"
 html_title = f"meanfield {release}"
 
+# ---------------------------------------------------------------------------- maths
+# The pages write their maths in LaTeX ($...$ through myst's dollarmath, :math: in the
+# docstrings), which MathJax typesets in the browser. Sphinx's default loads MathJax from
+# a CDN, so a site opened offline (a cluster node, a plane) showed raw TeX. The site now
+# carries its own MathJax: the package django-static-mathjax (the `docs` extra) is a
+# plain copy of MathJax 3.2.2 with no Python dependencies (despite its name it needs no
+# Django: only its files are read); of it the build copies ONE file, the combined
+# component es5/tex-svg-full.js (2.2 MB: the TeX input with every extension and the SVG
+# output, whose glyphs are paths, so no font files are fetched), and MathJax's licence,
+# into _static/mathjax/. tests/test_docs_site.py fails on a page that loads anything from
+# outside the site.
+_MATHJAX = Path(tempfile.mkdtemp(prefix="meanfield-mathjax-"))
+atexit.register(shutil.rmtree, _MATHJAX, ignore_errors=True)
+
+
+def _stage_mathjax(target: Path) -> None:
+    """Copy the MathJax component and its licence under ``target/mathjax``."""
+    from importlib import resources
+
+    try:
+        es5 = resources.files("mathjax") / "static" / "mathjax" / "es5"
+    except ModuleNotFoundError:
+        es5 = None
+    if es5 is None or not es5.joinpath("tex-svg-full.js").is_file():
+        raise RuntimeError("the docs need MathJax 3 from the package django-static-mathjax "
+                           "(pip install -e \".[docs]\"); it is not installed")
+    (target / "mathjax").mkdir(parents=True, exist_ok=True)
+    for name, source in (("tex-svg-full.js", es5 / "tex-svg-full.js"),
+                         ("LICENSE", es5.parent / "LICENSE")):
+        (target / "mathjax" / name).write_bytes(source.read_bytes())
+
+
+_stage_mathjax(_MATHJAX)
+html_static_path = [str(_MATHJAX)]
+# relative to _static/ of the built site
+mathjax_path = "mathjax/tex-svg-full.js"
+
 # ---------------------------------------------------------------------------- gallery
 # The examples run with their --quick variant and write their figures into a temporary
 # folder; the scraper below moves each new PNG or GIF into the gallery (the scripts draw with
@@ -108,4 +145,7 @@ sphinx_gallery_conf = {
     "only_warn_on_example_error": False,
     "plot_gallery": "True",
     "min_reported_time": 1,
+    # The execution-times page sphinx-gallery writes loads jQuery and DataTables from
+    # CDNs (tests/test_docs_site.py found it): not written; the build's log lists the times.
+    "write_computation_times": False,
 }
