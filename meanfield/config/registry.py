@@ -84,6 +84,24 @@ def task_sections(task: str | None) -> tuple[str, ...]:
     return TASKS[task]
 
 
+
+def _copied(name: str, table: dict) -> dict:
+    """A deep copy of a section (validation never changes the caller's dict); a value
+    that cannot be copied (a generator, an open file) is a ``ConfigError`` naming its key,
+    not the ``TypeError`` of ``copy.deepcopy``."""
+    try:
+        return copy.deepcopy(table)
+    except TypeError:
+        for key, value in table.items():
+            try:
+                copy.deepcopy(value)
+            except TypeError:
+                raise ConfigError(f"{name}.{key} = {describe(value)}: a {type(value).__name__} "
+                                  "cannot be read as a config value; give numbers, strings, "
+                                  "lists and tables (a generator: list(...) of it)",
+                                  f"{name}.{key}") from None
+        raise
+
 def validate(config: dict | None, task: str | None = None) -> dict:
     """Check a config and fill in defaults.
 
@@ -123,7 +141,7 @@ def validate(config: dict | None, task: str | None = None) -> dict:
     out: dict[str, dict] = {}
     for name, section in SECTIONS.items():  # registration order (see the docstring)
         if name in sections:
-            out[name] = _validate_section(section, copy.deepcopy(config.get(name, {})), out)
+            out[name] = _validate_section(section, _copied(name, config.get(name, {})), out)
             if section.finish is not None:
                 section.finish(out)
     check_layers_task(out, task)  # layers, weights that change with depth: particles only

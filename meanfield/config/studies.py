@@ -89,8 +89,9 @@ def _finish_convergence(cfg: dict) -> None:
     c = cfg["convergence"]
     if c["points"] == "quantile" and cfg["domain"]["geometry"] != "circle":
         raise ConfigError("convergence.points = \"quantile\" is for the circle (the "
-                          "quantiles of a density on S^1); use \"iid\" on the sphere",
-                          "convergence.points")
+                          "quantiles of a density on S^1); with domain.geometry = "
+                          f"\"{cfg['domain']['geometry']}\" give convergence.points = "
+                          "\"iid\"", "convergence.points")
 
 
 def _subset(choices: tuple[str, ...], noun: str):

@@ -237,7 +237,7 @@ def _dim(cfg: dict) -> int:
 def _head(table: Any, d: int, key: str) -> dict:
     if not isinstance(table, dict):
         raise ConfigError(f"{key} = {ck.describe(table)} must be a table {{query, key, "
-                          "value}}", key)
+                          "value}", key)
     for name in table:
         if name not in HEAD_KEYS:
             raise ConfigError(f"unknown key {key}.{name}; {ck.suggest(name, HEAD_KEYS)}",
@@ -396,10 +396,19 @@ def _check_rescalable(cfg: dict, t_final: float) -> None:
     V, by ``solvers.matrix_exponential`` as the rescaled run forms it) are finite."""
     key = _head_key(cfg, 0, "value")
     query, key_matrix, value = head_matrices(cfg)[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        kernel = query.T @ key_matrix
+    if not np.all(np.isfinite(kernel)):  # (Q and K themselves, whatever V and the time)
+        qk = f"{_head_key(cfg, 0, 'query')} and {_head_key(cfg, 0, 'key')}"
+        raise ConfigError(f"{qk} with particles.rescaled = true: Q^T K overflows the "
+                          f"double range (entries up to {np.max(np.abs(query)):.3g} and "
+                          f"{np.max(np.abs(key_matrix)):.3g}); scale Q and K down (their "
+                          "product sets the logits, as model.beta does)",
+                          _head_key(cfg, 0, "query"))
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             e = ShiftedExponential(value)(t_final)
-            logits = e.T @ (query.T @ key_matrix) @ e  # the logits of the unit vectors
+            logits = e.T @ kernel @ e  # the logits of the unit vectors
     except ValueError as exc:
         raise ConfigError(f"{key} with particles.rescaled = true: {exc} (time.t_final = "
                           f"{t_final:g})", key) from None

@@ -109,6 +109,7 @@ from meanfield.model import weighted_attention as wa
 from meanfield.model.sinkhorn_particles import SinkhornParticles
 from meanfield.runs import budget
 from meanfield.runs import layered
+from meanfield.runs import sizes
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.engine import Engine, StepHook, SteppingTask
 from meanfield.runs.particle_dataset import diagnostics, to_dataset
@@ -156,6 +157,7 @@ def check_config(cfg: dict) -> dict:
     check_rank_size(n, p["cluster_method"])
     if p["cluster_method"] == "linkage":
         check_linkage_work(n, dim)
+    sizes.check_weight_matrices(cfg)  # d x d matrices: before any is drawn
     if wmod.is_weighted(cfg) or p["attention"] == "sinkhorn":  # (dense attention)
         return _weighted_plan(cfg, n, dim, dt)
     if p["architecture"] == "hardmax" and method not in ("auto", "direct"):

@@ -94,7 +94,7 @@ from meanfield.initial.zonal_samplers import zonal_tokens
 from meanfield.metrics import zonal_marginal as zm
 from meanfield.model.lipschitz import dobrushin_bound
 from meanfield.model.tokens import initial_rng
-from meanfield.runs import budget, limits
+from meanfield.runs import budget, limits, sizes
 from meanfield.runs.executor import Executor
 from meanfield.runs.particles import build_model, check_config
 from meanfield.runs.schedule import save_times
@@ -140,6 +140,11 @@ def check_convergence_config(cfg: dict) -> dict:
     plan.update(dt=float(dt), noisy=noisy, replicas=replicas,
                 members=[(n, r) for n in c["n"] for r in range(replicas)],
                 times=save_times(cfg["time"]["t_final"], cfg["time"]["save_every"]))
+    # the PDE table: a state at every token step (and half step for RK4), before any work
+    steps = sum(m for _, _, m in cp.step_grid(plan["times"][1:], plan["dt"]))
+    sizes.check_time_table(steps, 1 if noisy else 2, 8.0 * budget.grid_size(cfg), "time.dt",
+                           dt, f"the PDE is tabled at every token step (and half step) "
+                           f"up to time.t_final = {cfg['time']['t_final']:g}")
     return plan
 
 

@@ -334,6 +334,12 @@ def gaussian_convergence(mean, covariance, head: Head, ns, replicas: int, save_t
     Returns:
         The dataset of ``gaussian_dataset``.
     """
+    from meanfield.errors import ConfigError
+
+    number = isinstance(dt, (int, float, np.floating, np.integer)) and not isinstance(dt, bool)
+    if not (number and math.isfinite(dt) and dt > 0):  # 0: a division by zero; < 0: backwards
+        raise ConfigError(f"dt = {dt!r}: the largest RK4 step must be a finite number > 0",
+                          "dt")
     mean = np.asarray(mean, dtype=float)
     head = check_head(head, mean.size)
     save_times = np.asarray(save_times, dtype=float)
@@ -362,12 +368,13 @@ def gaussian_plan(cfg: dict) -> dict:
     from meanfield import config as cfgmod
     from meanfield.config.studies import check_convergence_task
     from meanfield.errors import ConfigError
-    from meanfield.runs import limits
+    from meanfield.runs import limits, sizes
     from meanfield.runs.schedule import save_times
     from meanfield.studies.transport.coupling import AUTO_DT
 
     check_convergence_task(cfg, "convergence")  # (also when validated without the task)
     c, d = cfg["convergence"], cfg["domain"]["dim"]
+    sizes.check_weight_matrices(cfg)  # d x d matrices: before any is drawn
     head = build_heads(cfg)[0]
     initial = cfg["initial"]
     mean = np.asarray(initial["mean"], dtype=float)
@@ -382,6 +389,10 @@ def gaussian_plan(cfg: dict) -> dict:
     dt = AUTO_DT if cfg["time"]["dt"] == "auto" else float(cfg["time"]["dt"])
     times = save_times(cfg["time"]["t_final"], cfg["time"]["save_every"])
     steps = sum(m for _, _, m in step_grid(times[1:], dt))
+    # the reference: the Gaussian's mean and covariance at every RK4 stage time
+    sizes.check_time_table(steps, 2, 8.0 * (d + d * d), "time.dt", dt,
+                           "the Gaussian reference is tabled at every token step and half "
+                           f"step up to time.t_final = {cfg['time']['t_final']:g}")
     pairs = 4 * steps * c["replicas"] * sum(float(n) ** 2 for n in c["n"])
     if pairs > MAX_PAIRS:
         raise ConfigError(f"convergence.n up to {max(c['n'])}: {pairs:.2g} token pairs (4 RK4 "
