@@ -111,3 +111,26 @@ def test_huge_query_and_key_with_rescaled_blame_query_and_key():
     with pytest.raises(ConfigError, match="weights.query and weights.key.*Q\\^T K") as err:
         meanfield.particles(cfg)
     assert err.value.key == "weights.query"
+
+
+@pytest.mark.parametrize("key", ["heads", "layers"])
+def test_the_defaults_template_can_be_uncommented_for_heads(key):
+    # config --defaults particles: uncommenting heads (or layers) as its line says, with
+    # query, key and value commented out, gives a config that validates (before: the
+    # line said nothing, and heads beside the three keys is refused)
+    import tomllib
+
+    from meanfield import config as cfgmod
+    from meanfield.config.reference import defaults_toml
+
+    lines = defaults_toml("particles").splitlines()
+    start = lines.index("[weights]")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("["))
+    (line,) = [i for i in range(start, end) if lines[i].startswith(f"# {key} = ")]
+    assert "comment those out" in lines[line]
+    lines[line] = lines[line][2:]
+    for i in range(start, end):
+        if lines[i].split(" = ")[0] in ("query", "key", "value"):
+            lines[i] = "# " + lines[i]
+    cfg = cfgmod.validate(tomllib.loads("\n".join(lines)), "particles")
+    assert key in cfg["weights"]
