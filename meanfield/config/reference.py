@@ -53,8 +53,8 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "config_reference.md"
 
 
 # heads and layers replace query, key and value (the template writes those three with
-# their defaults): said on the line to uncomment, as a TOML comment that stays valid
-INSTEAD_OF_HEAD_KEYS = "  # in place of query, key, value above: comment those out"
+# their defaults): said just above the line to uncomment
+INSTEAD_OF_HEAD_KEYS = "# (to uncomment in place of query, key, value above: comment those out)"
 
 
 def accepts(check: Checker) -> str:
@@ -240,8 +240,9 @@ def defaults_toml(task: str) -> str:
                                "layers": [{"value": 1.0}, {"value": -1.0}],
                                "redraw": {"every": 1.0, "kind": "gaussian", "seed": 0},
                                "activation": ACTIVATIONS[0]}.get(key, default)
-                    instead = INSTEAD_OF_HEAD_KEYS if key in ("heads", "layers") else ""
-                    out.append(f"# {key} = {toml_value(example)}{instead}")
+                    if key in ("heads", "layers"):
+                        out.append(INSTEAD_OF_HEAD_KEYS)
+                    out.append(f"# {key} = {toml_value(example)}")
         else:
             for key in task_keys.read_keys(task, name):  # only the keys the task reads
                 check, default = section.keys[key]

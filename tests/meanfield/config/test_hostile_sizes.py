@@ -127,7 +127,7 @@ def test_the_defaults_template_can_be_uncommented_for_heads(key):
     start = lines.index("[weights]")
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("["))
     (line,) = [i for i in range(start, end) if lines[i].startswith(f"# {key} = ")]
-    assert "comment those out" in lines[line]
+    assert "comment those out" in lines[line - 1]
     lines[line] = lines[line][2:]
     for i in range(start, end):
         if lines[i].split(" = ")[0] in ("query", "key", "value"):
