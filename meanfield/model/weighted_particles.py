@@ -171,11 +171,24 @@ class RescaledParticles:
         self.mask = _check_mask(mask)
         self.dim = self.head.query.shape[0]
         self.name = f"rescaled pure SA z = e^(-tV) x ({_describe(heads, self.mask, None)})"
+        # V's least real part mu: mu < 0 stretches z = e^{-tV} x like e^{|mu| t} along its
+        # direction unless the tokens x shrink as fast (issue 31: V = -I overflowed at t =
+        # 357.5, ln(1e154) / 1, where a smaller step was advised)
+        self.least_real_part = float(np.min(np.linalg.eigvals(self.head.value).real))
+        self.advice = "the rescaled flow moves at speeds ~ |V| |z|: lower time.dt (or " \
+            "time.tolerance), or scale V down"
+        if self.least_real_part < 0:
+            mu = self.least_real_part
+            self.advice = (
+                f"V has an eigenvalue of real part {mu:.3g} < 0, so z = e^(-tV) x grows "
+                f"like e^({-mu:.3g} t) along it (the tokens x do not shrink as fast) and "
+                "its logits leave the double range: rescaling cannot keep z bounded here "
+                "and a smaller time.dt does not help; give particles.rescaled = false, or "
+                "end time.t_final before this time")
 
     def velocity(self, z: np.ndarray, t: float) -> np.ndarray:
         """``dz_i/dt`` at time ``t``."""
-        _finite_stage(z, "the rescaled flow moves at speeds ~ |V| |z|: lower time.dt "
-                      "(or time.tolerance), or scale V down", t)
+        _finite_stage(z, self.advice, t)
         return rescaled_velocity(z, t, self.form, beta=self.beta, mask=self.mask)
 
     def attention(self, z: np.ndarray, t: float) -> np.ndarray:

@@ -134,3 +134,23 @@ def test_the_defaults_template_can_be_uncommented_for_heads(key):
             lines[i] = "# " + lines[i]
     cfg = cfgmod.validate(tomllib.loads("\n".join(lines)), "particles")
     assert key in cfg["weights"]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (inf - inf in the last logits)
+def test_a_repulsive_value_with_rescaled_says_rescaling_cannot_keep_z_bounded():
+    # V = -100 I: z = e^{-tV} x grows like e^{100 t}; the logits leave the double range
+    # near t = ln(1e154) / 100 ~ 3.5 whatever the step (before: "lower time.dt")
+    from meanfield.errors import SolverError
+
+    cfg = {"domain": {"geometry": "euclidean", "dim": 2},
+           "initial": {"kind": "gaussian", "covariance": 1.0},
+           "weights": {"value": -100.0},
+           "time": {"t_final": 10.0, "save_every": 5.0},
+           "particles": {"n": 8, "rescaled": True}}
+    with pytest.raises(SolverError) as err:
+        meanfield.particles(cfg)
+    text = str(err.value)
+    assert "rescaling cannot keep z bounded" in text and "real part -100" in text
+    assert "particles.rescaled = false" in text and "lower time.dt" not in text
+    t = float(text.split("at t = ")[1].split(";")[0])
+    assert 3.0 < t < 4.0  # ln(sqrt(DBL_MAX)) / 100 = 3.55, for tokens of size ~1
