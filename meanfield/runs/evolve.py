@@ -11,6 +11,7 @@ same numbers as an uninterrupted run.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +21,10 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.discretizations.adaptive import with_resolution
 from meanfield.discretizations.base import Discretization, SpectralDiscretization, model_value
+from meanfield.errors import SolverError
 from meanfield.runs import budget
 from meanfield.runs import threads as thread_policy
-from meanfield.runs.engine import Engine, StepHook, SteppingTask
+from meanfield.runs.engine import Engine, StepHook, SteppingTask, TaskFailed
 from meanfield.runs.pde_dataset import to_dataset
 from meanfield.runs.pde_steps import DenseRun, Stepping
 from solvers.steppers import integrate
@@ -213,9 +215,21 @@ def evolve(config: dict | None = None, *, out: str | Path | None = None,
     """
     cfg = cfgmod.validate(config)
     cfgmod.check_pde_dim(cfg)
-    model_value(cfg)  # weights other than V = c I: refused before any work
+    value = model_value(cfg)  # weights other than V = c I: refused before any work
     out = out if out is not None else cfg["output"]["path"]
     # too big for this machine: refused before any work (frames on disk with an output)
     budget.check(run_config(cfg), "evolve", streamed=out is not None, out=out)
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
-    return engine.run(EvolveTask(cfg, threads))
+    try:
+        return engine.run(EvolveTask(cfg, threads))
+    except SolverError as exc:
+        if abs(value) <= 1.0 or isinstance(exc, TaskFailed):
+            raise
+        # |c| > 1 speeds the flow up: say so first (the solver's own advice, resolution
+        # or steps, assumes the flow it was given; issue 31: value = 1e300 named none)
+        t_final = cfg["time"]["t_final"]
+        raise SolverError(f"weights.value = {value:g} multiplies the velocity: this run to "
+                          f"time.t_final = {t_final:g} is the V = "
+                          f"{math.copysign(1, value):g} I flow to t = "
+                          f"{abs(value) * t_final:.3g}; lower weights.value (or "
+                          f"time.t_final) first. The solver: {exc}") from None

@@ -154,3 +154,14 @@ def test_a_repulsive_value_with_rescaled_says_rescaling_cannot_keep_z_bounded():
     assert "particles.rescaled = false" in text and "lower time.dt" not in text
     t = float(text.split("at t = ")[1].split(";")[0])
     assert 3.0 < t < 4.0  # ln(sqrt(DBL_MAX)) / 100 = 3.55, for tokens of size ~1
+
+
+def test_a_huge_pde_value_is_named_when_the_pde_fails():
+    # V = 1e300 I: the V = I flow to t = 1e300; the solver's failure named only the
+    # resolution (issue 31 item 12)
+    from meanfield.errors import SolverError
+
+    with pytest.raises(SolverError) as err:
+        meanfield.evolve({"weights": {"value": 1e300}, "time": {"t_final": 1.0}})
+    assert str(err.value).startswith("weights.value = 1e+300 multiplies the velocity")
+    assert "flow to t = 1e+300" in str(err.value)
