@@ -42,6 +42,10 @@ from scipy.spatial import ConvexHull, QhullError
 from meanfield.metrics.components import component_count
 
 MAX_RANK_TOKENS = 5000  # the dense SVD of the attention matrix: O(n^3)
+# d > 3 with n^2 d below this: Prim's compiled O(n^2 d) tree (< ~0.1 s, no signal check
+# needed), which for a few tokens costs microseconds where the k-d tree's sparse graph
+# costs milliseconds a frame (the per-save diagnostics of small runs)
+DENSE_WORK = 1e8
 SNAP = 1e-3  # tokens within SNAP * threshold are merged before the tree is built
 
 
@@ -64,8 +68,18 @@ def cluster_count(x: np.ndarray, threshold: float) -> int:
         return 1
     edges = mst_edge_lengths(x) if d == 2 else _hull_mst(x) if d == 3 else None
     if edges is None:  # d > 3, or a degenerate set on S^2: the close pairs' components
-        return component_count(x, threshold)
+        return _dense_or_components(x, threshold)
     return 1 + int(np.count_nonzero(edges >= threshold))
+
+
+def _dense_or_components(x: np.ndarray, threshold: float) -> int:
+    """The count of d > 3 (or degenerate) points: Prim's tree cut at ``threshold`` where
+    ``n^2 d <= DENSE_WORK``, else the close pairs' components (the same count, ties
+    included: both sum the squares in the same order)."""
+    n, d = x.shape
+    if n * n * d <= DENSE_WORK and np.all(np.abs(x) < 1e150):  # (NaN: False)
+        return 1 + int(np.count_nonzero(_prim(np.ascontiguousarray(x)) >= threshold))
+    return component_count(x, threshold)
 
 
 def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
@@ -87,7 +101,7 @@ def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
         x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
     if x.shape[0] == 1:
         return 1
-    return component_count(x, threshold)
+    return _dense_or_components(x, threshold)
 
 
 def mst_edge_lengths(x: np.ndarray) -> np.ndarray:

@@ -68,10 +68,23 @@ def test_the_public_counts_do_not_call_prim(monkeypatch):
     s4 /= np.linalg.norm(s4, axis=1, keepdims=True)
     circle = np.c_[np.cos(np.arange(50) * 0.13), np.sin(np.arange(50) * 0.13), np.zeros(50)]
     sphere_expected = prim_count(s4, 0.4), prim_count(circle, 0.2)
+    # the bounded dense path (n^2 d <= DENSE_WORK) is Prim's own tree: equal by
+    # construction; above it the components must give the same counts without Prim
+    dense = tuple(cl.euclidean_cluster_count(x, 0.3) for x, _ in expected.values())
+    assert dense == tuple(count for _, count in expected.values())
     monkeypatch.setattr(cl, "_prim", refused)
+    monkeypatch.setattr(cl, "DENSE_WORK", 0)
     for d, (x, count) in expected.items():
         assert cl.euclidean_cluster_count(x, 0.3) == count
     assert (cl.cluster_count(s4, 0.4), cl.cluster_count(circle, 0.2)) == sphere_expected
+
+
+def test_large_sets_never_take_the_dense_tree(monkeypatch):
+    """n^2 d above ``DENSE_WORK`` (n = 5000 in R^5: 1.25e8) goes to the components."""
+    monkeypatch.setattr(cl, "_prim", lambda x: pytest.fail("the O(n^2) kernel ran"))
+    x = np.random.default_rng(1).standard_normal((5000, 5))
+    assert 5000 * 5000 * 5 > cl.DENSE_WORK
+    assert cl.euclidean_cluster_count(x, 0.3) >= 1
 
 
 def test_a_dense_crowd_is_one_component_quickly():
