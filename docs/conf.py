@@ -94,7 +94,9 @@ def _stage_mathjax(target: Path) -> None:
 
 
 _stage_mathjax(_MATHJAX)
-html_static_path = [str(_MATHJAX)]
+# docs/_static: the gallery's CSS (wrapped "Out:" lines, larger cards, study figures)
+html_static_path = [str(_MATHJAX), "_static"]
+html_css_files = ["gallery.css"]
 # relative to _static/ of the built site
 mathjax_path = "mathjax/tex-svg-full.js"
 
@@ -107,9 +109,48 @@ atexit.register(shutil.rmtree, _FIGURES, ignore_errors=True)
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+sys.path.insert(0, str(HERE / "_ext"))
+import gallery_layout  # noqa: E402  (docs/_ext: the gallery's order, sections, thumbnails)
+
+# Each example's thumbnail is ONE panel of its first PNG (gallery_layout.panel_bbox), cut
+# out when the example saves it: Figure.savefig is wrapped for the build, and writes
+# that panel into _THUMBS only for a file saved into _FIGURES (nothing else changes).
+# After the gallery is generated, _finish_gallery scales the panels into the thumbnails.
+_THUMBS = Path(tempfile.mkdtemp(prefix="meanfield-thumbs-"))
+atexit.register(shutil.rmtree, _THUMBS, ignore_errors=True)
+_RUNNING: dict[str, str | None] = {"name": None}
+
+
+def _wrap_savefig() -> None:
+    from matplotlib.figure import Figure
+
+    savefig = Figure.savefig
+    if getattr(savefig, "_gallery_panel", False):
+        return
+
+    def savefig_and_panel(self, fname, *args, **kwargs):
+        savefig(self, fname, *args, **kwargs)
+        name = _RUNNING["name"]
+        if (name is None or not isinstance(fname, (str, os.PathLike))
+                or Path(fname).suffix != ".png"
+                or Path(fname).resolve().parent != _FIGURES.resolve()
+                or (_THUMBS / f"{name}.png").exists()):
+            return
+        box = gallery_layout.panel_bbox(self)
+        if box is not None:
+            savefig(self, _THUMBS / f"{name}.png", dpi=150, bbox_inches=box)
+
+    savefig_and_panel._gallery_panel = True
+    Figure.savefig = savefig_and_panel
+
+
+_wrap_savefig()
+
+
 def _reset_argv(gallery_conf, script_vars):
     """Command-line arguments each example runs with in the docs build."""
     name = Path(script_vars["src_file"]).stem
+    _RUNNING["name"] = name
     # sphinx-gallery runs an example without __file__ (its globals are a fresh __main__);
     # the examples find their TOML configs and data next to themselves through it.
     script_vars["example_globals"]["__file__"] = script_vars["src_file"]
@@ -132,11 +173,13 @@ def _png_scraper(block, block_vars, gallery_conf):
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
-    # Every example script runs, with --quick and --out (each example has both); only
-    # circle_validation.py (a printed report of about a minute, no --quick) is shown with
-    # its code but not run.
-    "filename_pattern": r"/(?!circle_validation\.py)\w+\.py$",
+    # Every example script runs, with --quick and --out (each example has both).
+    "filename_pattern": r"/\w+\.py$",
     "ignore_pattern": r"__init__\.py",
+    # in the order of the families (docs/_ext/gallery_layout.py), whose sections
+    # _finish_gallery writes into the index
+    "within_subsection_order": gallery_layout.order_key,
+    "thumbnail_size": (400, 280),
     "reset_argv": _reset_argv,
     "image_scrapers": (_png_scraper,),
     "download_all_examples": False,
@@ -149,3 +192,25 @@ sphinx_gallery_conf = {
     # CDNs (tests/test_docs_site.py found it): not written; the build's log lists the times.
     "write_computation_times": False,
 }
+
+
+def _finish_gallery(app) -> None:
+    """Sections by family in the gallery's index, and the one-panel thumbnails.
+
+    Runs after sphinx-gallery generated the gallery (both on builder-inited; this one at
+    a later priority) and before Sphinx reads the pages.
+    """
+    from sphinx_gallery.utils import scale_image
+
+    gallery = Path(app.srcdir) / sphinx_gallery_conf["gallery_dirs"]
+    index = gallery / "index.rst"
+    index.write_text(gallery_layout.sectioned_index(index.read_text(encoding="utf-8")),
+                     encoding="utf-8")
+    for panel in sorted(_THUMBS.glob("*.png")):
+        thumb = gallery / "images" / "thumb" / f"sphx_glr_{panel.stem}_thumb.png"
+        if thumb.exists():  # (an example whose thumbnail is a GIF keeps it)
+            scale_image(panel, thumb, *sphinx_gallery_conf["thumbnail_size"])
+
+
+def setup(app):
+    app.connect("builder-inited", _finish_gallery, priority=900)

@@ -97,6 +97,10 @@ def last_frame(ds: xr.Dataset, mass_error: float, path: str) -> None:
         fig.savefig(path, dpi=150)
 
 
+# The gallery's card: a panel of the PNG (image 2), not the animated GIF (image 1).
+# sphinx_gallery_thumbnail_number = 2
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")

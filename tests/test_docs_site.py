@@ -149,8 +149,67 @@ def test_built_site_typesets_maths_with_its_own_mathjax():
 
 @built
 def test_built_study_pages_show_a_figure():
-    missing = site_check.scan_site(SITE).study_pages_without_image
-    if missing:
-        # Issue 30, item 3 (each study page shows its figure) is not done yet: reported,
-        # not failed. When it lands, this becomes `assert missing == []`.
-        pytest.xfail(f"{len(missing)} study pages without an image: {', '.join(missing)}")
+    # each page's Figure section shows the figure of its command: a committed full-scale
+    # image (docs/make_study_figures.py) or the gallery's quick run, as its caption says
+    assert site_check.scan_site(SITE).study_pages_without_image == []
+
+
+@built
+def test_built_gallery_runs_every_example():
+    # every example ran in the build and its page shows what it drew (an example that is
+    # not run, or fails, has no image of its own on its page)
+    examples = sorted(path.stem for path in (ROOT / "examples").glob("*.py"))
+    silent = [name for name in examples
+              if f"sphx_glr_{name}_001." not in
+              (SITE / "auto_examples" / f"{name}.html").read_text(encoding="utf-8")]
+    assert silent == []
+    index = (SITE / "auto_examples" / "index.html").read_text(encoding="utf-8")
+    assert "no_image" not in index and "broken_example" not in index
+    # the families' sections, in their order
+    titles = [title for title, _, _ in gallery_layout.FAMILIES]
+    places = [index.find(title.replace("'", "&#8217;")) for title in titles]
+    assert -1 not in places and places == sorted(places)
+
+
+# ------------------------------------------------------------------------- the gallery
+
+def _load_gallery_layout():
+    spec = importlib.util.spec_from_file_location(
+        "gallery_layout", ROOT / "docs" / "_ext" / "gallery_layout.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gallery_layout = _load_gallery_layout()
+
+
+def test_gallery_families_hold_every_example_once():
+    examples = sorted(path.stem for path in (ROOT / "examples").glob("*.py"))
+    assert sorted(gallery_layout.ORDER) == examples
+    assert len(set(gallery_layout.ORDER)) == len(gallery_layout.ORDER)
+
+
+def _card(name: str) -> str:
+    return (f'\n.. raw:: html\n\n    <div class="sphx-glr-thumbcontainer" tooltip="{name}">'
+            f"\n\n.. only:: html\n\n  :doc:`/auto_examples/{name}`\n\n.. raw:: html\n\n"
+            f'      <div class="sphx-glr-thumbnail-title">{name}</div>\n    </div>\n')
+
+
+def test_gallery_index_is_split_into_family_sections(monkeypatch):
+    monkeypatch.setattr(gallery_layout, "FAMILIES", [
+        ("First", "One sentence.", ["b", "a"]), ("Second", "Another.", ["c"])])
+    monkeypatch.setattr(gallery_layout, "ORDER", ["b", "a", "c"])
+    flat = (":orphan:\n\nGallery\n=======\n\nheader\n\n.. raw:: html\n\n"
+            '    <div class="sphx-glr-thumbnails">\n' + "".join(map(_card, "abc"))
+            + "\n.. raw:: html\n\n    </div>\n\n\n.. toctree::\n   :hidden:\n\n"
+            "   /auto_examples/a\n")
+    out = gallery_layout.sectioned_index(flat)
+    assert out.index("First\n-----") < out.index("doc:`/auto_examples/b`") \
+        < out.index("doc:`/auto_examples/a`") < out.index("Second\n------") \
+        < out.index("doc:`/auto_examples/c`") < out.index(".. toctree::")
+    assert out.count('<div class="sphx-glr-thumbnails">') == 2
+    assert gallery_layout.sectioned_index(out) == out  # a second pass changes nothing
+    with pytest.raises(RuntimeError, match=r"in no family \['d'\]"):
+        gallery_layout.sectioned_index(flat.replace("</div>\n\n\n.. toc",
+                                                    "</div>\n" + _card("d") + "\n.. toc"))
