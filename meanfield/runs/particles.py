@@ -155,9 +155,6 @@ def check_config(cfg: dict) -> dict:
                           "time.dt")
     method = p["sum_method"]
     check_rank_size(n, p["cluster_method"])
-    if p["cluster_method"] == "linkage":
-        check_linkage_work(n, dim)
-    sizes.check_weight_matrices(cfg)  # d x d matrices: before any is drawn
     if wmod.is_weighted(cfg) or p["attention"] == "sinkhorn":  # (dense attention)
         return _weighted_plan(cfg, n, dim, dt)
     if p["architecture"] == "hardmax" and method not in ("auto", "direct"):
@@ -212,6 +209,7 @@ def _weighted_plan(cfg: dict, n: int, dim: int, dt) -> dict:
             raise ConfigError(f"particles.{key} = true needs a dense SVD of the n x n "
                               f"attention matrix at each frame: n = {n} > "
                               f"{cl.MAX_RANK_TOKENS}; use fewer tokens", f"particles.{key}")
+    sizes.check_weight_matrices(cfg)  # d x d matrices: before any is drawn
     heads = wa.build_heads(cfg)
     eye = np.eye(dim)
     return {"n": n, "dim": dim, "kappa": m["kappa"], "dt": None if dt == "auto" else dt,
@@ -435,5 +433,7 @@ def particles(config: dict | None = None, *, out: str | Path | None = None,
     out = out if out is not None else cfg["output"]["path"]
     # too big for this machine: refused before any work (frames on disk with an output)
     budget.check(cfg, "particles", streamed=out is not None, out=out)
+    if cfg["particles"]["cluster_method"] == "linkage":  # each frame's count, d >= 4
+        check_linkage_work(plan["n"], plan["dim"])
     engine = Engine(cfg, out, overwrite=overwrite, resume=resume, progress=progress)
     return engine.run(ParticlesTask(cfg, plan, threads))
