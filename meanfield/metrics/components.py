@@ -40,7 +40,7 @@ CELL_MARGIN = 1e-9  # cubes of diameter threshold (1 - 1e-9): their points are s
 BLOCK = 16384  # rows of the close-pair search per compiled call
 BLOCK_PAIRS = 2 * 10**6  # close pairs listed at once (32 MiB of indices and distances)
 SMALL_PRODUCT = 64  # pairs of cubes with fewer point pairs: compared outright
-MAX_PAIRS = 5 * 10**8  # close pairs in all (d >= 4): beyond, minutes for one frame
+MAX_PAIRS = 5 * 10**7  # close pairs in all (d >= 4): their indices kept, 16 bytes each (0.8 GB)
 # d >= 4: n^2 d / 2 distance terms, the k-d tree's worst case. Measured (2 cores shared
 # with other work, load ~7): n = 1e5 uniform on S^15, threshold 1e-2: 40 s for 8e10
 # terms; S^4, n = 2e5, threshold 0.3: 95 s for 1e11. So about a minute a frame at most.
