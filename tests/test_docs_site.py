@@ -213,3 +213,28 @@ def test_gallery_index_is_split_into_family_sections(monkeypatch):
     with pytest.raises(RuntimeError, match=r"in no family \['d'\]"):
         gallery_layout.sectioned_index(flat.replace("</div>\n\n\n.. toc",
                                                     "</div>\n" + _card("d") + "\n.. toc"))
+
+
+# ------------------------------------------------------------------ the study pages' figures
+
+def test_study_pages_name_their_figure_and_its_scale():
+    # each study page's Figure section opens with a figure: a committed full-scale image
+    # (docs/studies/figures, under 300 kB, made by docs/make_study_figures.py) or the
+    # gallery image of a quick example; its caption says which
+    studies = ROOT / "docs" / "studies"
+    for page in sorted(studies.glob("*.md")):
+        if page.name == "index.md":
+            continue
+        figure = page.read_text(encoding="utf-8").split("\n## Figure\n", 1)[1]
+        found = re.match(r"\s*```\{figure\} (\S+)\n(?::[^\n]*\n)*\n(.*?)\n```", figure,
+                         re.S)
+        assert found, f"{page.name}: no figure at the top of its Figure section"
+        path, caption = found[1], " ".join(found[2].split())
+        image = (studies / path).resolve()
+        if path.startswith("figures/"):
+            assert "Full scale" in caption and "make_study_figures.py" in caption, page.name
+            assert image.is_file() and image.stat().st_size < 300_000, page.name
+        else:
+            example = re.fullmatch(r"\.\./auto_examples/images/sphx_glr_(\w+)_001\.png", path)
+            assert example and "Quick scale" in caption, page.name
+            assert (ROOT / "examples" / f"{example.group(1)}.py").is_file(), page.name
