@@ -110,6 +110,9 @@ MEANINGS: dict[str, str] = {
     "particles.cluster_method": "linkage: connected components of the tokens closer than "
                                 "cluster_threshold; rank: the rank of that 0/1 matrix "
                                 "(the count of [GLPR25, §6.3]'s code)",
+    "particles.diagnostics": "the per-frame diagnostics a particle run computes and "
+                             "writes (each one's cost per frame: docs/datasets.md); [] "
+                             "keeps the tokens only",
     "weights.query": "query matrix Q (a matrix spec)",
     "weights.key": "key matrix K (a matrix spec)",
     "weights.value": "value matrix V (a matrix spec; the PDE takes V = c I only)",

@@ -38,7 +38,8 @@
                       layer_step, docs/weights.md)], layer_step [none] (tau > 0, layers);
                       attention ["softmax" | "sinkhorn" (doubly stochastic; post-ln,
                       pure)], sinkhorn_tolerance [1e-12], cluster_method ["linkage" |
-                      "rank"] (``meanfield.config.attention``)
+                      "rank"] (``meanfield.config.attention``), diagnostics [all of the
+                      geometry's] (``meanfield.config.particle_diagnostics``)
     [weights]         query, key, value [each "identity"]: "identity", a number c (c I),
                       a list of d rows, {kind = "gaussian", scale, seed}, {kind =
                       "symmetric", eigenvalues, seed} or {file = "M.npy"}; or heads =
@@ -69,6 +70,7 @@ from typing import Any
 from meanfield.config import checkers as ck
 from meanfield.config.auto_resolution import RESOLUTION, check_auto_task
 from meanfield.config import discretizations
+from meanfield.config import particle_diagnostics
 from meanfield.config.initial import (
     INITIAL_KINDS,
     PARTICLE_ONLY_KINDS,
@@ -353,6 +355,7 @@ def _finish_particles(cfg: dict) -> None:
                           "attended to); use normalized = true", "particles.mask")
     finish_integrator(cfg)  # layers: no noise, saves on layers (config.layers)
     finish_attention(cfg)  # Sinkhorn: post-ln or pure, normalized, no mask (config.attention)
+    particle_diagnostics.finish_diagnostics(cfg, geometry)  # absent: all of the geometry's
 
 
 def _scheduler(key: str, value: Any) -> str | None:
@@ -426,6 +429,8 @@ CORE_SECTIONS: tuple[Section, ...] = (
         "attention": (ck.choice(ATTENTIONS), "softmax"),
         "sinkhorn_tolerance": (_at_least(1e-15, maximum=1e-2), 1e-12),
         "cluster_method": (ck.choice(CLUSTER_METHODS), "linkage"),
+        # the per-frame diagnostics computed and written (config.particle_diagnostics)
+        "diagnostics": (particle_diagnostics.names, None),
     }, finish=_finish_particles),
     Section("weights", validator=validate_weights_section, finish=finish_layered_weights),
     Section("feedforward", validator=validate_feedforward_section, finish=finish_feedforward),

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from meanfield.config.particle_diagnostics import EUCLIDEAN_DIAGNOSTICS, geometry_diagnostics
 from meanfield.config.sections import RADIAL_ARCHITECTURES
 from meanfield.config.depth_weights import depth_key
 from meanfield.config.weights import head_specs, is_identity, is_weighted, scalar_of
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.cluster_rank import count_clusters
-from meanfield.metrics.diagnostics import summarize
 from meanfield.model import particles as pm
 
 def attention_heads(cfg: dict) -> int:
@@ -40,28 +40,44 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
                 attention: np.ndarray | None = None) -> dict:
     """Diagnostics of one frame of tokens (rows of ``x``).
 
-    On a sphere (directions are taken): the empirical measure's through
-    ``meanfield.metrics.diagnostics.summarize`` (weights 1/n), as the PDE's, plus clusters
-    and the attention rank; in R^d: ``euclidean_diagnostics``. ``attention``: the
+    On a sphere (directions are taken): the empirical measure's as
+    ``meanfield.metrics.diagnostics.summarize`` computes the PDE's (weights 1/n), plus
+    clusters and the attention rank; in R^d: ``euclidean_diagnostics``; of those, the
+    ones ``particles.diagnostics`` asks (absent: all). ``attention``: the
     model's attention matrices ``(heads, n, n)`` of this frame (weighted models), kept
     with ``particles.save_attention`` with their Boolean distance, and ranked.
     """
     p = cfg["particles"]
-    if cfg["domain"]["geometry"] == "euclidean":
-        out = euclidean_diagnostics(x, p["cluster_threshold"], p["cluster_method"])
+    geometry = cfg["domain"]["geometry"]
+    asked = p.get("diagnostics")  # (config.particle_diagnostics; absent: all)
+    asked = geometry_diagnostics(geometry) if asked is None else asked
+    if geometry == "euclidean":
+        out = euclidean_diagnostics(x, p["cluster_threshold"], p["cluster_method"], asked)
     else:
         th = pm.directions(x)
         n = th.shape[0]
-        energy = math.nan  # E_beta diverges with beta; undefined for other kernels
-        if not math.isinf(plan["beta"]) and plan.get("energy", True):
-            energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
-                                           accuracy=p["accuracy"],
-                                           threads=plan.get("threads"))
-        summary = summarize(np.full(n, 1.0 / n), np.ones(n), th, energy, 0.0)
-        out = {key: summary[key] for key in ("order_parameter", "mean_direction", "energy")}
-        if cfg["domain"]["geometry"] == "zonal":  # the PDE's order parameter is along e
+        out = {}
+        if "order_parameter" in asked or "mean_direction" in asked:
+            # summarize's (meanfield.metrics.diagnostics) with weights 1/n, without its
+            # mass and entropy: the same products, so the same numbers
+            m = np.tensordot(np.full(n, 1.0 / n), th, axes=1)
+            r = float(np.linalg.norm(m))
+            if "order_parameter" in asked:
+                out["order_parameter"] = r
+            if "mean_direction" in asked:
+                out["mean_direction"] = m / r if r > 0 else np.full(th.shape[-1], np.nan)
+        if "energy" in asked:
+            energy = math.nan  # E_beta diverges with beta; undefined for other kernels
+            if not math.isinf(plan["beta"]) and plan.get("energy", True):
+                energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
+                                               accuracy=p["accuracy"],
+                                               threads=plan.get("threads"))
+            out["energy"] = energy
+        if "axis_order_parameter" in asked:  # (zonal) the PDE's order parameter along e
             out["axis_order_parameter"] = float(np.mean(th[:, 0]))
-        out["clusters"] = count_clusters(th, p["cluster_threshold"], p["cluster_method"])
+        if "clusters" in asked:
+            out["clusters"] = count_clusters(th, p["cluster_threshold"],
+                                             p["cluster_method"])
         if p["attention_rank"] and attention is None:
             out["attention_rank"] = cl.attention_rank(th, plan["beta"],
                                                       cfg["model"]["normalized"],
@@ -74,17 +90,23 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
     return out
 
 
-def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkage"
-                          ) -> dict:
+def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkage",
+                          asked: Any = EUCLIDEAN_DIAGNOSTICS) -> dict:
     """Tokens in R^d: ``mean_position`` (``mean_i x_i``), ``spread``
     (``sqrt(mean_i |x_i - mean|^2)``), ``max_norm`` (``max_i |x_i|``) and ``clusters``
     (single linkage at Euclidean distance ``threshold``, or with ``method = "rank"`` the
-    rank of the 0/1 matrix of close pairs)."""
-    mean = x.mean(axis=0)
-    dev = x - mean
-    return {"mean_position": mean, "spread": math.sqrt(np.einsum("ij,ij->", dev, dev) / x.shape[0]),
-            "max_norm": float(np.max(np.sqrt(np.einsum("ij,ij->i", x, x)))),
-            "clusters": count_clusters(x, threshold, method, euclidean=True)}
+    rank of the 0/1 matrix of close pairs); those of ``asked``."""
+    out: dict[str, Any] = {}
+    if "mean_position" in asked or "spread" in asked:
+        mean = x.mean(axis=0)
+        dev = x - mean
+        out["mean_position"] = mean
+        out["spread"] = math.sqrt(np.einsum("ij,ij->", dev, dev) / x.shape[0])
+    if "max_norm" in asked:
+        out["max_norm"] = float(np.max(np.sqrt(np.einsum("ij,ij->i", x, x))))
+    if "clusters" in asked:
+        out["clusters"] = count_clusters(x, threshold, method, euclidean=True)
+    return {k: v for k, v in out.items() if k in asked}
 
 
 def component_names(dim: int) -> list[str]:
@@ -129,8 +151,9 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
     data: dict[str, Any] = {}
     if euclidean:
         data["position"] = (dims3, x)
-        data["mean_position"] = (("time", "component"),
-                                 np.array([d["mean_position"] for d in diags]))
+        if diags and "mean_position" in diags[0]:
+            data["mean_position"] = (("time", "component"),
+                                     np.array([d["mean_position"] for d in diags]))
         names = ("spread", "max_norm", "clusters")
     else:
         norms = np.sqrt(np.einsum("tij,tij->ti", x, x))
@@ -140,8 +163,9 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         if plan["dim"] == 2:
             data["angle"] = (("time", "particle"),
                              np.mod(np.arctan2(x[..., 1], x[..., 0]), 2 * np.pi))
-        data["mean_direction"] = (("time", "component"),
-                                  np.array([d["mean_direction"] for d in diags]))
+        if diags and "mean_direction" in diags[0]:
+            data["mean_direction"] = (("time", "component"),
+                                      np.array([d["mean_direction"] for d in diags]))
         names = ("order_parameter", "energy", "clusters")
         if not plan.get("energy", True):
             names = ("order_parameter", "clusters")
@@ -165,14 +189,8 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         else "x"
     if euclidean:
         ds["position"].attrs["long_name"] = POSITION_HOLDS[holds]
-        ds["clusters"].attrs["long_name"] = "single-linkage clusters: tokens linked at " \
-            "Euclidean distance < threshold"
-    ds["clusters"].attrs["threshold"] = p["cluster_threshold"]
-    ds["clusters"].attrs["long_name"] += f" = {p['cluster_threshold']:g}"
-    ds["clusters"].attrs["method"] = p["cluster_method"]
-    if p["cluster_method"] == "rank":  # [GLPR25, §6.3]'s count (metrics.cluster_rank)
-        ds["clusters"].attrs["long_name"] = "rank of 1[|x_i - x_j| < threshold = " \
-            f"{p['cluster_threshold']:g}]"
+    if "clusters" in ds:  # (particles.diagnostics may leave it out)
+        ds["clusters"].attrs.update(_cluster_attrs(p, euclidean))
     if "attention_rank" in ds:
         ds["attention_rank"].attrs["tolerance"] = p["rank_tolerance"]
     model, title = _model_title(cfg, plan)
@@ -197,6 +215,17 @@ def to_dataset(cfg: dict, plan: dict, times: list[float], frames: list[np.ndarra
         ds.attrs["axis"] = "e = (1, 0, ..., 0): the zonal density's axis"
     ds.attrs.update(attrs or {})
     return ds
+
+
+def _cluster_attrs(p: dict, euclidean: bool) -> dict:
+    """The attrs of ``clusters``: its long name, ``threshold`` and ``method``."""
+    threshold = p["cluster_threshold"]
+    if p["cluster_method"] == "rank":  # [GLPR25, §6.3]'s count (metrics.cluster_rank)
+        name = f"rank of 1[|x_i - x_j| < threshold = {threshold:g}]"
+    else:
+        name = ("single-linkage clusters: tokens linked at Euclidean distance < threshold"
+                if euclidean else LONG_NAMES["clusters"]) + f" = {threshold:g}"
+    return {"long_name": name, "threshold": threshold, "method": p["cluster_method"]}
 
 
 def _attention_vars(diags: list[dict], heads: int) -> dict:

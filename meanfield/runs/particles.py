@@ -63,6 +63,10 @@ collapse to one point), ``max_norm`` (``max_i |x_i|``) and ``clusters`` (single 
 at Euclidean distance ``particles.cluster_threshold``). The sphere's order parameter,
 ``E_beta`` and chordal clusters are not defined there and not written.
 
+``particles.diagnostics`` (``meanfield.config.particle_diagnostics``) names the per-time
+diagnostics computed and written (absent: all of the geometry's above; ``[]``: the tokens
+only); each one's cost per frame is in docs/datasets.md.
+
 ``particles.save_attention = true``: ``attention (time, particle, key)``, the attention
 matrix P of each frame (rows sum to 1; rescaled: P(t) at x = e^{tV} z), with
 ``boolean_distance (time)`` (``max_i (1 - max_j P_ij)``) and ``attention_rank (time)``

@@ -109,6 +109,11 @@ def run_member(config: dict, progress: bool, params: dict) -> xr.Dataset:
     ``particles.seed = params["particles.seed"]``; what compare keeps of it."""
     member = copy.deepcopy(config)
     member["particles"]["seed"] = params["particles.seed"]
+    # what compare keeps, whatever particles.diagnostics asks (config.particle_diagnostics)
+    zonal = config["domain"]["geometry"] == "zonal"
+    kept = ("order_parameter", "energy") + (("axis_order_parameter",) if zonal else ())
+    member["particles"]["diagnostics"] = sorted(
+        set(member["particles"].get("diagnostics") or ()) | set(kept))
     run = particles(member, progress=progress)
     if run.attrs["status"] != 0:  # its own engine caught a Ctrl-C: hand it on to ours
         raise KeyboardInterrupt
