@@ -23,6 +23,7 @@ import numpy as np
 
 from meanfield.config import depth_weights as depth
 from meanfield.config import weights as wmod
+from meanfield.config.memory import check_formed
 from meanfield.errors import ConfigError
 
 INTEGRATORS = ("ode", "layers")
@@ -133,6 +134,7 @@ def _finish_depth(cfg: dict, key: str) -> None:
 
 def _check_invertible(cfg: dict, tau: float) -> None:
     """R = I + tau V of the rescaled layers is invertible (cond <= MAX_R_CONDITION)."""
+    check_formed(cfg, "the rescaled layers' R = I + tau V (its condition checked)")
     value = wmod.head_matrices(cfg)[0][2]
     r = np.eye(value.shape[0]) + tau * value
     cond = np.linalg.cond(r)

@@ -44,6 +44,7 @@ import numpy as np
 from meanfield.config import checkers as ck
 from meanfield.config import depth_weights as depth
 from meanfield.config.input_files import read_numbers
+from meanfield.config.memory import check_formed
 from meanfield.config.study_weight_keys import validate_table
 from meanfield.errors import ConfigError
 from solvers.matrix_exponential import ShiftedExponential
@@ -395,6 +396,7 @@ def _check_rescalable(cfg: dict, t_final: float) -> None:
     rescaled_logits``: ``E^T Q^T K E``, ``E = e^{t(V - cI)}``, c the spectral abscissa of
     V, by ``solvers.matrix_exponential`` as the rescaled run forms it) are finite."""
     key = _head_key(cfg, 0, "value")
+    check_formed(cfg, "particles.rescaled = true (its logits checked at time.t_final)")
     query, key_matrix, value = head_matrices(cfg)[0]
     with np.errstate(over="ignore", invalid="ignore"):
         kernel = query.T @ key_matrix

@@ -29,7 +29,8 @@ The parts (bytes of float64 = 8, complex = 16):
   copied into the result at the end. compare keeps its PDE and members in memory;
 - particles: ``n x d x 8`` times the stepper's stages and temporaries, the direct sums'
   Gram blocks (``solvers.particles.direct``, 16 MiB each), the attention-rank SVD
-  (``n^2``), and the frames ``frames x n x d x 8`` times ``FRAME_COPIES``; the weighted
+  (``n^2``), the equiangular tokens' random rotation (``ROTATION_ARRAYS`` d x d), and
+  the frames ``frames x n x d x 8`` times ``FRAME_COPIES``; the weighted
   models (``meanfield.model.weighted_particles``) with saved or ranked attention add
   ``ATTENTION_ARRAYS`` dense ``n x n`` arrays per head, and ``particles.save_attention``
   adds ``heads x n^2 x 8`` bytes to each frame (memory and disk);
@@ -70,19 +71,19 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import shutil
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from meanfield import config as cfgmod
+from meanfield.config import memory
 from meanfield.errors import ConfigError
 from meanfield.runs import fits as fit_advice
 
 GiB = 2**30
 MiB = 2**20
-MEMORY_MARGIN = 0.8  # of MemAvailable: the rest is left to the system and other programs
+MEMORY_MARGIN = memory.MEMORY_MARGIN  # of MemAvailable: the rest is left to the system
 SAFETY = 1.5  # on the measured coefficients below (allocator slack, other machines)
 OVERHEAD = 150 * MiB  # JIT-compiled kernels, FFT plans, xarray: not in the formulas
 FRAME_COPIES = 3  # the frames list, the dataset's stacked array, the netCDF write buffer
@@ -105,6 +106,9 @@ PARTICLE_ARRAYS = 16  # n x d arrays alive in a step: RK4 stages, velocities, te
 # rescaled form at 1.01, n = 4000; the velocity itself forms none, it runs in blocks)
 ATTENTION_ARRAYS = 2
 GRAM_BLOCK = 16 * MiB  # solvers.particles.direct.BLAS_BLOCK_ELEMENTS doubles
+# d x d arrays of the equiangular tokens' random rotation (initial.tokens): the Gaussian,
+# Q and R of its QR, Q with R's signs, and LAPACK's copy
+ROTATION_ARRAYS = 5
 # Seconds of one SSP-RK3 stage: a fixed part (Python, kernel calls) plus a part per cell
 # (measured lower ends: circle 1024 cells 0.17 ms, sphere 10242 cells 8 ms per stage).
 FV_STAGE_S = 5e-5
@@ -243,6 +247,9 @@ def _particle_parts(cfg: dict, budget: Budget, prefix: str = "",
     n, d, key = _particle_size(cfg)
     budget.parts[prefix + "token state and stages"] = (
         SAFETY * PARTICLE_ARRAYS * n * d * 8 + 4 * GRAM_BLOCK, key)
+    if (cfg.get("initial") or {}).get("kind") == "equiangular":  # turned by a random
+        budget.parts[prefix + "initial rotation"] = (  # rotation: QR of a d x d Gaussian
+            ROTATION_ARRAYS * float(d) * d * 8, "domain.dim")
     heads = attention_heads(cfg)
     if cfg["particles"]["attention_rank"] or cfg["particles"].get("save_attention"):
         if heads:  # each frame's attention matrices, formed for the diagnostics
@@ -336,19 +343,7 @@ def _bifurcation_parts(cfg: dict, budget: Budget) -> None:
 # ---------------------------------------------------------------------------------------
 # Checking a run against the machine.
 
-def available_memory() -> int:
-    """Bytes the system can give without swapping: MemAvailable, else free pages."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 2**62  # unknown: refuse nothing
+available_memory = memory.available_memory  # (read by validation too: config.memory)
 
 
 def free_disk(folder: Path) -> int:

@@ -14,11 +14,24 @@ convergence`` with ``time.dt = 1e-9``: a 3.7 GiB table of times):
   the state it holds, against the memory, and its step count against
   ``limits.MAX_STEPS``.
 
-Both raise ``ConfigError`` naming the key, the size in GiB and what fits.
+Both raise ``ConfigError`` naming the key, the size in GiB and what fits. Steps that
+fit the memory can still take hours (``meanfield convergence`` with ``time.dt = 1e-7``:
+1e7 steps, a table of 10 GB): ``warn_step_time`` says so in one line
+(``budget.LongRunWarning``) before any work, naming the key, from a measured lower bound
+of a step's cost.
+
+Other d x d and n x n arrays and where they are counted: the initial equiangular tokens'
+random rotation (a QR of a d x d Gaussian; ``budget._particle_parts``, key
+``domain.dim``); the matrices config validation forms for ``particles.rescaled`` and the
+rescaled layers (``meanfield.config.matrix_sizes``, before they are drawn); the dense
+attention matrices (``budget.ATTENTION_ARRAYS``, ``n <= MAX_RANK_TOKENS``); the token
+studies' n x n Gram and attention matrices (``budget.check_ensemble``: long-context's
+equiangular sets in R^n included, ``ENSEMBLE_ARRAYS n^2`` each).
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 from meanfield.config import depth_weights as depth
 from meanfield.config import weights as wmod
@@ -85,3 +98,21 @@ def check_time_table(steps: float, per_step: float, state_bytes: float, key: str
                           f"available; raise {key} to at least "
                           f"{value * need / limit:.3g} or shorten time.t_final", key)
     return need
+
+
+# Seconds of one token step of the convergence study at least: one member's RK4 step and
+# the PDE's table entry (measured 3.6 ms of CPU a step at n = 16, resolution 64, under
+# load on 2 cores: 1e3 -> 1e4 steps of dt 1e-3 -> 1e-4 took 6 -> 38 s); a third of it.
+CONVERGENCE_STEP_S = 1e-3
+
+
+def warn_step_time(steps: float, step_s: float, key: str, value, why: str) -> float:
+    """Warn (``budget.LongRunWarning``, one line) before any work when ``steps`` time steps
+    of at least ``step_s`` seconds each pass ``budget.LONG_RUN_S``; returns the seconds."""
+    seconds = steps * step_s
+    if seconds > bmod.LONG_RUN_S:
+        warnings.warn(f"{key} = {describe(value)}: {why}, {steps:.3g} time steps of at "
+                      f"least {step_s * 1e3:.3g} ms each: this run will take at least "
+                      f"{seconds / 3600:.3g} h; raise {key} or shorten time.t_final",
+                      bmod.LongRunWarning, stacklevel=3)
+    return seconds

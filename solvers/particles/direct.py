@@ -40,6 +40,13 @@ Interaction sums (direct, O(m n d) for m queries and n keys, no approximation):
 
 Nothing is compiled at import: the numba kernels are built on first use by ``make_*``
 factories (cached on disk by numba).
+
+A compiled call is not interruptible: Ctrl-C's ``KeyboardInterrupt`` waits for it to
+return. So the numba backend takes the queries ``call_rows`` rows at a time, each call at
+most ``CALL_TERMS`` pair terms (``rows x n x (d + 1)``, about 0.1-0.4 s at the measured
+rates below), and an optional ``check`` runs between calls (a ``DeferredSignals``'s
+check: it raises the noted signal there). A row's sum does not depend on the rows around
+it, so the chunks change no bit (at n = 10^6 in R^2 the one call was ~10^3 s).
 """
 from __future__ import annotations
 
@@ -53,6 +60,7 @@ ROWS = 32      # rows per block of the numba kernel (one thread each)
 COLS = 512     # keys per tile
 NUMBA_MAX_DIM = 32  # choose_backend: numba up to this dimension, BLAS above
 BLAS_BLOCK_ELEMENTS = 1 << 21  # Gram block of the BLAS backend: rows x n <= this (16 MiB)
+CALL_TERMS = 1 << 27  # rows x n x (d + 1) of one compiled call (1.3e8: <= ~0.4 s measured)
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
@@ -86,7 +94,7 @@ def make_exp_kernels() -> tuple[Callable, Callable, Callable]:
     numba keys its disk cache on the pickled closure cells, which differ from process to
     process for dispatchers, so closures over them recompiled on every run (~10 s).
     """
-    global _exp_shifted, _vmax, _vsum, _vdot, _dots
+    global _exp_shifted, _vmax, _vsum, _vdot, _dots, _tiled_block, _tiled_serial
 
     @numba.njit(error_model="numpy", boundscheck=False)
     def exp_shifted(buf, kbuf, length, shift):
@@ -168,43 +176,60 @@ def make_exp_kernels() -> tuple[Callable, Callable, Callable]:
 
     _exp_shifted, _vmax, _vsum, _vdot, _dots = exp_shifted, vmax, vsum, vdot, dots
 
-    @numba.njit(parallel=True, cache=True, error_model="numpy", boundscheck=False)
-    def tiled(q, yT, beta, s, z, shift):
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def tiled_block(q, yT, beta, s, z, shift, b):
+        # rows b ROWS .. (b + 1) ROWS - 1: what one thread of ``tiled`` does
         m, d = q.shape
         n = yT.shape[1]
-        for b in numba.prange((m + ROWS - 1) // ROWS):
-            i0 = b * ROWS
-            w = min(ROWS, m - i0)
-            qb = np.empty((w, d))
+        i0 = b * ROWS
+        w = min(ROWS, m - i0)
+        qb = np.empty((w, d))
+        for r in range(w):
+            for k in range(d):
+                qb[r, k] = beta * q[i0 + r, k]
+        t = np.empty(COLS)
+        kbuf = np.empty(COLS)
+        acc = np.zeros((w, d))
+        zr = np.zeros(w)
+        mx = np.full(w, -np.inf)
+        for j0 in range(0, n, COLS):  # one key tile for all rows of the block
+            c = min(COLS, n - j0)
             for r in range(w):
-                for k in range(d):
-                    qb[r, k] = beta * q[i0 + r, k]
-            t = np.empty(COLS)
-            kbuf = np.empty(COLS)
-            acc = np.zeros((w, d))
-            zr = np.zeros(w)
-            mx = np.full(w, -np.inf)
-            for j0 in range(0, n, COLS):  # one key tile for all rows of the block
-                c = min(COLS, n - j0)
-                for r in range(w):
-                    tc = t[:c]
-                    _dots(t, qb[r], yT, j0, c)
-                    bm = _vmax(tc, mx[r])
-                    if bm > mx[r]:  # the row maximum rose: rescale the partial sums
-                        sc = math.exp(mx[r] - bm)
-                        zr[r] *= sc
-                        for k in range(d):
-                            acc[r, k] *= sc
-                        mx[r] = bm
-                    _exp_shifted(t, kbuf, c, mx[r])
-                    zr[r] += _vsum(tc)
+                tc = t[:c]
+                _dots(t, qb[r], yT, j0, c)
+                bm = _vmax(tc, mx[r])
+                if bm > mx[r]:  # the row maximum rose: rescale the partial sums
+                    sc = math.exp(mx[r] - bm)
+                    zr[r] *= sc
                     for k in range(d):
-                        acc[r, k] += _vdot(tc, yT[k, j0:j0 + c])
-            for r in range(w):
-                z[i0 + r] = zr[r]
-                shift[i0 + r] = mx[r]
+                        acc[r, k] *= sc
+                    mx[r] = bm
+                _exp_shifted(t, kbuf, c, mx[r])
+                zr[r] += _vsum(tc)
                 for k in range(d):
-                    s[i0 + r, k] = acc[r, k]
+                    acc[r, k] += _vdot(tc, yT[k, j0:j0 + c])
+        for r in range(w):
+            z[i0 + r] = zr[r]
+            shift[i0 + r] = mx[r]
+            for k in range(d):
+                s[i0 + r, k] = acc[r, k]
+
+    _tiled_block = tiled_block
+
+    @numba.njit(parallel=True, cache=True, error_model="numpy", boundscheck=False)
+    def tiled(q, yT, beta, s, z, shift):
+        for b in numba.prange((q.shape[0] + ROWS - 1) // ROWS):
+            _tiled_block(q, yT, beta, s, z, shift, b)
+
+    @numba.njit(cache=True, error_model="numpy", boundscheck=False)
+    def tiled_serial(q, yT, beta, s, z, shift):
+        # ``tiled`` on the calling thread: its blocks in turn, each summed as there (the
+        # same bits); for one block (m <= ROWS) it skips the thread pool's start, 10-15
+        # us of a 20 us call at n = 32, d = 16 (exp_kernel_sums)
+        for b in range((q.shape[0] + ROWS - 1) // ROWS):
+            _tiled_block(q, yT, beta, s, z, shift, b)
+
+    _tiled_serial = tiled_serial
 
     @numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
     def rows_exp(g, z, shift):
@@ -246,6 +271,7 @@ def make_exp_kernels() -> tuple[Callable, Callable, Callable]:
 
 _kernels: tuple | None = None
 _exp_shifted = _vmax = _vsum = _vdot = _dots = None  # set by make_exp_kernels
+_tiled_block = _tiled_serial = None  # set by make_exp_kernels
 
 
 def exp_kernels() -> tuple[Callable, Callable, Callable]:
@@ -273,7 +299,8 @@ def _check_backend(backend: str, n: int, d: int) -> str:
 
 
 def exp_kernel_sums(queries: np.ndarray, keys: np.ndarray, beta: float,
-                    backend: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    backend: str = "auto", check: Callable[[], None] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row-shifted sums of the kernel ``e^{beta <q, y>}`` (see the module docstring).
 
     Args:
@@ -281,6 +308,7 @@ def exp_kernel_sums(queries: np.ndarray, keys: np.ndarray, beta: float,
         keys: (n, d) points ``y_j`` (also the values).
         beta: the inverse temperature (any finite real).
         backend: ``"auto"``, ``"numba"`` or ``"blas"``.
+        check: called between compiled calls (``call_rows`` rows each); may raise.
 
     Returns:
         ``(s, z, shift)`` of shapes (m, d), (m,), (m,):
@@ -297,7 +325,15 @@ def exp_kernel_sums(queries: np.ndarray, keys: np.ndarray, beta: float,
     shift = np.empty(m)
     if backend == "numba":
         s = np.empty((m, d))
-        tiled(np.ascontiguousarray(q), np.ascontiguousarray(y.T), float(beta), s, z, shift)
+        q, yT = np.ascontiguousarray(q), np.ascontiguousarray(y.T)
+        rows = call_rows(n, d)
+        # one block of rows: on this thread (the same bits; the choice depends on m only)
+        kernel = _tiled_serial if m <= ROWS else tiled
+        for i0 in range(0, m, rows):
+            kernel(q[i0:i0 + rows], yT, float(beta), s[i0:i0 + rows], z[i0:i0 + rows],
+                   shift[i0:i0 + rows])
+            if check is not None and i0 + rows < m:
+                check()
         return s, z, shift
     s = np.empty((m, d))
     y = np.ascontiguousarray(y)
@@ -310,11 +346,21 @@ def exp_kernel_sums(queries: np.ndarray, keys: np.ndarray, beta: float,
         np.matmul(qb[i0:i1], y.T, out=gb)
         rows_exp(gb, z[i0:i1], shift[i0:i1])
         np.matmul(gb, y, out=s[i0:i1])
+        if check is not None and i1 < m:
+            check()
     return s, z, shift
 
 
+def call_rows(n: int, d: int) -> int:
+    """Query rows per compiled call: ``rows x n x (d + 1) <= CALL_TERMS``, a multiple of
+    ``ROWS`` (at least one block)."""
+    rows = CALL_TERMS // (max(n, 1) * (d + 1))
+    return max(ROWS, rows - rows % ROWS)
+
+
 def hardmax_means(x: np.ndarray, keys: np.ndarray | None = None, tolerance: float = 1e-12,
-                  backend: str = "auto") -> np.ndarray:
+                  backend: str = "auto", check: Callable[[], None] | None = None
+                  ) -> np.ndarray:
     """Mean of the keys maximising ``<x_i, y_j>``, ties within ``tolerance`` averaged.
 
     Args:
@@ -323,6 +369,7 @@ def hardmax_means(x: np.ndarray, keys: np.ndarray | None = None, tolerance: floa
             ``i`` (no self-attention).
         tolerance: keys with ``<x_i, y_j> >= max - tolerance`` count as maximisers.
         backend: ``"auto"``, ``"numba"`` or ``"blas"``.
+        check: called between compiled calls (``call_rows`` rows each); may raise.
 
     Returns:
         (m, d) the means.
@@ -336,7 +383,12 @@ def hardmax_means(x: np.ndarray, keys: np.ndarray | None = None, tolerance: floa
     if backend == "numba":
         out = np.empty((m, d))
         index = np.arange(m) if own else np.full(m, -1)
-        exp_kernels()[2](x, np.ascontiguousarray(y.T), index, float(tolerance), out)
+        yT, rows = np.ascontiguousarray(y.T), call_rows(n, d)
+        for i0 in range(0, m, rows):
+            exp_kernels()[2](x[i0:i0 + rows], yT, index[i0:i0 + rows], float(tolerance),
+                             out[i0:i0 + rows])
+            if check is not None and i0 + rows < m:
+                check()
         return out
     out = np.empty((m, d))
     rows = max(1, min(m, BLAS_BLOCK_ELEMENTS // max(n, 1)))
@@ -347,6 +399,8 @@ def hardmax_means(x: np.ndarray, keys: np.ndarray | None = None, tolerance: floa
             g[np.arange(i1 - i0), np.arange(i0, i1)] = -np.inf
         mask = g >= g.max(axis=1, keepdims=True) - tolerance
         out[i0:i1] = (mask @ y) / mask.sum(axis=1, keepdims=True)
+        if check is not None and i1 < m:
+            check()
     return out
 
 

@@ -145,6 +145,8 @@ def check_convergence_config(cfg: dict) -> dict:
     sizes.check_time_table(steps, 1 if noisy else 2, 8.0 * budget.grid_size(cfg), "time.dt",
                            dt, f"the PDE is tabled at every token step (and half step) "
                            f"up to time.t_final = {cfg['time']['t_final']:g}")
+    sizes.warn_step_time(steps, sizes.CONVERGENCE_STEP_S, "time.dt", dt,  # (a member's)
+                         f"stepping to time.t_final = {cfg['time']['t_final']:g}")
     return plan
 
 

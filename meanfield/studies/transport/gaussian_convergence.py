@@ -54,6 +54,7 @@ from meanfield.model.tokens import initial_rng
 from meanfield.model.weighted_attention import Head, build_heads, check_head
 from meanfield.studies.transport.coupling import TIME_ROUND, step_grid, table_times
 from meanfield.studies.members import MemberList, run_study
+from solvers.particles.direct import call_rows
 
 REFERENCE_RTOL = 1e-10
 # Token pairs (exponentials) of a whole study refused above this: numba on 16 cores does
@@ -137,7 +138,7 @@ def block_rows(n: int, block_bytes: int) -> int:
 
 
 def attention_average(q: np.ndarray, k: np.ndarray, w: np.ndarray,
-                      engine: str = "numba") -> np.ndarray:
+                      engine: str = "numba", check=None) -> np.ndarray:
     """``sum_j P_ij w_j`` with ``P_ij = e^{<q_i, k_j>} / sum_l e^{<q_i, k_l>}``.
 
     Each row is shifted by its largest logit before the exponential (no overflow). Memory
@@ -150,14 +151,19 @@ def attention_average(q: np.ndarray, k: np.ndarray, w: np.ndarray,
         k: ``(n, d)`` keys ``K x_j``.
         w: ``(n, e)`` values ``V x_j``.
         engine: "numba" (CPU threads), "numpy", "torch" or "cupy" (GPU if available).
+        check: called between the numba engine's compiled calls; may raise.
 
     Returns:
         ``(m, e)`` numpy array.
     """
     q, k, w = (np.ascontiguousarray(a, dtype=float) for a in (q, k, w))
-    if engine == "numba":
-        out = np.empty((q.shape[0], w.shape[1]))
-        _numba_kernel()(q, k, w, out)
+    if engine == "numba":  # (rows per compiled call: each at most direct.CALL_TERMS
+        out = np.empty((q.shape[0], w.shape[1]))  # terms, so Ctrl-C waits ~0.4 s at most)
+        rows = call_rows(k.shape[0], k.shape[1] + w.shape[1])
+        for s in range(0, q.shape[0], rows):
+            _numba_kernel()(q[s:s + rows], k, w, out[s:s + rows])
+            if check is not None and s + rows < q.shape[0]:
+                check()
         return out
     xp, device = engine_backend(engine)
     qd, kd, wd = (xp.asarray(a, device=device) for a in (q, k, w))
