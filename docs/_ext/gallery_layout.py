@@ -97,7 +97,10 @@ def panel_bbox(fig, pad: float = 0.06):
     """The bounding box, in inches, of the figure's largest panel with its labels.
 
     A colour bar or an inset is never the largest axes, so the box is a main panel:
-    drawn alone it reads at a card's size where the whole figure did not.
+    drawn alone it reads at a card's size where the whole figure did not. Panels wider
+    than 2.2 times their height (a strip across the figure's foot, as in the polytope's
+    and the bifurcation diagrams' figures) shrink to a line on a 400 x 280 card: the
+    largest of the others is taken where there is one.
     """
     from matplotlib.transforms import Bbox
 
@@ -105,7 +108,10 @@ def panel_bbox(fig, pad: float = 0.06):
     axes = [ax for ax in fig.axes if ax.get_visible()]
     if not axes:
         return None
-    area = [ax.get_position().width * ax.get_position().height for ax in axes]
-    ax = axes[area.index(max(area))]
+    width, height = fig.get_size_inches()
+    shape = [(ax.get_position().width * width, ax.get_position().height * height)
+             for ax in axes]
+    fits = [i for i, (w, h) in enumerate(shape) if w <= 2.2 * h] or list(range(len(axes)))
+    ax = axes[max(fits, key=lambda i: shape[i][0] * shape[i][1])]
     box = ax.get_tightbbox(renderer).transformed(fig.dpi_scale_trans.inverted())
     return Bbox.from_extents(box.x0 - pad, box.y0 - pad, box.x1 + pad, box.y1 + pad)
