@@ -28,7 +28,9 @@ The cases (saves every 0.1 to t = 10):
    1/d, seed 7): the sum of the heads' velocities, rows j <= i only.
 
 The ratio is printed for every case and target; no number here is asserted by a test
-(timings on a shared machine are noisy).
+(timings on a shared machine are noisy). ``--diagnostics none`` times meanfield with
+``particles.diagnostics = []`` (the tokens only, what the Euler port computes); by
+default it computes every diagnostic of the geometry at each save as well.
 """
 from __future__ import annotations
 
@@ -106,8 +108,13 @@ def cases() -> dict:
 
 # --- the two sides --------------------------------------------------------------------
 
+ASKED: list | None = None  # particles.diagnostics (None: the default, all)
+
+
 def run_meanfield(cfg: dict, tolerance: float) -> np.ndarray:
     cfg = {**cfg, "time": {**cfg["time"], "tolerance": tolerance}}
+    if ASKED is not None:
+        cfg["particles"] = {**cfg["particles"], "diagnostics": ASKED}
     ds = meanfield.particles(cfg)
     name = "rescaled_position" if "rescaled_position" in ds else "position"
     return ds[name].values
@@ -155,10 +162,15 @@ def check_reference(velocity, ref: np.ndarray) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="targets 1e-2 and 1e-4")
+    parser.add_argument("--diagnostics", choices=("default", "none"), default="default",
+                        help="meanfield's particles.diagnostics: the default (all) or []")
     args = parser.parse_args()
+    global ASKED
+    ASKED = None if args.diagnostics == "default" else []
     targets = [1e-2, 1e-4] if args.quick else [1e-2, 1e-4, 1e-6]
     print(f"one thread; error = max token distance over the saves (every {SAVE:g} to "
-          f"t = {T_FINAL:g}) from a tolerance-1e-12 reference\n")
+          f"t = {T_FINAL:g}) from a tolerance-1e-12 reference; meanfield's diagnostics: "
+          f"{args.diagnostics}\n")
     print(f"{'case':46s} {'target':>7s} {'Euler dt':>10s} {'Euler s':>9s} "
           f"{'tolerance':>9s} {'meanfield s':>11s} {'ratio':>7s}")
     for name, (cfg, velocity, sphere) in cases().items():

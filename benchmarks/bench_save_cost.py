@@ -21,6 +21,8 @@ Each case is timed twice in the same process: "per save" is the old path (issue 
 before), "per run" the current one (the limit entered once per run). Printed: the seconds
 of each, the ratio 100 saves / 1 save of each path (goal: <= 1.3 per run), and the time
 of the diagnostics of one frame (``particle_dataset.diagnostics``), the rest of a save.
+``--diagnostics none`` runs with ``particles.diagnostics = []`` (a save is then the
+tokens' copy and the engine's bookkeeping; issue 32 item 2).
 """
 from __future__ import annotations
 
@@ -72,8 +74,14 @@ class PerSaveLimits(pr.ParticlesTask):
         return super().advance(state, point, on_step)
 
 
+ASKED: list | None = None  # particles.diagnostics (None: the default, all)
+
+
 def config(case: dict, save_every: float) -> dict:
-    return {**case, "time": {"t_final": T_FINAL, "save_every": save_every, "dt": DT}}
+    particles = case["particles"] if ASKED is None else \
+        {**case["particles"], "diagnostics": ASKED}
+    return {**case, "particles": particles,
+            "time": {"t_final": T_FINAL, "save_every": save_every, "dt": DT}}
 
 
 def run(case: dict, save_every: float, task_class) -> tuple[float, int]:
@@ -105,9 +113,13 @@ def diagnostics_time(case: dict, repeat: int = 200) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--diagnostics", choices=("default", "none"), default="default",
+                        help="particles.diagnostics: the default (all) or [] (none)")
     args = parser.parse_args()
+    global ASKED
+    ASKED = None if args.diagnostics == "default" else []
     print(f"meanfield {meanfield.__version__}: n = {N}, d = {D}, dt = {DT}, t <= {T_FINAL:g} "
-          f"(200 steps), best of {args.repeat}\n")
+          f"(200 steps), best of {args.repeat}, diagnostics {args.diagnostics}\n")
     print(f"{'case':<26} {'path':<9} {'1 save':>8} {'100 saves':>10} {'ratio':>6} "
           f"{'steps':>11} {'diagnostics':>12}")
     one_thread = thread_policy.ThreadPolicy(1, thread_policy.machine_cores())
