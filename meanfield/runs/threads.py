@@ -118,8 +118,20 @@ def install(policy: ThreadPolicy | None) -> None:
     _installed = policy
 
 
-def one_blas_thread():
-    """A context in which BLAS (OpenBLAS, MKL) runs on one thread (threadpoolctl)."""
-    from threadpoolctl import threadpool_limits
+_controller: tuple[int, object] | None = None  # (len(sys.modules) when made, controller)
 
-    return threadpool_limits(limits=1, user_api="blas")
+
+def one_blas_thread():
+    """A context in which BLAS (OpenBLAS, MKL) runs on one thread (threadpoolctl).
+
+    The libraries are scanned once and again only after a module was imported since
+    (one that may have loaded a BLAS, as scipy.linalg does its own): threadpoolctl's scan
+    of the loaded libraries took 2 ms of each small weighted run (issue 32)."""
+    import sys
+
+    from threadpoolctl import ThreadpoolController
+
+    global _controller
+    if _controller is None or _controller[0] != len(sys.modules):
+        _controller = (len(sys.modules), ThreadpoolController())
+    return _controller[1].limit(limits=1, user_api="blas")
