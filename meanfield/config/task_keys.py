@@ -26,7 +26,7 @@ from meanfield.config import registry
 # never read
 _ENGINE = ("sum_method", "accuracy", "ensemble", "attention_rank", "rank_tolerance",
            "bins", "rescaled", "mask", "save_attention", "integrator", "layer_step",
-           "attention", "sinkhorn_tolerance")
+           "attention", "sinkhorn_tolerance", "diagnostics")
 
 NOT_READ: dict[str, dict[str, tuple[str, ...]]] = {
     # phase_diagram.beta is the swept beta; Post-LN only (architecture is checked)
