@@ -45,8 +45,11 @@ A compiled call is not interruptible: Ctrl-C's ``KeyboardInterrupt`` waits for i
 return. So the numba backend takes the queries ``call_rows`` rows at a time, each call at
 most ``CALL_TERMS`` pair terms (``rows x n x (d + 1)``, about 0.1-0.4 s at the measured
 rates below), and an optional ``check`` runs between calls (a ``DeferredSignals``'s
-check: it raises the noted signal there). A row's sum does not depend on the rows around
-it, so the chunks change no bit (at n = 10^6 in R^2 the one call was ~10^3 s).
+check: it raises the noted signal there). Without one, a sum of more than one call opens
+its own ``DeferredSignals`` (``solvers.signals``): a Ctrl-C or SIGTERM during a call is
+noted and raised after it (a particle run's velocity at large n stops between calls, not
+inside a numba callback). A row's sum does not depend on the rows around it, so the
+chunks change no bit (at n = 10^6 in R^2 the one call was ~10^3 s).
 """
 from __future__ import annotations
 
@@ -55,6 +58,8 @@ from collections.abc import Callable
 
 import numba
 import numpy as np
+
+from solvers.signals import DeferredSignals
 
 ROWS = 32      # rows per block of the numba kernel (one thread each)
 COLS = 512     # keys per tile
@@ -329,26 +334,39 @@ def exp_kernel_sums(queries: np.ndarray, keys: np.ndarray, beta: float,
         rows = call_rows(n, d)
         # one block of rows: on this thread (the same bits; the choice depends on m only)
         kernel = _tiled_serial if m <= ROWS else tiled
-        for i0 in range(0, m, rows):
-            kernel(q[i0:i0 + rows], yT, float(beta), s[i0:i0 + rows], z[i0:i0 + rows],
-                   shift[i0:i0 + rows])
-            if check is not None and i0 + rows < m:
-                check()
+        _in_calls(lambda i0, i1: kernel(q[i0:i1], yT, float(beta), s[i0:i1], z[i0:i1],
+                                        shift[i0:i1]), m, rows, check)
         return s, z, shift
     s = np.empty((m, d))
     y = np.ascontiguousarray(y)
     qb = float(beta) * q
     rows = max(1, min(m, BLAS_BLOCK_ELEMENTS // max(n, 1)))
     g = np.empty((rows, n))
-    for i0 in range(0, m, rows):
-        i1 = min(m, i0 + rows)
+
+    def block(i0: int, i1: int) -> None:
         gb = g[: i1 - i0]
         np.matmul(qb[i0:i1], y.T, out=gb)
         rows_exp(gb, z[i0:i1], shift[i0:i1])
         np.matmul(gb, y, out=s[i0:i1])
+
+    _in_calls(block, m, rows, check)
+    return s, z, shift
+
+
+def _in_calls(call: Callable[[int, int], None], m: int, rows: int,
+              check: Callable[[], None] | None) -> None:
+    """``call(i0, i1)`` on the row chunks ``rows`` long of ``m`` rows, ``check`` between
+    them: the caller's, else (more than one chunk) that of a ``DeferredSignals`` of its
+    own (a signal during a compiled call raised after it; module docstring)."""
+    if check is None and m > rows:
+        with DeferredSignals() as signals:
+            _in_calls(call, m, rows, signals.check)
+        return
+    for i0 in range(0, m, rows):
+        i1 = min(m, i0 + rows)
+        call(i0, i1)
         if check is not None and i1 < m:
             check()
-    return s, z, shift
 
 
 def call_rows(n: int, d: int) -> int:
@@ -384,23 +402,20 @@ def hardmax_means(x: np.ndarray, keys: np.ndarray | None = None, tolerance: floa
         out = np.empty((m, d))
         index = np.arange(m) if own else np.full(m, -1)
         yT, rows = np.ascontiguousarray(y.T), call_rows(n, d)
-        for i0 in range(0, m, rows):
-            exp_kernels()[2](x[i0:i0 + rows], yT, index[i0:i0 + rows], float(tolerance),
-                             out[i0:i0 + rows])
-            if check is not None and i0 + rows < m:
-                check()
+        _in_calls(lambda i0, i1: exp_kernels()[2](x[i0:i1], yT, index[i0:i1],
+                                                  float(tolerance), out[i0:i1]),
+                  m, rows, check)
         return out
     out = np.empty((m, d))
-    rows = max(1, min(m, BLAS_BLOCK_ELEMENTS // max(n, 1)))
-    for i0 in range(0, m, rows):
-        i1 = min(m, i0 + rows)
+
+    def block(i0: int, i1: int) -> None:
         g = x[i0:i1] @ y.T
         if own:
             g[np.arange(i1 - i0), np.arange(i0, i1)] = -np.inf
         mask = g >= g.max(axis=1, keepdims=True) - tolerance
         out[i0:i1] = (mask @ y) / mask.sum(axis=1, keepdims=True)
-        if check is not None and i1 < m:
-            check()
+
+    _in_calls(block, m, max(1, min(m, BLAS_BLOCK_ELEMENTS // max(n, 1))), check)
     return out
 
 
