@@ -35,7 +35,7 @@ import meanfield
 from meanfield.discretizations.base import Discretization
 from meanfield.model import landau
 from meanfield.plotting import style
-from meanfield.plotting.bifurcation import bifurcation_diagram
+from meanfield.plotting.bifurcation.diagrams import bifurcation_diagram
 
 GEOMETRIES = ("circle", "sphere")
 SPHERE_NAME = {"circle": "S¹", "sphere": "S²"}

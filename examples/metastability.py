@@ -40,8 +40,16 @@ from matplotlib.figure import Figure
 
 import meanfield
 from meanfield.plotting import style
-from meanfield.plotting.metastability import clusters_vs_time, plateau_vs_beta, staircase
-from meanfield.plotting.metastability_times import modes_vs_beta, staircases, times_vs_beta
+from meanfield.plotting.tokens.metastability import (
+    clusters_vs_time,
+    plateau_vs_beta,
+    staircase,
+)
+from meanfield.plotting.tokens.metastability_times import (
+    modes_vs_beta,
+    staircases,
+    times_vs_beta,
+)
 from meanfield.studies.tokens.metastability_merging import fit_slope
 from meanfield.studies.tokens.metastability_theory import pairing_times
 from meanfield.studies.tokens.metastable_times import predicted_slope

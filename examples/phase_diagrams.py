@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 
 import meanfield
 from meanfield.plotting import style
-from meanfield.plotting.phase_diagram import probability_panel
+from meanfield.plotting.tokens.phase_diagram import probability_panel
 from meanfield.studies.tokens.phase_diagram import equiangular_time
 
 CONFIG = Path(__file__).resolve().parent / "phase_diagram.toml"

@@ -42,7 +42,7 @@ from meanfield.plotting import (
     style,
 )
 from meanfield.plotting.common import _kind_plots
-from meanfield.plotting.comparison_series import l1_meaning
+from meanfield.plotting.transport.comparison_series import l1_meaning
 
 CONFIG = Path(__file__).resolve().parent / "compare_sphere.toml"
 EARLY = 1.0  # "early": t <= EARLY, before the finite-n error of the tokens shows

@@ -34,8 +34,8 @@ from matplotlib.figure import Figure
 
 import meanfield
 from meanfield.plotting import style
-from meanfield.plotting.contraction import distance_vs_time, rates_vs_beta
-from meanfield.plotting.convergence import error_vs_n, slope_vs_time
+from meanfield.plotting.transport.contraction import distance_vs_time, rates_vs_beta
+from meanfield.plotting.transport.convergence import error_vs_n, slope_vs_time
 
 HERE = Path(__file__).resolve().parent
 

@@ -32,7 +32,7 @@ from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
 from meanfield.plotting import style
-from meanfield.plotting.weights import attention_snapshots, boolean_distance_plot
+from meanfield.plotting.weights.panels import attention_snapshots, boolean_distance_plot
 
 T_FINAL = 6.0
 FIT_FROM = 3.0  # the gaps x_leader - x_j have settled (the fit window [3, 6])

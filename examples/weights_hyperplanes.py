@@ -33,7 +33,7 @@ from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
 from meanfield.plotting import style
-from meanfield.plotting.weights import hyperplane_plot, token_paths
+from meanfield.plotting.weights.panels import hyperplane_plot, token_paths
 
 EIGENVALUES = [1.35, -0.07]  # Figure 6's
 T_FINAL = 10.0

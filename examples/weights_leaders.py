@@ -30,7 +30,7 @@ from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
 from meanfield.plotting import style
-from meanfield.plotting.weights import attention_snapshots, token_paths
+from meanfield.plotting.weights.panels import attention_snapshots, token_paths
 
 T_FINAL = 12.0
 TOLERANCE = 1e-10  # error per step of the adaptive RK4 (step doubling)

@@ -31,7 +31,7 @@ from meanfield.model.particles import simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import RescaledParticles
 from meanfield.plotting import style
-from meanfield.plotting.weights import polytope_plot, token_paths
+from meanfield.plotting.weights.panels import polytope_plot, token_paths
 
 T_FINAL = 12.0
 FIT_FROM = 6.0  # P is Boolean to round-off by then: the linear regime of rate 1

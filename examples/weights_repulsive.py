@@ -36,7 +36,7 @@ from meanfield.model.particles import interaction_energy, simulate
 from meanfield.model.weighted_attention import Head
 from meanfield.model.weighted_particles import WeightedParticles
 from meanfield.plotting import style
-from meanfield.plotting.weights import TokenSeries, origin_plot
+from meanfield.plotting.weights.panels import TokenSeries, origin_plot
 from solvers.particles.direct import normalize_rows
 
 BETA = 2.0

@@ -39,7 +39,11 @@ from meanfield.model.zonal_kernels import (
     zonal_required_lmax,
 )
 from meanfield.plotting import figure
-from meanfield.plotting.zonal_theory import DIMS, growth_rates_by_dim, linear_theory_figure
+from meanfield.plotting.densities.zonal_theory import (
+    DIMS,
+    growth_rates_by_dim,
+    linear_theory_figure,
+)
 from solvers.transforms.gegenbauer import degree_values
 
 DIM, BETA, KAPPA = 64, 8.0, 128.0

@@ -38,7 +38,7 @@ in θ and the marginal of t = cos θ at time slices; the linear theory in every 
 has its own figure::
 
     marginal_snapshots(ds, ax)    # zonal: the density of t = cos θ at a few times
-    from meanfield.plotting.zonal_theory import linear_theory_figure
+    from meanfield.plotting.densities.zonal_theory import linear_theory_figure
     fig = linear_theory_figure(dims=(2, 3, 8, 64, 512), beta=16.0)  # σ_l, κ_c/d
 
 Token datasets (``attrs["kind"] = "particles"``, from ``meanfield.particles``) and
@@ -52,38 +52,49 @@ the same ``figure`` and ``plot_result``; their panels are also public::
     histogram_map(cmp, ax)        # sphere: token histogram per mesh cell, Mollweide
     l1_distance(cmp, ax); order_comparison(cmp, ax)
 
-Layout: ``common`` (validation and dispatch: the geometry and kind registries, and the
+Layout, as ``meanfield.studies``: the shared base here, the figures by family below.
+The base: ``common`` (validation and dispatch: the geometry and kind registries, and the
 functions above that work for every geometry), ``output`` (the standard set of figures,
 ``figures``, ``plot`` and ``plot_result``, and their files), ``helpers`` (style,
 formatting, colour scales, dataset checks, animation writing, the diagnostics panels),
-``legible`` (plain and integer ticks, Greek titles, legends under panels, caption notes),
-``circle``, ``sphere`` and ``zonal`` (the geometry-specific figures, registered on
-import; the sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in
-``sphere_maps``; the zonal curves in ``zonal_grid``, the linear theory in every
-dimension in ``zonal_theory``),
-``particles`` and ``comparison`` (the dataset kinds; the token panels in ``tokens``;
-the comparison's data in ``comparison_data``, its density panels in
-``comparison_panels``, its time series in ``comparison_series``),
-``contraction``, ``convergence`` and ``bifurcation`` (the studies;
-``bifurcation_figure(ds, scan=...)`` overlays a brute-force scan on a continuation).
-Tokens in R^d (``geometry = "euclidean"``, general weights): ``euclidean`` (the
-dispatch) draws the panels of ``weights`` (paths, attention matrices, distance to
-Boolean, polytope, hyperplanes).
+``legible`` (plain and integer ticks, Greek titles, legends under panels, caption notes).
+The families, each registering its figures on import:
+
+- ``densities``: the PDE's densities by geometry, ``circle``, ``sphere`` and ``zonal``
+  (the sphere grid in ``sphere_grid``, its Mollweide and orthographic maps in
+  ``sphere_maps``; the zonal curves in ``zonal_grid``, the linear theory in every
+  dimension in ``zonal_theory``);
+- ``particles``: token runs on the circle and the sphere (``figures``, the kind
+  ``"particles"``; its panels ``trajectories``, ``token_map``, ``gram`` in ``panels``);
+- ``weights``: tokens in R^d with general weights (``geometry = "euclidean"``):
+  ``figures`` (the dispatch) draws the panels of ``panels`` (paths, attention matrices,
+  distance to Boolean, polytope, hyperplanes), read by ``token_series``, the polytope's
+  vertices labelled by ``vertices``;
+- ``transport``: ``comparison`` (PDE against tokens; its data in ``comparison_data``, its
+  density panels in ``comparison_panels``, its time series in ``comparison_series``, the
+  zonal panels in ``comparison_zonal``), ``convergence`` and ``contraction``;
+- ``bifurcation``: ``diagrams`` (``bifurcation_figure(ds, scan=...)`` overlays a
+  brute-force scan on a continuation), ``curves`` (the branches as computed),
+  ``across_dims``;
+- ``tokens``: ``phase_diagram``, ``metastability`` (its ``times`` page in
+  ``metastability_times``), ``normalization``, ``long_context``;
+- ``landscape``: ``critical_points``; ``correlations``: ``figures``.
 """
 from __future__ import annotations
 
-from meanfield.plotting import circle as _circle  # noqa: F401  (registers "circle")
-from meanfield.plotting import comparison as _comparison  # noqa: F401  (registers "compare")
-from meanfield.plotting import contraction as _contraction  # noqa: F401  (registers it)
-from meanfield.plotting import critical_points as _critical_points  # noqa: F401  (registers it)
-from meanfield.plotting import euclidean as _euclidean  # noqa: F401  (tokens in R^d)
-from meanfield.plotting import correlations as _correlations  # noqa: F401  (registers it)
-from meanfield.plotting import long_context as _long_context  # noqa: F401  (registers it)
-from meanfield.plotting import metastability as _metastability  # noqa: F401  (registers it)
-from meanfield.plotting import normalization as _normalization  # noqa: F401  (registers it)
-from meanfield.plotting import sphere as _sphere  # noqa: F401  (registers "sphere")
-from meanfield.plotting import zonal as _zonal  # noqa: F401  (registers "zonal")
-from meanfield.plotting.bifurcation import (  # registers "bifurcation"
+# Imported for their registrations, in the order that fixes SUPPORTED_KINDS.
+from meanfield.plotting.densities import circle as _circle  # noqa: F401
+from meanfield.plotting.transport import comparison as _comparison  # noqa: F401
+from meanfield.plotting.transport import contraction as _contraction  # noqa: F401
+from meanfield.plotting.landscape import critical_points as _critical_points  # noqa: F401
+from meanfield.plotting.weights import figures as _euclidean  # noqa: F401  (tokens in R^d)
+from meanfield.plotting.correlations import figures as _correlations  # noqa: F401
+from meanfield.plotting.tokens import long_context as _long_context  # noqa: F401
+from meanfield.plotting.tokens import metastability as _metastability  # noqa: F401
+from meanfield.plotting.tokens import normalization as _normalization  # noqa: F401
+from meanfield.plotting.densities import sphere as _sphere  # noqa: F401
+from meanfield.plotting.densities import zonal as _zonal  # noqa: F401
+from meanfield.plotting.bifurcation.diagrams import (  # registers "bifurcation"
     bifurcation_diagram,
     bifurcation_figure,
     free_energy_diagram,
@@ -96,15 +107,15 @@ from meanfield.plotting.common import (
     snapshots,
     spacetime,
 )
-from meanfield.plotting.comparison_panels import density_vs_histogram, histogram_map
-from meanfield.plotting.comparison_series import l1_distance, order_comparison
-from meanfield.plotting.convergence import error_vs_n, error_vs_time  # "convergence"
+from meanfield.plotting.densities.sphere_maps import map_mollweide, map_orthographic
+from meanfield.plotting.densities.zonal import marginal_snapshots
 from meanfield.plotting.helpers import style
 from meanfield.plotting.output import FORMATS, figures, plot, plot_result
-from meanfield.plotting.particles import gram, token_map, trajectories  # "particles"
-from meanfield.plotting.phase_diagram import phase_figure  # registers "phase_diagram"
-from meanfield.plotting.sphere_maps import map_mollweide, map_orthographic
-from meanfield.plotting.zonal import marginal_snapshots
+from meanfield.plotting.transport.comparison_panels import density_vs_histogram, histogram_map
+from meanfield.plotting.transport.comparison_series import l1_distance, order_comparison
+from meanfield.plotting.transport.convergence import error_vs_n, error_vs_time  # registers
+from meanfield.plotting.particles.figures import gram, token_map, trajectories  # registers
+from meanfield.plotting.tokens.phase_diagram import phase_figure  # registers "phase_diagram"
 
 SUPPORTED_GEOMETRIES: tuple[str, ...] = tuple(_PLOTTERS)
 SUPPORTED_KINDS: tuple[str, ...] = tuple(_KINDS)

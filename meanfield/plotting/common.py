@@ -2,11 +2,12 @@
 functions (``spacetime``, ``snapshots``, ``diagnostics``, ``figure``; the standard set of
 figures and their files, ``figures``, ``plot_result`` and ``plot``, are in ``output``).
 
-Each geometry module (``circle``, ``sphere``) registers a ``_GeometryPlots`` in
-``_PLOTTERS`` when imported; the package ``__init__`` imports them all, so the registry is
-complete whenever this module is used through the package. Datasets of another kind
-(``attrs["kind"]``: ``"particles"``, ``"compare"``) are drawn by the ``_KindPlots`` that
-``particles`` and ``comparison`` register in ``_KINDS``; ``figure``, ``diagnostics`` and
+Each geometry module (``densities.circle``, ``densities.sphere``, ``densities.zonal``)
+registers a ``_GeometryPlots`` in ``_PLOTTERS`` when imported; the package ``__init__``
+imports them all, so the registry is complete whenever this module is used through the
+package. Datasets of another kind (``attrs["kind"]``: ``"particles"``, ``"compare"``, the
+studies') are drawn by the ``_KindPlots`` that their family modules (``particles.figures``,
+``transport.comparison``, ...) register in ``_KINDS``; ``figure``, ``diagnostics`` and
 ``output`` dispatch on the kind first. The style, helpers and diagnostics panels they all
 draw with are in ``helpers``.
 """
@@ -298,8 +299,8 @@ def figure(ds: xr.Dataset, *, log: bool | str = "auto", points: Any = None) -> F
     of the last time (facing its mean direction) on top, one shared colour scale. The
     title is the dataset's ``title`` attr (if any) with model, β, κ (∞ when infinite)
     and method. Tokens (``kind = "particles"``) and PDE-vs-token comparisons
-    (``kind = "compare"``): see ``meanfield.plotting.particles`` and
-    ``meanfield.plotting.comparison``; ``points`` must then be None.
+    (``kind = "compare"``): see ``meanfield.plotting.particles.figures`` and
+    ``meanfield.plotting.transport.comparison``; ``points`` must then be None.
 
     Args:
         ds: a result dataset.

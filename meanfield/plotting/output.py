@@ -218,7 +218,7 @@ def _checked(ds: Any, log: Any, points: Any):
     plots, ds = _prepare(ds)
     _check_points_allowed(plots, points)
     if plots.takes_points:
-        from meanfield.plotting.sphere_grid import _points_array
+        from meanfield.plotting.densities.sphere_grid import _points_array
 
         points = _points_array(points)  # validated before anything is drawn
     return plots, ds, {"points": points}

@@ -428,7 +428,7 @@ def test_map_mollweide_smooth_and_default_figure(sph):
 
 def test_mollweide_seam_cells_odd_and_even():
     from meanfield.plotting.common import _periodic_edges
-    from meanfield.plotting.sphere import _mollweide_cells
+    from meanfield.plotting.densities.sphere import _mollweide_cells
 
     for n in (7, 8, 32):
         lon = np.linspace(0, 2 * np.pi, n, endpoint=False)
@@ -576,7 +576,7 @@ def test_sphere_cell_dataset_is_drawn_by_nearest_cell(tmp_path):
     lat(cell), lon(cell); the maps sample that piecewise-constant function."""
     import xarray as xr
 
-    from meanfield.plotting.sphere import _cells_to_latlon
+    from meanfield.plotting.densities.sphere import _cells_to_latlon
     from solvers.grids.mesh import icosahedral_mesh
 
     mesh = icosahedral_mesh(3)
