@@ -180,6 +180,8 @@ MEANINGS: dict[str, str] = {
                             "cupy (installed by the user; their GPU if any)",
     "phase_diagram.batch": "(system, beta) pairs in one member",
     "phase_diagram.freeze": "stop a system once every pair is past the threshold for good",
+    "phase_diagram.precision": "the Gram field's inner work (d >= n): double, or single "
+                               "(float32; state and step control float64)",
     "normalization.dim": "token dimension d",
     "normalization.systems": "random token systems, each run by every architecture",
     "normalization.chunk": "systems per task",

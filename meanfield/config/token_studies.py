@@ -10,7 +10,9 @@ systems of tokens integrated in batches, no PDE grid.
                     batched scheme on that library, on its GPU if any; installed by
                     the user)], batch [4096] ((system,
                     beta) pairs in one member), freeze [true] (stop a system once every
-                    pair is past the threshold with the margin that keeps it there). n
+                    pair is past the threshold with the margin that keeps it there),
+                    precision ["double" | "single" (the Gram field's inner work in
+                    float32; state, stages and step control float64)]. n
                     from particles.n (default 32 here), seed from particles.seed.
 
 Tasks: phase_diagram (model, output, particles, parallel, phase_diagram: its tokens need
@@ -27,6 +29,7 @@ from meanfield.config.sections import Section
 from meanfield.errors import ConfigError
 
 ENGINES = ("numba", "numpy", "torch", "cupy")
+PRECISIONS = ("double", "single")  # the Gram field's inner work (phase_gram_single)
 
 
 def _increasing_grid(key: str, value, minimum: float) -> list[float]:
@@ -82,6 +85,7 @@ TOKEN_STUDY_SECTIONS: tuple[Section, ...] = (
         "engine": (ck.choice(ENGINES), "numba"),
         "batch": (ck.integer_in(1, 10**6), 4096),
         "freeze": (ck.boolean, True),
+        "precision": (ck.choice(PRECISIONS), "double"),
     }, finish=_finish_phase_diagram),
 )
 TOKEN_STUDY_TASKS: dict[str, tuple[str, ...]] = {

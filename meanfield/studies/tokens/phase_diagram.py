@@ -196,6 +196,7 @@ def run_member(cfg: dict, plan: dict, params: dict) -> dict:
         systems=system, times=np.asarray(p["times"]), threshold=p["threshold"],
         normalized=cfg["model"]["normalized"], seed=cfg["particles"]["seed"],
         tolerance=p["tolerance"], engine=p["engine"], freeze=p["freeze"],
+        precision=p["precision"],
         weights_of=(functools.partial(SystemWeights.of, cfg, params["dim"])
                     if is_weighted(cfg) else None))
     f = res["fractions"]  # (B, T)
@@ -344,6 +345,7 @@ def study_dataset(cfg: dict, plan: dict, done: list, info: dict) -> xr.Dataset:
         "model": model, "n": n, "threshold": thr, "systems": p["systems"],
         "interval": f"{LEVEL:.0%} Wilson score on the mean of the per-system fractions",
         "tolerance": p["tolerance"],
+        "precision": "double" if weighted else p["precision"],
         "engine": "numpy" if weighted and p["engine"] == "numba" else p["engine"],
         "weights": weights_summary(cfg) if weighted else "identity (Q = K = V = I)",
         "integrator": "Dormand-Prince 5(4), per-system steps; " + (

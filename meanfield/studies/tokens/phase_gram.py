@@ -40,6 +40,7 @@ import math
 import numpy as np
 from numba import njit
 
+from meanfield.studies.tokens.phase_gram_single import field_single, scratch
 from solvers.steppers.dormand_prince import DOPRI_A, DOPRI_B, DOPRI_E, DOPRI_P
 
 # the Dormand-Prince tables as numba constants (``A_TAB`` rows padded with zeros: a
@@ -203,6 +204,16 @@ def _save(y, k, h, theta, wj, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _eval(g, beta, normalized, work, work32, single, index, out):  # pragma: no cover
+    """The field of ``gram_system``: float64 (``_field``) or its inner work in float32
+    (``phase_gram_single.field_single``)."""
+    if single:
+        field_single(g, beta, normalized, work32, index, out)
+    else:
+        _field(g, beta, normalized, work, index, out)
+
+
+@njit(cache=True)
 def step_factor(err):  # pragma: no cover - compiled
     """The next step over this one (both compiled systems): ``0.9 err^{-1/5}`` in [0.2, 5]
     after an accepted step (``err <= 1``; 5 at err = 0), in [0.2, 1] after a rejected one,
@@ -217,9 +228,12 @@ def step_factor(err):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
-                frac):  # pragma: no cover - compiled
+                frac, single=False, saved=None):  # pragma: no cover - compiled
     """``phase_numba._system`` (mode GRAM) on the packed triangle: fills ``frac`` (T,);
-    returns (steps, rejected, evaluations, time left (inf if it did not), failed)."""
+    returns (steps, rejected, evaluations, time left (inf if it did not), failed).
+    ``single``: the field's inner work in float32 (``phase_gram_single``; the state, the
+    stages and the control stay float64). ``saved``: None, or (T, n(n+1)/2) to receive
+    the packed state at each save (the saves after freezing are not written)."""
     n = y0.shape[0]
     size = n * (n + 1) // 2
     y, weight, index = np.empty(size), np.empty(size), np.empty(n * n, dtype=np.int64)
@@ -228,6 +242,7 @@ def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
     tmp, ynew, zero = np.empty(size), np.empty(size), np.zeros(size)
     work = (np.empty((3, n, n)), np.empty(size), np.empty(size),
             np.empty(2 * size, dtype=np.int64), np.empty(n))
+    work32 = scratch(n if single else 0, index)  # (empty in float64)
     nt = times.size
     t_end = times[nt - 1]
     t = 0.0
@@ -236,8 +251,10 @@ def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
     wj = np.empty(7)
     if times[0] == 0.0:
         frac[0] = (pairs - _count_below(n, y, thr)) / (n * (n - 1) / 2)
+        if saved is not None:
+            saved[0, :] = y
         nxt = 1
-    _field(y, beta, normalized, work, index, k[0])
+    _eval(y, beta, normalized, work, work32, single, index, k[0])
     evals, steps, rejected = 1, 0, 0
     h = min(h0, h_max)
     h_min = 1e-14 * max(1.0, t_end)
@@ -246,7 +263,7 @@ def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
         for s in range(1, 7):
             out = tmp if s < 6 else ynew
             _combine(y, k, A_TAB[s] if s < 6 else B_TAB, s, h, out)
-            _field(out, beta, normalized, work, index, k[s])
+            _eval(out, beta, normalized, work, work32, single, index, k[s])
         evals += 6
         _combine(zero, k, E_TAB, 7, h, tmp)
         err = 0.0
@@ -259,6 +276,8 @@ def gram_system(y0, beta, normalized, times, thr, level, freeze, tol, h0, h_max,
                 t_new = t_end
             while nxt < nt and times[nxt] <= t_new:
                 _save(y, k, h, (times[nxt] - t) / h, wj, tmp)
+                if saved is not None:
+                    saved[nxt, :] = tmp
                 frac[nxt] = (pairs - _count_below(n, tmp, thr)) / (n * (n - 1) / 2)
                 nxt += 1
             y[:] = ynew

@@ -20,9 +20,11 @@ C0^T``) or ``uniform_ensemble``, system ``s`` from ``system_rng(seed, s, "initia
 whatever the block: the numbers of a system do not depend on the batch it is run in
 (up to the round-off of the batch's vectorised arithmetic).
 
-The study runs the compiled engine (``phase_numba``, float64); this numpy engine is the
-batched reference it is tested against (float64, or float32: a cosine is then held to
-~1e-7, inside the threshold's margin ``1 - 0.999 = 1e-3``).
+The study runs the compiled engine (``phase_numba``, float64, or with ``[phase_diagram]
+precision = "single"`` the Gram field's inner work in float32); this numpy engine is the
+batched reference it is tested against (float64, the same "single", or the whole state in
+float32: a cosine is then held to ~1e-7, inside the threshold's margin ``1 - 0.999 =
+1e-3``).
 """
 from __future__ import annotations
 
@@ -44,20 +46,27 @@ def _beta_on(beta: np.ndarray, index: np.ndarray, like: Any, xp: Any) -> Any:
     return xp.asarray(b, dtype=like.dtype, device=array_api_compat.device(like))
 
 
-def gram_field(beta: np.ndarray, normalized: bool):
+def gram_field(beta: np.ndarray, normalized: bool, single: bool = False):
     """``f(G, index)`` of the Gram flow, ``beta[index]`` per system (``G`` an array of
-    any library of the array API: numpy, torch, CuPy; ``index`` a numpy array)."""
+    any library of the array API: numpy, torch, CuPy; ``index`` a numpy array).
+    ``single``: the exponentials, the row sums and the product in float32 (the argument
+    ``beta (G - 1)`` formed in ``G``'s dtype first), ``AG + (AG)^T - (d_i + d_k) G`` in
+    ``G``'s dtype with its ``G`` (``[phase_diagram] precision = "single"``, as the compiled
+    ``phase_gram_single``)."""
     beta = np.asarray(beta, dtype=float)
 
     def f(g: Any, index: np.ndarray) -> Any:
         xp = array_api_compat.array_namespace(g)
         b = _beta_on(beta, index, g, xp)
-        a = xp.exp((g - 1) * b)
+        arg = (g - 1) * b
+        low = (lambda v: xp.astype(v, xp.float32)) if single else (lambda v: v)
+        a = xp.exp(low(arg))
         if normalized:
             a = a / xp.sum(a, axis=-1, keepdims=True)
         else:
-            a = a * (xp.exp(b) / g.shape[-1])
-        ag = a @ g
+            a = a * low(xp.exp(b) / g.shape[-1])
+        ag = a @ low(g)
+        ag = xp.astype(ag, g.dtype) if single else ag
         dg = xp.linalg.diagonal(ag)
         out = ag + xp.matrix_transpose(ag)
         out = out - (dg[:, :, None] + dg[:, None, :]) * g
@@ -119,17 +128,41 @@ def _start(n: int, d: int, systems: np.ndarray, seed: int, weights_of,
     return initial_tokens(n, d, systems, seed)[where], weights_of(systems)
 
 
+def _compiled(gram: bool, precision: str, x0: np.ndarray, beta: np.ndarray,
+              systems: np.ndarray, times: np.ndarray, threshold: float, normalized: bool,
+              freeze: bool, tolerance: float, h_max: float) -> dict:
+    """``pair_fractions`` on the compiled engine (``phase_numba.run_systems``)."""
+    from meanfield.studies.tokens import phase_numba as pn
+
+    c = max(threshold, 0.0)
+    mode = (pn.GRAM_SINGLE if precision == "single" else pn.GRAM) if gram else pn.TOKENS
+    frac, steps, _, evals, left, failed = pn.run_systems(
+        mode, x0, beta, bool(normalized), times, float(threshold), c + (1 - c) / 2,
+        bool(freeze), float(tolerance), H0, h_max)
+    if failed.any():
+        s = int(systems[np.argmax(failed)])
+        raise StepSizeError(f"the time step of system {s} (beta = "
+                            f"{beta[np.argmax(failed)]:g}) fell below 1e-14: loosen "
+                            "phase_diagram.tolerance")
+    return {"fractions": frac, "steps": steps, "left": left,
+            "evaluations": float(evals.mean())}
+
+
 def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
                    times: np.ndarray, threshold: float, normalized: bool, seed: int,
                    tolerance: float, engine: str = "numba", freeze: bool = True,
-                   precision: str = "float64", weights_of=None) -> dict:
+                   precision: str = "double", weights_of=None) -> dict:
     """Per system (a beta each), the fraction of pairs ``i < j`` with ``<x_i, x_j> >=
     threshold`` at each of ``times``.
 
     ``engine`` "numba": ``meanfield.studies.tokens.phase_numba`` (float64, a system at a time
     in cache, the systems over the thread policy's threads, in short compiled calls
-    that Ctrl-C can stop); "numpy": the batched ``integrate_batch_dopri``
-    (``precision`` float64 or float32), the same scheme.
+    that Ctrl-C can stop); "numpy", "torch", "cupy": the batched
+    ``integrate_batch_dopri``, the same scheme. ``precision`` "double"; "single"
+    (``[phase_diagram] precision``): the Gram field's inner work in float32, the state and
+    the step control float64 (``phase_gram_single``; the tokens, d < n, and weighted
+    systems run in double); "float32" (array engines only, a reference): the whole state
+    in float32.
     ``weights_of(systems) -> SystemWeights``: each system's own weights (``_start``).
 
     Returns:
@@ -147,25 +180,15 @@ def pair_fractions(*, n: int, d: int, beta: np.ndarray, systems: np.ndarray,
     c = max(threshold, 0.0)
     h_max = max(1.0, float(times[-1]) / 8)
     if engine == "numba":
-        from meanfield.studies.tokens import phase_numba as pn
-
-        frac, steps, _, evals, left, failed = pn.run_systems(
-            pn.GRAM if gram else pn.TOKENS, x0, beta,
-            bool(normalized), times, float(threshold), c + (1 - c) / 2, bool(freeze),
-            float(tolerance), H0, h_max)
-        if failed.any():
-            s = int(systems[np.argmax(failed)])
-            raise StepSizeError(f"the time step of system {s} (beta = "
-                                f"{beta[np.argmax(failed)]:g}) fell below 1e-14: loosen "
-                                "phase_diagram.tolerance")
-        return {"fractions": frac, "steps": steps, "left": left,
-                "evaluations": float(evals.mean())}
+        return _compiled(gram, precision, x0, beta, systems, times, threshold, normalized,
+                         freeze, tolerance, h_max)
     xp, dev = backend(engine)
     dtype = xp.float32 if precision == "float32" else xp.float64
     x0 = xp.asarray(x0.astype(np.float32 if precision == "float32" else np.float64),
                     device=dev)
     field = (_weighted_field(beta, weights, where, x0) if weights is not None
-             else (gram_field if gram else token_field)(beta, normalized))
+             else gram_field(beta, normalized, precision == "single") if gram
+             else token_field(beta, normalized))
     iu, ju = np.triu_indices(n, 1)
     pairs = xp.asarray(iu * n + ju, device=dev)  # i < j in the flattened (n, n)
     fractions = np.full((beta.size, np.asarray(times).size), np.nan)

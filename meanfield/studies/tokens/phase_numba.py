@@ -48,8 +48,10 @@ from meanfield.studies.tokens.phase_gram import gram_system, step_factor
 
 # GRAM: ``phase_gram.gram_system`` (the study's path for d >= n); GRAM_FULL: the former
 # full-matrix Gram path (``_system``, libm's exp), kept as the reference that
-# ``benchmarks/bench_phase_gram.py`` and the tests compare with; TOKENS: d < n
-GRAM, TOKENS, GRAM_FULL = 0, 1, 2
+# ``benchmarks/bench_phase_gram.py`` and the tests compare with; TOKENS: d < n;
+# GRAM_SINGLE: ``gram_system`` with the field's inner work in float32 (``[phase_diagram]
+# precision = "single"``, ``phase_gram_single``)
+GRAM, TOKENS, GRAM_FULL, GRAM_SINGLE = 0, 1, 2, 3
 # systems x n^3 per thread in one compiled call (a field evaluation is ~n^3 multiply-adds):
 # 128 systems of n = 32 per thread, ~0.2 s. Alone, chunks cost nothing (one thread, 2048
 # systems: the same CPU time in calls of 32 and in one); on a loaded machine smaller ones
@@ -211,7 +213,7 @@ def _system(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0, h_ma
 def run_block(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0,
               h_max):  # pragma: no cover - compiled
     """All systems of a block (``y0`` (B, n, m), ``beta`` (B,)), in parallel (``mode``:
-    GRAM, TOKENS or GRAM_FULL)."""
+    GRAM, GRAM_SINGLE, TOKENS or GRAM_FULL)."""
     b = y0.shape[0]
     frac = np.empty((b, times.size))
     steps = np.zeros(b, dtype=np.int64)
@@ -220,9 +222,9 @@ def run_block(mode, y0, beta, normalized, times, thr, level, freeze, tol, h0,
     left = np.full(b, np.inf)
     failed = np.zeros(b, dtype=np.bool_)
     for s in prange(b):
-        if mode == GRAM:
+        if mode == GRAM or mode == GRAM_SINGLE:
             r = gram_system(y0[s], beta[s], normalized, times, thr, level, freeze, tol, h0,
-                            h_max, frac[s])
+                            h_max, frac[s], mode == GRAM_SINGLE)
         else:
             r = _system(GRAM if mode == GRAM_FULL else TOKENS, y0[s], beta[s], normalized,
                         times, thr, level, freeze, tol, h0, h_max, frac[s])
