@@ -60,6 +60,9 @@ REFERENCE_RTOL = 1e-10
 # Token pairs (exponentials) of a whole study refused above this: numba on 16 cores does
 # about 1e9 per second (10.8 s per evaluation at n = 1e5), so 1e14 is a day of them
 MAX_PAIRS = 1e14
+# Seconds a RK4 step of a member at least: a tenth of the measured 1.3 ms (n = 16, 50;
+# 20 ms at n = 200; d = 2, 2 loaded cores); the reference's table: 3 us (measured 2.9)
+MEMBER_STEP_S, REFERENCE_STEP_S = 1e-4, 3e-6
 BLOCK_BYTES = 2**27  # logits of one block of rows, numpy: 128 MiB
 GPU_BLOCK_BYTES = 2**31  # torch / CuPy: 2 GiB (fewer, larger kernels; GPUs hold 16+ GiB)
 MEASURES = ("mean_error", "covariance_error", "coupling", "mean_sampling_floor",
@@ -386,8 +389,8 @@ def gaussian_plan(cfg: dict) -> dict:
     mean = np.asarray(initial["mean"], dtype=float)
     cov = initial["covariance"]
     cov = float(cov) * np.eye(d) if np.ndim(cov) == 0 else np.asarray(cov, dtype=float)
-    limits.check_members(len(c["n"]) * c["replicas"], "convergence.replicas", c["replicas"],
-                         "give fewer replicas or fewer token counts convergence.n")
+    members = limits.check_members(len(c["n"]) * c["replicas"], "convergence.replicas",
+                                   c["replicas"], "give fewer replicas or convergence.n")
     seed = cfg["particles"]["seed"]
     if seed + c["replicas"] - 1 > cfgmod.MAX_SEED:
         raise ConfigError(f"particles.seed = {seed}: the replicas' seeds seed + r pass "
@@ -399,6 +402,9 @@ def gaussian_plan(cfg: dict) -> dict:
     sizes.check_time_table(steps, 2, 8.0 * (d + d * d), "time.dt", dt,
                            "the Gaussian reference is tabled at every token step and half "
                            f"step up to time.t_final = {cfg['time']['t_final']:g}")
+    sizes.warn_step_time(steps, REFERENCE_STEP_S + MEMBER_STEP_S * members, "time.dt", dt,
+                         f"{members} members (and the Gaussian reference) stepping to "
+                         f"time.t_final = {cfg['time']['t_final']:g}")
     pairs = 4 * steps * c["replicas"] * sum(float(n) ** 2 for n in c["n"])
     if pairs > MAX_PAIRS:
         raise ConfigError(f"convergence.n up to {max(c['n'])}: {pairs:.2g} token pairs (4 RK4 "
