@@ -6,7 +6,10 @@ d = 4096, the papers' approach on a subset, and the tolerance check, in one run.
     nice -n 19 python benchmarks/bench_phase_diagram.py --workers 2      # dask
     python benchmarks/bench_phase_diagram.py --engine torch --systems 512 --skip-rest
 
-``--engine`` picks ``[phase_diagram] engine`` for items 1 and 2: "numba" (default, the
+``--precision single`` runs items 1 and 2 with ``[phase_diagram] precision = "single"`` (the
+Gram field's inner work in float32, the state and the step control float64; the default
+"double" is the study's default). ``--engine`` picks ``[phase_diagram] engine`` for items 1
+and 2: "numba" (default, the
 compiled engine), "numpy" (the batched array-API scheme), "torch" or "cupy" (the same
 scheme on that library, on the GPU where there is one: the device is printed). On a GPU
 the batch is the unit of work: give a large ``--batch`` ((system, beta) pairs per
@@ -61,11 +64,12 @@ BETAS = np.linspace(0.1, 9.0, 50)
 TIMES = np.linspace(0.0, 30.0, 121)
 
 
-def config(dims, betas, systems, workers=1, tolerance=1e-5, engine="numba", batch=4096):
+def config(dims, betas, systems, workers=1, tolerance=1e-5, engine="numba", batch=4096,
+           precision="double"):
     return {"particles": {"n": N, "seed": 0}, "parallel": {"workers": workers},
             "phase_diagram": {"dims": list(dims), "beta": [float(b) for b in betas],
                               "systems": systems, "tolerance": tolerance,
-                              "engine": engine, "batch": batch}}
+                              "engine": engine, "batch": batch, "precision": precision}}
 
 
 def papers_step(x, beta, dt=0.1):
@@ -88,15 +92,18 @@ def main():
     ap.add_argument("--batch", type=int, default=4096,
                     help="(system, beta) pairs per member (large on a GPU)")
     ap.add_argument("--skip-rest", action="store_true", help="skip items 3 and 4")
+    ap.add_argument("--precision", choices=("double", "single"), default="double",
+                    help="items 1 and 2: [phase_diagram] precision (single: the Gram "
+                         "field's inner work in float32)")
     args = ap.parse_args()
     eng = args.engine
     print(f"load: {os.getloadavg()}; cores: {os.cpu_count()}; engine {eng} on "
-          f"{ae.device_name(eng)}")
+          f"{ae.device_name(eng)}; precision {args.precision}")
     # compile (cached) / warm the device before timing
     for d in (64, 8):
         pk.pair_fractions(n=N, d=d, beta=np.ones(2), systems=np.arange(2),
                           times=TIMES[:5], threshold=THR, normalized=True, seed=0,
-                          tolerance=1e-5, engine=eng)
+                          tolerance=1e-5, engine=eng, precision=args.precision)
 
     full = None
     if not args.skip_full:
@@ -104,7 +111,7 @@ def main():
         betas = BETAS[np.unique(np.linspace(0, 49, k).round().astype(int))]
         t0, c0 = time.perf_counter(), time.process_time()
         ds = phase_diagram(config([1024], betas, args.systems, args.workers,
-                                  engine=eng, batch=args.batch))
+                                  engine=eng, batch=args.batch, precision=args.precision))
         el, cpu = time.perf_counter() - t0, time.process_time() - c0
         scale = 50 / betas.size * 2048 / args.systems
         full = el * scale
@@ -123,7 +130,8 @@ def main():
     res = {}
     for d in (32, 4096):
         t0, c0 = time.perf_counter(), time.process_time()
-        ds = phase_diagram(config([d], sub_b, sub_s, engine=eng, batch=args.batch))
+        ds = phase_diagram(config([d], sub_b, sub_s, engine=eng, batch=args.batch,
+                                  precision=args.precision))
         el, cpu = time.perf_counter() - t0, time.process_time() - c0
         ev = ds.attrs["evaluations_per_system"] * sub_b.size * sub_s
         res[d] = (el, cpu, cpu / ev)

@@ -1,7 +1,8 @@
 """The phase diagram's hot path at d = 1024 (issue 29, item 5): the packed Gram system
 (``phase_gram.gram_system``, the study's path) against the former full-matrix one
-(``phase_numba`` mode ``GRAM_FULL``), where the time goes, and the machine's batched-matmul
-rate, in one run.
+(``phase_numba`` mode ``GRAM_FULL``) and against itself with the field's inner work in
+float32 (mode ``GRAM_SINGLE``, ``[phase_diagram] precision = "single"``), where the time
+goes, and the machine's batched-matmul rate, in one run.
 
     nice -n 19 python benchmarks/bench_phase_gram.py                # ~2-4 min on 2 cores
     nice -n 19 python benchmarks/bench_phase_gram.py --full         # + 50 beta x 2048, both
@@ -13,18 +14,19 @@ and new interleaved; the wall time on 2 idle cores is CPU time / 2 (the systems 
 over the threads). Printed:
 
 1. a block of the diagram (``--systems`` per beta, every ``--stride``-th of the 50 beta in
-   [0.1, 9], t <= 30 on 121 saves, tolerance 1e-5, SA, n = 32), one thread: old and new CPU
-   time, us per field evaluation and system, the ratio; the two paths' fractions (max
-   difference of p(beta, t) against the half-width of its 95 % interval at those systems),
-   steps and evaluations; new at 2 threads and in chunks of 7 systems: bit for bit the same;
+   [0.1, 9], t <= 30 on 121 saves, tolerance 1e-5, SA, n = 32), one thread: old, new and
+   single CPU time, us per field evaluation and system, the ratios; the paths' fractions
+   (max difference of p(beta, t) against the half-width of its 95 % interval at those
+   systems), steps and evaluations; new and single at 2 threads and in chunks of 7
+   systems: bit for bit the same as at 1 (``--stride 1``: the 50 beta);
 2. where the time goes (n = 32, least of many short runs): per field evaluation the parts of
-   both fields; per step the stage sums and the control; the saves (121 saves against 2);
-   the rejected steps (their share of the evaluations);
+   the three fields; per step the stage sums and the control; the saves (121 saves against
+   2); the rejected steps (their share of the evaluations);
 3. the machine's batched-matmul rate: numpy ``matmul`` on a (B, 32, 32) stack and numba's
    ``np.dot`` on one 32 x 32 pair, us per product and GFlop/s, against the time per
    evaluation (one such product each);
-4. ``--full``: both paths on the whole diagram (50 beta x 2048 systems, 2 threads, once
-   each): CPU time, CPU / 2, and the largest change of p against its 95 % half-width;
+4. ``--full``: the three paths on the whole diagram (50 beta x 2048 systems, 2 threads,
+   once each): CPU time, CPU / 2, and the largest change of p against its 95 % half-width;
 5. ``--study``: ``meanfield.phase_diagram`` at d = 1024 over the 50 beta x 2048 systems
    (workers = 1: the numba threads in this process), CPU time and CPU / 2.
 """
@@ -44,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from meanfield.studies.tokens import phase_gram as pg
+from meanfield.studies.tokens import phase_gram_single as ps
 from meanfield.studies.tokens import phase_kernels as pk
 from meanfield.studies.tokens import phase_numba as pn
 from meanfield.studies.tokens.phase_diagram import phase_diagram
@@ -88,35 +91,42 @@ def p_change(a: np.ndarray, b: np.ndarray, nbeta: int) -> tuple[float, float]:
     return float(np.abs(pa - pb).max()), 1.96 * math.sqrt(0.25 / systems)
 
 
+MODES = {"old": pn.GRAM_FULL, "new": pn.GRAM, "single": pn.GRAM_SINGLE}
+
+
 def item1(args) -> float:
     numba.set_num_threads(1)
     x0, beta = block(args.systems, args.stride)
     run(pn.GRAM, x0[:2], beta[:2]), run(pn.GRAM_FULL, x0[:2], beta[:2])  # compile / load
-    best, out = least({"old": lambda: run(pn.GRAM_FULL, x0, beta),
-                       "new": lambda: run(pn.GRAM, x0, beta)}, args.repeats)
+    best, out = least({k: (lambda m=m: run(m, x0, beta)) for k, m in MODES.items()},
+                      args.repeats)
     ev = {k: v[3].sum() for k, v in out.items()}
     print(f"1. {beta.size // args.systems} beta x {args.systems} systems, d = {D}, one thread "
           f"(CPU, least of {args.repeats}):")
-    for k in ("old", "new"):
+    for k in MODES:
         r = out[k]
         print(f"   {k}: {best[k]:.3f} s, {1e6 * best[k] / ev[k]:.2f} us per evaluation and "
               f"system; {ev[k] / beta.size:.1f} evaluations per system, "
               f"{r[1].sum()} steps, {r[2].sum()} rejected")
     per_eval = best["new"] / ev["new"]
-    print(f"   ratio old / new: {best['old'] / best['new']:.2f}")
-    dp, half = p_change(out["old"][0], out["new"][0], beta.size // args.systems)
-    print(f"   fractions: max |p_old - p_new| = {dp:.2e} (95 % half-width {half:.3f}); "
-          f"systems whose fractions differ: {(out['old'][0] != out['new'][0]).any(1).sum()}; "
-          f"steps differ: {(out['old'][1] != out['new'][1]).sum()}")
-    chunks = [run(pn.GRAM, x0[a:a + 7], beta[a:a + 7]) for a in range(0, beta.size, 7)]
-    chunked = tuple(np.concatenate([c[i] for c in chunks]) for i in range(6))
-    same = all(np.array_equal(a, b) for a, b in zip(out["new"], chunked))
-    if numba.config.NUMBA_NUM_THREADS >= 2:
-        numba.set_num_threads(2)
-        two = run(pn.GRAM, x0, beta)
-        numba.set_num_threads(1)
-        same = same and all(np.array_equal(a, b) for a, b in zip(out["new"], two))
-    print(f"   new at 2 threads and in chunks of 7: bit for bit the same as at 1: {same}")
+    print(f"   ratio old / new: {best['old'] / best['new']:.2f}; new / single (CPU): "
+          f"{best['new'] / best['single']:.2f}, per evaluation "
+          f"{best['new'] / ev['new'] / (best['single'] / ev['single']):.2f}")
+    for a, b in (("old", "new"), ("new", "single")):
+        dp, half = p_change(out[a][0], out[b][0], beta.size // args.systems)
+        print(f"   fractions: max |p_{a} - p_{b}| = {dp:.2e} (95 % half-width {half:.3f}); "
+              f"systems whose fractions differ: {(out[a][0] != out[b][0]).any(1).sum()}; "
+              f"steps differ: {(out[a][1] != out[b][1]).sum()}")
+    for k in ("new", "single"):
+        chunks = [run(MODES[k], x0[a:a + 7], beta[a:a + 7]) for a in range(0, beta.size, 7)]
+        chunked = tuple(np.concatenate([c[i] for c in chunks]) for i in range(6))
+        same = all(np.array_equal(a, b) for a, b in zip(out[k], chunked))
+        if numba.config.NUMBA_NUM_THREADS >= 2:
+            numba.set_num_threads(2)
+            two = run(MODES[k], x0, beta)
+            numba.set_num_threads(1)
+            same = same and all(np.array_equal(a, b) for a, b in zip(out[k], two))
+        print(f"   {k} at 2 threads and in chunks of 7: bit for bit the same as at 1: {same}")
     return per_eval
 
 
@@ -141,6 +151,16 @@ def _loops():
     def new_field(reps, y, beta, work, index, out):
         for _ in range(reps):
             pg._field(y, beta, True, work, index, out)
+
+    @njit
+    def single_field(reps, y, beta, work, index, out):
+        for _ in range(reps):
+            ps.field_single(y, beta, True, work, index, out)
+
+    @njit
+    def exp32(reps, x, e, bits):
+        for _ in range(reps):
+            ps.exp32_into(x, e, bits)
 
     @njit
     def vec_exp(reps, y, beta, arg, e, bits):
@@ -207,6 +227,14 @@ def item2(args) -> None:
                                                         work[2], work[3]),
         "  its two gathers (full G and W)": tiny(lp["gathers"], y, y, w, ag, index),
         "  the product (np.dot, 32 x 32 x 32)": tiny(lp["dot"], w, g, ag),
+        "single field": tiny(lp["single_field"], y, 4.0, ps.scratch(N, index), index,
+                             np.empty(size)),
+        "  its exponentials (exp32_into, n(n+1)/2)": tiny(
+            lp["exp32"], (4.0 * (y - 1)).astype(np.float32), np.empty(size, np.float32),
+            np.empty(2 * size, np.int32)),
+        "  its product (np.dot, float32: sgemm)": tiny(
+            lp["dot"], w.astype(np.float32), g.astype(np.float32),
+            np.empty((N, N), np.float32)),
         "old stage sums and error, per step": tiny(lp["old_stage_sums"], g,
                                                    rng.random((7, N, N)), w),
         "new stage sums and error, per step": tiny(lp["stage_sums"], y,
@@ -248,17 +276,17 @@ def item3(per_eval: float) -> None:
 def item4(threads: int) -> None:
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     x0, beta = block(2048, 1)
-    best, out = least({"old": lambda: run(pn.GRAM_FULL, x0, beta),
-                       "new": lambda: run(pn.GRAM, x0, beta)}, 1)
+    best, out = least({k: (lambda m=m: run(m, x0, beta)) for k, m in MODES.items()}, 1)
     print(f"\n4. the whole diagram (50 beta x 2048 systems, {numba.get_num_threads()} "
           "threads):")
-    for k in ("old", "new"):
+    for k in MODES:
         print(f"   {k}: CPU {best[k]:.1f} s -> {best[k] / 2:.1f} s of wall on 2 idle cores; "
               f"{out[k][3].mean():.1f} evaluations per system")
-    dp, half = p_change(out["old"][0], out["new"][0], BETAS.size)
-    print(f"   ratio {best['old'] / best['new']:.2f}; max |p_old - p_new| = {dp:.2e} against "
-          f"the 95 % half-width {half:.4f} at p = 1/2; systems whose fractions differ: "
-          f"{(out['old'][0] != out['new'][0]).any(1).sum()} of {beta.size}")
+    for a, b in (("old", "new"), ("new", "single")):
+        dp, half = p_change(out[a][0], out[b][0], BETAS.size)
+        print(f"   {a} / {b}: ratio {best[a] / best[b]:.2f}; max |p_{a} - p_{b}| = {dp:.2e} "
+              f"against the 95 % half-width {half:.4f} at p = 1/2; systems whose fractions "
+              f"differ: {(out[a][0] != out[b][0]).any(1).sum()} of {beta.size}")
 
 
 def item5(threads: int) -> None:

@@ -29,6 +29,9 @@ same scheme, the same field, the same step control; ``benchmarks/bench_phase_gra
   threshold (and, for freezing, those below the level) are counted in one vectorised pass
   over the packed entries less the diagonal's, in exact integers.
 
+With ``single`` (``[phase_diagram] precision = "single"``) the field is
+``phase_gram_single.field_single`` (its inner work in float32); all else is as above.
+
 What is left per evaluation (n = 32, the least of many runs): the product (BLAS, ~0.7 us), the
 exponentials (~0.7 us), the two gathers (~0.7 us), ``AG + (AG)^T`` on the triangle (~0.8 us:
 a column read), the row sums (~0.2 us), the stage sums and the control (~0.6 us).

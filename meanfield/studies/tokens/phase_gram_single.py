@@ -105,7 +105,7 @@ def scratch(n, index):  # pragma: no cover - compiled
     return (np.empty((3, n, n), dtype=np.float32), np.empty((n, n)),
             np.empty(size, dtype=np.float32), np.empty(size, dtype=np.float32),
             np.empty(2 * size, dtype=np.int32), np.empty(n, dtype=np.float32),
-            np.empty(n), up, lo)
+            np.empty(n), np.empty(n), up, lo)
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -118,7 +118,7 @@ def field_single(g, beta, normalized, work, index, out):  # pragma: no cover - c
     full matrix in float64 (a loop of fixed length that vectorises) and gathered to the
     packed entries: ~0.3 us less than the triangle's loops of every length (measured at
     n = 32; the column read of ``(AG)^T`` was not what cost)."""
-    big, g64, arg, e, bits, rows, diag, up, lo = work
+    big, g64, arg, e, bits, rows, diag, sums, up, lo = work
     gf, w, ag = big[0], big[1], big[2]
     n = gf.shape[0]
     for p in range(g.size):
@@ -129,8 +129,8 @@ def field_single(g, beta, normalized, work, index, out):  # pragma: no cover - c
         p = index[q]
         flat64[q] = g[p]
         flat_w[q] = e[p]
-    for q in range(flat_g.size):  # G to float32 for the product
-        flat_g[q] = flat64[q]
+    for q in range(flat_g.size):  # H = G - 1 to float32 for the product
+        flat_g[q] = flat64[q] - 1.0
     for i in range(n):
         rows[i] = ZERO
     for j in range(n):  # the row sums, a row at a time in the order of j (w symmetric)
@@ -141,11 +141,12 @@ def field_single(g, beta, normalized, work, index, out):  # pragma: no cover - c
         scale = ONE / rows[i] if normalized else shift
         for j in range(n):
             w[i, j] *= scale
-    np.dot(w, gf, ag)  # sgemm
+        sums[i] = np.float64(rows[i]) * np.float64(scale)  # the rows of A: 1 for SA
+    np.dot(w, gf, ag)  # sgemm: A H
     for i in range(n):
-        diag[i] = ag[i, i]
+        diag[i] = sums[i] + ag[i, i]  # d_i = (AG)_ii = sum_j A_ij + (AH)_ii
     for i in range(n):  # u = AG - G diag(d) in float64 (in place of the full G)
         for k in range(n):
-            g64[i, k] = np.float64(ag[i, k]) - diag[k] * g64[i, k]
+            g64[i, k] = (sums[i] + np.float64(ag[i, k])) - diag[k] * g64[i, k]
     for p in range(out.size):  # AG + (AG)^T - (d_i + d_k) G = u + u^T
         out[p] = flat64[up[p]] + flat64[lo[p]]

@@ -50,9 +50,10 @@ def gram_field(beta: np.ndarray, normalized: bool, single: bool = False):
     """``f(G, index)`` of the Gram flow, ``beta[index]`` per system (``G`` an array of
     any library of the array API: numpy, torch, CuPy; ``index`` a numpy array).
     ``single``: the exponentials, the row sums and the product in float32 (the argument
-    ``beta (G - 1)`` formed in ``G``'s dtype first), ``AG + (AG)^T - (d_i + d_k) G`` in
-    ``G``'s dtype with its ``G`` (``[phase_diagram] precision = "single"``, as the compiled
-    ``phase_gram_single``)."""
+    ``beta (G - 1)`` formed in ``G``'s dtype first), the product centred as the compiled
+    ``phase_gram_single``'s (``AG = A (G - 1) + sum_j A_ij``: its rounding scales with
+    ``|G - 1|``), ``AG + (AG)^T - (d_i + d_k) G`` in ``G``'s dtype with its ``G``
+    (``[phase_diagram] precision = "single"``)."""
     beta = np.asarray(beta, dtype=float)
 
     def f(g: Any, index: np.ndarray) -> Any:
@@ -65,8 +66,11 @@ def gram_field(beta: np.ndarray, normalized: bool, single: bool = False):
             a = a / xp.sum(a, axis=-1, keepdims=True)
         else:
             a = a * low(xp.exp(b) / g.shape[-1])
-        ag = a @ low(g)
-        ag = xp.astype(ag, g.dtype) if single else ag
+        if single:
+            ag = (xp.astype(a @ low(g - 1), g.dtype)
+                  + xp.astype(xp.sum(a, axis=-1, keepdims=True), g.dtype))
+        else:
+            ag = a @ g
         dg = xp.linalg.diagonal(ag)
         out = ag + xp.matrix_transpose(ag)
         out = out - (dg[:, :, None] + dg[:, None, :]) * g

@@ -8,7 +8,8 @@ from t = 0 to the last save with the same scheme, the same fields (float64) and 
 step control, everything in a few kB of cache, and a ``prange`` runs the systems of a
 block on the thread policy's threads. The Gram systems (mode GRAM, d >= n) run
 ``phase_gram.gram_system`` (the upper triangle packed, a vectorised exp: 1.5-1.6 times
-faster at n = 32); ``_system`` runs the tokens (d < n) and, as mode GRAM_FULL, the former
+faster at n = 32); mode GRAM_SINGLE (``[phase_diagram] precision = "single"``) runs it with
+the field's inner work in float32 (``phase_gram_single``: ~1.35 times faster again); ``_system`` runs the tokens (d < n) and, as mode GRAM_FULL, the former
 full-matrix Gram path, kept as the reference the tests and ``benchmarks/
 bench_phase_gram.py`` compare with. Per field evaluation (Gram form, n = 32): the
 ``n(n+1)/2`` exponentials of the symmetric ``e^{beta (G - 1)}`` and one n x n x n
