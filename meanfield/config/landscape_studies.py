@@ -17,6 +17,7 @@ USA). They join the other studies' in ``meanfield.config.studies``.
 from __future__ import annotations
 
 from meanfield.config import checkers as ck
+from meanfield.config import memory
 from meanfield.config.sections import MAX_USA_BETA, Section
 from meanfield.errors import ConfigError
 
@@ -37,6 +38,41 @@ def _families(key: str, value) -> list[str]:
         if name in value[:i]:
             raise ConfigError(f"{key} = {ck.describe(value)} names {name!r} twice", key)
     return [f for f in CRITICAL_FAMILIES if f in value]
+
+
+# bytes of Python objects per critical point found (its list, hits, the measures' dict)
+POINT_OBJECT_BYTES = 2048
+POINT_COPIES = 2  # a member's rows kept by the study, and the dataset made of them
+
+
+def check_points_memory(cfg: dict, available: int | None = None) -> float:
+    """Refuse, before any work, a study whose critical points may not fit: each start
+    may find a distinct point (``families x starts`` a member), each kept with its
+    invariant (the n x n sorted Gram rows on S^{d-1}), its measures and its rows padded to
+    the largest n (kept for every member). ``ConfigError`` naming
+    ``critical_points.starts`` and the count that fits. Returns the bytes."""
+    c = cfg["critical_points"]
+    d, n_max = c["dim"], max(c["n"])
+    points = len(c["families"]) * c["starts"]
+    rows = 8.0 * n_max * (3 * d) + POINT_OBJECT_BYTES  # positions, direction, spectrum
+
+    def working(n: int) -> float:  # x, its canonical copy, invariant, measures, rows
+        return 8.0 * (3 * n * d + (n * n if d > 2 else n) + n * (d - 1)) + rows
+
+    need = points * (max(working(n) for n in c["n"])
+                     + POINT_COPIES * rows * len(c["n"]) * len(c["beta"]))
+    limit = memory.MEMORY_MARGIN * (memory.available_memory() if available is None
+                                    else available)
+    if need > limit:
+        fits = int(c["starts"] * limit / need)
+        raise ConfigError(f"critical_points.starts = {c['starts']}: up to {points:.3g} "
+                          f"critical points a member (each start may find its own) of up "
+                          f"to n = {n_max} tokens on S^{d - 1}, kept for "
+                          f"{len(c['n']) * len(c['beta'])} members, about "
+                          f"{need / memory.GiB:.3g} GiB, but {limit / memory.GiB:.3g} GiB "
+                          f"are available ({memory.MEMORY_MARGIN:.0%} of the free memory); "
+                          f"give critical_points.starts <= {fits}", "critical_points.starts")
+    return need
 
 
 LANDSCAPE_STUDY_SECTIONS: tuple[Section, ...] = (
@@ -61,7 +97,7 @@ LANDSCAPE_STUDY_SECTIONS: tuple[Section, ...] = (
         "zero_tolerance": (ck.number_in(0.0, True, 1e-2), 1e-11),
         "match_tolerance": (ck.number_in(0.0, True, 0.1), 1e-6),
         "seed": (ck.integer_in(0, 2**63 - 1), 0),
-    }),
+    }, finish=check_points_memory),
 )
 LANDSCAPE_STUDY_TASKS: dict[str, tuple[str, ...]] = {
     "critical_points": ("output", "parallel", "critical_points"),

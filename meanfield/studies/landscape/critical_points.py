@@ -77,7 +77,7 @@ def find(cfg: dict, n: int, beta: float) -> tuple[list[list], dict[str, list[int
                 hits = [0] * len(search.FAMILIES)
                 hits[fi] = 1
                 found.append([x, inv, hits])
-        counts[family] = [len(xs), ok]
+        counts[family] = [c["starts"], ok]
     return found, counts
 
 
