@@ -5,9 +5,11 @@ Steps not cut by saves (``free``: adaptive, no noise, ``t_end`` given): the step
 those of ``solvers.steppers.dense`` (``GlobalStepDoubling``: the error of the whole
 run to ``t_end`` held to ``tolerance``, the PDE's control), cut short only at
 ``t_end``; ``advance_free`` gives the tokens at a save inside a step by the step's
-continuous extension (``dense``: one or two RK4 steps from the step's start, each
-retracted, so saved tokens on the sphere are unit vectors to round-off), the same
-mechanism as the PDE's (``meanfield.runs.pde_steps``). The steps, and the final
+continuous extension (``dense`` with the step's end: the quintic Hermite interpolant of
+the step's start, middle and end and their velocities, all computed by the step, the
+end's shared with the next step, so a save costs no velocity; retracted, so saved tokens
+on the sphere are unit vectors to round-off), the loop of the PDE's
+(``meanfield.runs.pde_steps``, whose saves are one or two steps from the step's start). The steps, and the final
 tokens bit for bit, do not depend on the saves. Fixed ``dt`` and noise runs land
 on each save (a save at a multiple of ``dt`` cuts no step; the noise increments are
 drawn per step, so a seed's path stays the same).
@@ -52,8 +54,10 @@ class FreeStepping:
             return self.free_state
 
         def interpolate(state: FreeState, at: float) -> np.ndarray:
+            timed = self.rk4.time_dependent
             value = self.stepper.dense(state.prev, at - state.prev_t, state.prev_h,
-                                       state.prev_t if self.rk4.time_dependent else None)
+                                       state.prev_t if timed else None, end=state.u,
+                                       end_t=state.t if timed else None)
             self.check(value, at)
             return value
 
