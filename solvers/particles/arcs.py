@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.signals import DeferredSignals
+
 MIN_TOLERANCE = 1e-12  # below: rounding (~1e-14 relative) would eat the budget
 MAX_NODES = 40  # nodes per arc tried by arc_plan
 MAX_ARCS = 4096  # beyond (beta > ~1e4): the direct kernel (the moments' memory grows)
@@ -59,6 +61,10 @@ KEY_CHUNK = 1 << 16  # keys per chunk of the anterpolation at least, and at most
 MAX_KEY_CHUNKS = 8  # this many chunks (a function of n only: thread-independent)
 ROWS = 32  # rows per block (one thread each) of the evaluation
 EVALUATE_ROWS = 1 << 16  # rows per compiled call of the evaluation (~3 us a row: ~0.2 s)
+# keys of each chunk per compiled call of the anterpolation, a multiple of LANES (8 chunks
+# of 2^19: ~0.25 s at the measured 46-67 ns a key on 2 loaded cores; one call at n = 4e7
+# was 1.9-2.7 s)
+ANTERPOLATE_KEYS = 1 << 19
 LANES = 4  # keys the anterpolation takes at a time, each into its own moments
 _RHO = np.exp(np.linspace(math.log(1.0005), math.log(1e4), 2000))  # ellipses tried
 
@@ -147,10 +153,12 @@ def chebyshev_nodes(nodes: int) -> tuple[np.ndarray, np.ndarray]:
 def make_arc_kernels() -> tuple[Callable, Callable]:
     """The compiled ``(anterpolate, evaluate)`` (module docstring; cached on disk).
 
-    - ``anterpolate(y, arcs, chunk, moments, counts)``: keys ``y`` (n, 2) at angles in
-      [0, 2 pi): ``moments[c, lane, arc, k] += T_k(tau_j)`` and ``counts[c, arc] += 1``
-      for the keys of chunk ``c`` (``chunk`` keys each), each key into one of ``LANES``
-      lanes (``chebyshev_nodes`` makes the moments node weights).
+    - ``anterpolate(y, arcs, chunk, moments, counts, lo, hi)``: keys ``y`` (n, 2) at
+      angles in [0, 2 pi): ``moments[c, lane, arc, k] += T_k(tau_j)`` and
+      ``counts[c, arc] += 1`` for the keys ``lo .. hi`` (multiples of ``LANES``) of
+      chunk ``c`` (``chunk`` keys each), each key into one of ``LANES`` lanes
+      (``chebyshev_nodes`` makes the moments node weights): calls over consecutive
+      ranges add in the order of one call over the whole chunk, the same bits.
     - ``evaluate(q, beta, half_width, centres, counts, nodes_xy, weights, skip, s, z,
       shift)``: the rows ``q`` (unit vectors) against the non-empty arcs (``centres``,
       ``counts``, their node directions ``nodes_xy`` (arc, l, 2) and weights (arc, l));
@@ -177,7 +185,7 @@ def make_arc_kernels() -> tuple[Callable, Callable]:
 
     @numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy",
                 boundscheck=False)
-    def anterpolate(y, arcs, chunk, moments, counts):
+    def anterpolate(y, arcs, chunk, moments, counts, lo, hi):
         # Four keys at a time, each lane into its own moments (moments[c, lane]): four
         # independent recurrences and adds hide each other's latency (clustered keys
         # fall in one arc, where one set of moments would chain every add through
@@ -186,7 +194,7 @@ def make_arc_kernels() -> tuple[Callable, Callable]:
         p = moments.shape[3]
         h = math.pi / arcs
         for c in numba.prange(moments.shape[0]):
-            start, stop = c * chunk, min(n, (c + 1) * chunk)
+            start, stop = c * chunk + lo, min(n, c * chunk + min(hi, chunk))
             m0, m1, m2, m3 = moments[c, 0], moments[c, 1], moments[c, 2], moments[c, 3]
             j = start
             while j + 4 <= stop:
@@ -296,7 +304,8 @@ def arc_cost(n: int, rows: int, plan: ArcPlan) -> float:
     return float(n * plan.nodes + rows * min(plan.arcs, n) * plan.nodes)
 
 
-def arc_kernel_sums(queries: np.ndarray, keys: np.ndarray, plan: ArcPlan
+def arc_kernel_sums(queries: np.ndarray, keys: np.ndarray, plan: ArcPlan,
+                    check: Callable[[], None] | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(s, z, shift)`` of ``e^{beta <q, y>}`` on S^1, every row within ``plan.tolerance``
     of its own sum: ``|e^{shift} z_i - Z_i| <= tolerance Z_i`` and each component of
@@ -306,6 +315,8 @@ def arc_kernel_sums(queries: np.ndarray, keys: np.ndarray, plan: ArcPlan
         queries: (m, 2) points, taken as directions.
         keys: (n, 2) points, taken as directions.
         plan: ``arc_plan(beta, tolerance)``.
+        check: called between compiled calls (may raise); None: a ``DeferredSignals``
+            of its own when there is more than one (a Ctrl-C raised between them).
 
     Returns:
         ``(s, z, shift)`` as ``solvers.particles.direct.exp_kernel_sums``: ``shift_i`` is
@@ -317,12 +328,19 @@ def arc_kernel_sums(queries: np.ndarray, keys: np.ndarray, plan: ArcPlan
     s, z, shift = np.zeros((m, 2)), np.zeros(m), np.zeros(m)
     if m == 0 or n == 0:
         return s, z, shift
+    chunks = min(MAX_KEY_CHUNKS, -(-n // KEY_CHUNK))
+    size = -(-n // chunks)
+    if check is None and -(-size // ANTERPOLATE_KEYS) + -(-m // EVALUATE_ROWS) > 2:
+        with DeferredSignals() as signals:  # more than one call of either kernel
+            return arc_kernel_sums(q, y, plan, signals.check)
     anterpolate, evaluate = make_arc_kernels()
     t, to_weights = chebyshev_nodes(plan.nodes)
-    chunks = min(MAX_KEY_CHUNKS, -(-n // KEY_CHUNK))
     moments = np.zeros((chunks, LANES, plan.arcs, plan.nodes))
     counts = np.zeros((chunks, plan.arcs))
-    anterpolate(y, plan.arcs, -(-n // chunks), moments, counts)
+    for lo in range(0, size, ANTERPOLATE_KEYS):  # calls of ~0.25 s, check between
+        anterpolate(y, plan.arcs, size, moments, counts, lo, lo + ANTERPOLATE_KEYS)
+        if check is not None:
+            check()
     total_m, total_c = np.zeros((plan.arcs, plan.nodes)), counts[0]
     for c in range(chunks):  # chunk and lane order: the same sums whatever the threads
         for lane in range(LANES):
@@ -341,4 +359,6 @@ def arc_kernel_sums(queries: np.ndarray, keys: np.ndarray, plan: ArcPlan
         i1 = i0 + EVALUATE_ROWS
         evaluate(q[i0:i1], plan.beta, h, centres, total_c[live], nodes_xy, weights3,
                  plan.tolerance / 8, s[i0:i1], z[i0:i1], shift[i0:i1])
+        if check is not None and i1 < m:
+            check()
     return s, z, shift
