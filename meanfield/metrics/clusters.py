@@ -54,7 +54,11 @@ DENSE_WORK = 1e8
 # 3 components sums the squares in Prim's order
 DENSE_WORK_S2 = 2**24
 SNAP = 1e-3  # tokens within SNAP * threshold are merged before the tree is built
-SMALL_TREE = 2**16  # n^2 d up to which the count is Prim's tree of all the tokens
+# n^2 d of "a few tokens" (the per-save diagnostics of small runs: n = 32, d = 16 is 2^14):
+# the cluster count is Prim's tree of them all, the energy's pair sum one dense product
+# (``meanfield.model.kernels.dense_pair_sum``), both in one call
+# (``meanfield.metrics.small_frames``)
+SMALL_FRAME = 2**16
 
 
 def cluster_count(x: np.ndarray, threshold: float) -> int:
@@ -69,7 +73,7 @@ def cluster_count(x: np.ndarray, threshold: float) -> int:
     """
     x = np.asarray(x, dtype=float)
     n, d = x.shape
-    if d >= 3 and n * n * d <= min(SMALL_TREE, DENSE_WORK) and np.all(np.abs(x) < 1e150):
+    if d >= 3 and n * n * d <= min(SMALL_FRAME, DENSE_WORK) and np.all(np.abs(x) < 1e150):
         # a few tokens (the per-save diagnostics of small runs): the tree of them all;
         # the snapping is for the large sets, and its sort cost 20 us at n = 32, d = 16,
         # twice the tree
@@ -112,7 +116,7 @@ def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
     n, d = x.shape
     if d == 1:
         return 1 + int(np.count_nonzero(np.diff(np.sort(x[:, 0])) >= threshold))
-    if n * n * d <= min(SMALL_TREE, DENSE_WORK) and np.all(np.abs(x) < 1e150):  # (as above)
+    if n * n * d <= min(SMALL_FRAME, DENSE_WORK) and np.all(np.abs(x) < 1e150):  # (as above)
         return 1 if n == 1 else \
             1 + int(np.count_nonzero(_prim(np.ascontiguousarray(x)) >= threshold))
     cube = SNAP * threshold / np.sqrt(d)
@@ -179,17 +183,27 @@ def _prim(x):
     best = np.full(n, np.inf)
     done = np.zeros(n, dtype=np.bool_)
     out = np.empty(n - 1)
+    dist = np.empty(n)
+    xt = np.ascontiguousarray(x.T)  # (components in rows: the loop over j is contiguous)
     current = 0
     done[0] = True
     for k in range(n - 1):
+        # the squared distances from the current token, for every j at once (each sums
+        # its squares in the order of c, as one j at a time did: the same bits, in
+        # vector lanes across j)
+        for j in range(n):
+            dist[j] = 0.0
+        for c in range(d):
+            xc = xt[c, current]
+            row = xt[c]
+            for j in range(n):
+                diff = xc - row[j]
+                dist[j] += diff * diff
         nxt, nxt_d = -1, np.inf
         for j in range(n):
             if done[j]:
                 continue
-            s = 0.0
-            for c in range(d):
-                diff = x[current, c] - x[j, c]
-                s += diff * diff
+            s = dist[j]
             if s < best[j]:
                 best[j] = s
             if best[j] < nxt_d:

@@ -37,6 +37,7 @@ import math
 import numpy as np
 from scipy import special
 
+from meanfield.metrics.clusters import SMALL_FRAME
 from solvers.particles import fast
 from solvers.particles.direct import exp_kernel_sums, tangent_projection
 from solvers.particles.multipliers import (
@@ -299,18 +300,24 @@ def uniform_kernel_mean(d: int, beta: float) -> float:
     return 1.0 if beta == 0 else float(-np.expm1(-2 * beta) / (2 * beta))
 
 
-# n^2 d up to which ``dense_pair_sum`` gives the energy's pair sum: for a few tokens (the
-# per-save diagnostics of small runs) one product, 8 us at n = 32, d = 16, against 45
-# through ``kernel_sums`` (which also projects attention vectors the energy does not need)
-SMALL_PAIRS = 2**16
-
-
 def dense_pair_sum(th: np.ndarray, beta: float) -> tuple[float, float]:
     """``(mean_ij e^{beta <th_i, th_j>} / e^top, top)`` with ``top`` the largest
-    exponent: the pair sum of ``interaction_energy`` for a few tokens, in one product."""
+    exponent: the pair sum of ``interaction_energy`` for a few tokens (``n^2 d <=
+    SMALL_FRAME``) in one product, 8 us at n = 32, d = 16 against 45 through
+    ``kernel_sums`` (which also projects attention vectors the energy does not need)."""
     logits = beta * (th @ th.T)
     top = float(np.max(logits))
     return float(np.sum(np.exp(logits - top))) / th.shape[0] ** 2, top
+
+
+def energy_from_pair_sum(pairs: float, top: float, d: int, beta: float) -> float:
+    """``E_beta(mu^n) - E_beta(uniform)`` from the pair sum ``mean_ij e^{beta <x_i, x_j>}
+    = pairs e^top`` on S^{d-1} (``beta > 0``); ``inf`` beyond the double range."""
+    log_uniform = log_uniform_pair_integral(d, beta)
+    # Both terms carry e^beta: beyond e^709 the energy is not a double (inf, stated).
+    if max(top, log_uniform) > 700:
+        return math.inf
+    return (pairs * math.exp(top) - math.exp(log_uniform)) / (2 * beta)
 
 
 @functools.lru_cache(maxsize=256)  # (a constant of each run's energy: 0.1 ms a frame)

@@ -242,19 +242,14 @@ def interaction_energy(x: np.ndarray, beta: float, backend: str = "auto",
     n, d = th.shape
     if beta == 0:
         return 0.5 * order_parameter(th) ** 2
-    if method == "direct" and n * n * d <= kernels.SMALL_PAIRS:  # (a few tokens)
+    if method == "direct" and n * n * d <= kernels.SMALL_FRAME:  # (a few tokens)
         pairs, top = kernels.dense_pair_sum(th, beta)
     else:
         _, z, shift = kernels.kernel_sums(th, th, beta, method=method, accuracy=accuracy,
                                           backend=backend, project=True, threads=threads)
         top = float(np.max(shift))
         pairs = float(np.sum(np.exp(shift - top) * z)) / n**2  # times e^top
-    log_uniform = kernels.log_uniform_pair_integral(d, beta)
-    # Both terms carry e^beta: beyond e^709 the energy is not a double (inf, stated).
-    scale = max(top, log_uniform)
-    if scale > 700:
-        return math.inf
-    return (pairs * math.exp(top) - math.exp(log_uniform)) / (2 * beta)
+    return kernels.energy_from_pair_sum(pairs, top, d, beta)
 
 
 # ---------------------------------------------------------------------------------------

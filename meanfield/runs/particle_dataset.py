@@ -17,6 +17,8 @@ from meanfield.config.weights import head_specs, is_identity, is_weighted, scala
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.cluster_rank import count_clusters
+from meanfield.metrics.small_frames import sphere_frame
+from meanfield.model import kernels
 from meanfield.model import particles as pm
 
 def attention_heads(cfg: dict) -> int:
@@ -57,10 +59,12 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
         th = pm.directions(x)
         n = th.shape[0]
         out = {}
+        small = small_frame(th, plan, p, asked)
         if "order_parameter" in asked or "mean_direction" in asked:
             # summarize's (meanfield.metrics.diagnostics) with weights 1/n, without its
-            # mass and entropy: the same products, so the same numbers
-            m = np.tensordot(np.full(n, 1.0 / n), th, axes=1)
+            # mass and entropy: the same products, so the same numbers (tensordot's own
+            # (1, n) x (n, d) product, without its 10 us of reshaping a frame)
+            m = small[0] if small else np.dot(np.full((1, n), 1.0 / n), th)[0]
             r = float(np.linalg.norm(m))
             if "order_parameter" in asked:
                 out["order_parameter"] = r
@@ -68,7 +72,10 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
                 out["mean_direction"] = m / r if r > 0 else np.full(th.shape[-1], np.nan)
         if "energy" in asked:
             energy = math.nan  # E_beta diverges with beta; undefined for other kernels
-            if not math.isinf(plan["beta"]) and plan.get("energy", True):
+            if small and small[2] > -math.inf:
+                energy = kernels.energy_from_pair_sum(small[1], small[2], th.shape[1],
+                                                      plan["beta"])
+            elif not math.isinf(plan["beta"]) and plan.get("energy", True):
                 energy = pm.interaction_energy(th, plan["beta"], method=plan["sum_method"],
                                                accuracy=p["accuracy"],
                                                threads=plan.get("threads"))
@@ -76,8 +83,8 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
         if "axis_order_parameter" in asked:  # (zonal) the PDE's order parameter along e
             out["axis_order_parameter"] = float(np.mean(th[:, 0]))
         if "clusters" in asked:
-            out["clusters"] = count_clusters(th, p["cluster_threshold"],
-                                             p["cluster_method"])
+            out["clusters"] = small[3] if small else \
+                count_clusters(th, p["cluster_threshold"], p["cluster_method"])
         if p["attention_rank"] and attention is None:
             out["attention_rank"] = cl.attention_rank(th, plan["beta"],
                                                       cfg["model"]["normalized"],
@@ -88,6 +95,22 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
             out["boolean_distance"] = am.boolean_distance(attention)
         out["attention_rank"] = am.numerical_rank(attention, p["rank_tolerance"])
     return out
+
+
+def small_frame(th: np.ndarray, plan: dict, p: dict, asked: Any) -> tuple | None:
+    """``meanfield.metrics.small_frames.sphere_frame`` of a few tokens on S^{d-1}, d >= 3
+    (S^1's count is the sorted angles'), with the direct sums and the linkage count;
+    None where the general paths apply. Its pair sum only where the energy is defined
+    (``top = -inf`` else), its count only if asked; None for tokens not finite."""
+    n, d = th.shape
+    if d < 3 or n * n * d > cl.SMALL_FRAME or plan["sum_method"] != "direct" or \
+            p["cluster_method"] != "linkage":
+        return None
+    beta = plan["beta"]
+    energy = "energy" in asked and plan.get("energy", True) and \
+        0 < beta < math.inf
+    return sphere_frame(th, beta if energy else 0.0, p["cluster_threshold"], energy,
+                        "clusters" in asked)
 
 
 def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkage",

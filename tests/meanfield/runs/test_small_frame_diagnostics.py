@@ -20,9 +20,9 @@ def _tokens(n: int, d: int, seed: int, spread: float = 1.0) -> np.ndarray:
 @pytest.mark.parametrize("beta", [0.5, 4.0, 60.0])
 def test_small_energy_is_the_kernel_sums_energy(monkeypatch, beta):
     x = _tokens(32, 16, 1)
-    assert 32 * 32 * 16 <= kernels.SMALL_PAIRS
+    assert 32 * 32 * 16 <= kernels.SMALL_FRAME
     short = pm.interaction_energy(x, beta)
-    monkeypatch.setattr(kernels, "SMALL_PAIRS", 0)  # the general path
+    monkeypatch.setattr(kernels, "SMALL_FRAME", 0)  # the general path
     general = pm.interaction_energy(x, beta)
     assert short == pytest.approx(general, rel=1e-12, abs=1e-14 * np.exp(beta) / beta)
 
@@ -33,7 +33,7 @@ def test_small_cluster_count_is_the_snapped_count(monkeypatch, d):
     sets = [_tokens(40, d, seed, spread) for seed, spread in ((2, 1e-3), (3, 3e-2))]
     short = [cl.cluster_count(x, thr) for x in sets for thr in (1e-2, 0.1, 0.5)]
     euclid = [cl.euclidean_cluster_count(3 * x, thr) for x in sets for thr in (1e-2, 0.3)]
-    monkeypatch.setattr(cl, "SMALL_TREE", 0)  # the snapped paths
+    monkeypatch.setattr(cl, "SMALL_FRAME", 0)  # the snapped paths
     assert short == [cl.cluster_count(x, thr) for x in sets for thr in (1e-2, 0.1, 0.5)]
     assert euclid == [cl.euclidean_cluster_count(3 * x, thr) for x in sets
                       for thr in (1e-2, 0.3)]
