@@ -40,34 +40,35 @@ import functools
 import numpy as np
 
 from meanfield.metrics.circle_measures import TWO_PI, CircleMeasure
+from solvers.signals import DeferredSignals
 
 EPS = np.finfo(float).eps
 SNAP = 8 * EPS  # plan pieces lighter than this are ties (see the module docstring)
+SWEEP_CALL = 1 << 21  # breakpoints of one compiled call of the sweep (sweep_calls)
 MAXITER = 400
 
 
 @functools.cache
 def make_sweep_kernel():
-    """Compile ``sweep(U, tg, x, y, iy0, k, phi, p, scale, snap, find_max)``: one pass
-    over the merged breakpoints (the order of ``atoms_pieces``), without storing them.
-    ``find_max``: returns (max |z| over the live pieces, 0, 0); else (scale, sum l
-    (|z| / scale)^p, sum coef (|z| / scale)^p). ``snap > 0``: a breakpoint closer than
-    snap to the last one kept is merged into it (its piece has no length and no cost),
-    and only the pieces kept are live; else live means length > 0 or coef != 0."""
+    """Compile ``sweep(U, tg, x, y, iy0, k, phi, p, scale, snap, find_max, steps,
+    state)``: ``steps`` more breakpoints of one pass over the merged breakpoints (the
+    order of ``atoms_pieces``), without storing them; ``state`` = [i, j, last t, last g,
+    max |z|, value, slope], zeros at the start, is read and written back, so passes in
+    several calls add in the order of one (``sweep_calls``). ``find_max``: the state
+    gathers max |z| over the live pieces; else sum l (|z| / scale)^p and sum coef (|z| /
+    scale)^p. ``snap > 0``: a breakpoint closer than snap to the last one kept is merged
+    into it (its piece has no length and no cost), and only the pieces kept are live;
+    else live means length > 0 or coef != 0."""
     import numba
 
     @numba.njit(cache=True, error_model="numpy", boundscheck=False)
-    def sweep(U, tg, x, y, iy0, k, phi, p, scale, snap, find_max):
+    def sweep(U, tg, x, y, iy0, k, phi, p, scale, snap, find_max, steps, state):
         n, m = U.size, tg.size
         two_pi = 2 * np.pi
-        i = 0
-        j = 0
-        prev_t = 0.0
-        prev_g = 0
-        zmax = 0.0
-        value = 0.0
-        slope = 0.0
-        for _ in range(n + m):
+        i, j = int(state[0]), int(state[1])
+        prev_t, prev_g = state[2], int(state[3])
+        zmax, value, slope = state[4], state[5], state[6]
+        for _ in range(steps):
             if i < m and (j >= n or tg[i] <= U[j]):
                 cur, g = tg[i], 1
             else:
@@ -101,11 +102,29 @@ def make_sweep_kernel():
             else:
                 j += 1
             prev_g = g
-        if find_max:
-            return zmax, 0.0, 0.0
-        return scale, value, slope
+        state[0], state[1], state[2], state[3] = i, j, prev_t, prev_g
+        state[4], state[5], state[6] = zmax, value, slope
 
     return sweep
+
+
+def sweep_calls(args: tuple, scale: float, snap: float, find_max: bool
+                ) -> tuple[float, float, float]:
+    """One pass of ``make_sweep_kernel``'s sweep over the ``n + m`` breakpoints of
+    ``args`` (``U, tg, x, y, iy0, k, phi, p``) in compiled calls of ``SWEEP_CALL``
+    breakpoints (0.1-0.2 s a call at the measured ~50-160 ns a breakpoint; one call was
+    1.7 s at n = 1e7), a Ctrl-C raised between them (``solvers.signals``): returns (max
+    |z|, 0, 0) with ``find_max``, else (scale, value, slope)."""
+    sweep, state = make_sweep_kernel(), np.zeros(7)
+    total = args[0].size + args[1].size
+    if total <= SWEEP_CALL:
+        sweep(*args, scale, snap, find_max, total, state)
+    else:
+        with DeferredSignals() as signals:
+            for done in range(0, total, SWEEP_CALL):
+                sweep(*args, scale, snap, find_max, min(SWEEP_CALL, total - done), state)
+                signals.check()
+    return (state[4], 0.0, 0.0) if find_max else (scale, state[5], state[6])
 
 
 def _rolled_levels(mu: CircleMeasure, nu: CircleMeasure, alpha: float):
@@ -204,12 +223,11 @@ def _scaled(mu: CircleMeasure, nu: CircleMeasure, alpha: float, phi: float, p: f
     (M = p log of the largest |z| of a live piece; -inf when C = 0). ``snap > 0``: the
     pieces shorter than ``snap`` left out, and no slope."""
     k, tg, iy0 = _rolled_levels(mu, nu, alpha)
-    sweep = make_sweep_kernel()
     args = (mu.levels, tg, mu.angles, nu.angles, iy0, float(k), float(phi), float(p))
-    zmax = sweep(*args, 1.0, float(snap), True)[0]
+    zmax = sweep_calls(args, 1.0, float(snap), True)[0]
     if zmax == 0:
         return -np.inf, 0.0, 0.0
-    _, value, slope = sweep(*args, zmax, float(snap), False)
+    _, value, slope = sweep_calls(args, zmax, float(snap), False)
     return p * np.log(zmax), value, slope
 
 

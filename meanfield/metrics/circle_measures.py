@@ -34,9 +34,9 @@ from solvers.signals import DeferredSignals
 
 TWO_PI = 2 * np.pi
 # points of one compiled call of the panel kernels (quantiles measured 56 ns a point on
-# finite-volume panels, 260-460 ns spectral: <= ~0.5 s; the quadrature of atoms against a
-# density at p != 2 asks for n x 16 x 2 at once: one call of ~10 s at n = 1e6 before)
-KERNEL_CALL = 1 << 20
+# finite-volume panels, 260-460 ns spectral, ~1 us under load: <= ~0.5 s; the quadrature
+# of atoms against a density at p != 2 asks for n x 16 x 2 at once: ~10 s at n = 1e6)
+KERNEL_CALL = 1 << 19
 SPECTRAL_DEGREE = 18  # Chebyshev degree of the spectral CDF on one grid interval
 MASS_RTOL = 1e-8  # relative mass defect of a density renormalised silently
 # Node values below -NEGATIVE_RTOL * max are an error: the PDE solvers' own default

@@ -15,9 +15,11 @@ import numpy as np
 
 from meanfield.metrics.circle_measures import CircleMeasure
 from meanfield.metrics.circle_minimise import minimise_with_slope, newton_shift
+from solvers.signals import DeferredSignals
 
 COARSE_ABOVE = 50_000  # atoms vs density: a coarse pre-solve above this many atoms
 COARSE_GROUPS = 4096
+SWEEP_CALL = 1 << 20  # points of one compiled call of the sweep (~100-300 ns a point)
 
 
 @functools.cache
@@ -154,7 +156,10 @@ def atoms_panels_cost(mu: CircleMeasure, nu: CircleMeasure, alpha: float, phi: f
 def make_sweep_kernel():
     """Compile ``sweep(...)``: C(alpha), C'(alpha) and C''(alpha) for atoms x against
     panels in one pass over the n + 1 quantile points y_j = G^{-1}(U_j + alpha), p = 1
-    or 2 (see ``PanelSweep``)."""
+    or 2 (see ``PanelSweep``). The points ``j0 .. j1`` of that pass: ``state`` (the sums
+    and what the pass carries from a point to the next, zeros with ``state[3] = -1`` at
+    the start) is read and written back, so passes in several calls make the same
+    operations in the same order as one (``PanelSweep.__call__``)."""
     import numba
 
     # Module globals, not closure cells (numba's disk cache, as make_moment_kernel).
@@ -255,18 +260,18 @@ def make_sweep_kernel():
 
     @numba.njit(cache=True, error_model="numpy", boundscheck=False)
     def sweep(p, x, levels, alpha, phi, masses, A, ends, full, centers, radii,
-              kq, uq, fq, warm, dalpha):
+              kq, uq, fq, warm, dalpha, j0, j1, state):
         n = x.size
         npan = A.shape[0]
         two_pi = 2 * np.pi
-        total = 0.0
-        slope = 0.0
-        curv = 0.0
+        total, slope, curv = state[0], state[1], state[2]
         # the last evaluation: panel, point, F_loc and its two derivatives there
-        kprev, uprev, tprev, fprev, gprev = -1, 0.0, 0.0, 0.0, 0.0
+        kprev, uprev, tprev = int(state[3]), state[4], state[5]
+        fprev, gprev = state[6], state[7]
         # the previous point's panel, local coordinate, lap, angle and end values
-        ka, ua, lapa, ya, pa, i0a, i1a = 0, 0.0, 0, 0.0, 0.0, 0.0, 0.0
-        for j in range(n + 1):
+        ka, ua, lapa, ya = int(state[8]), state[9], int(state[10]), state[11]
+        pa, i0a, i1a = state[12], state[13], state[14]
+        for j in range(j0, j1):
             s = alpha + (levels[j - 1] if j > 0 else 0.0)
             lap = int(np.ceil(s)) - 1
             t = min(max(s - lap, 0.0), 1.0)
@@ -328,6 +333,10 @@ def make_sweep_kernel():
                 xl = x[j - 1] if j > 0 else x[n - 1] - two_pi
                 curv = _sweep_curvature(curv, p, x[j], xl, y, r, fp)
             ka, ua, lapa, ya, pa, i0a, i1a = k, u, lap, y, f, i0, i1
+        state[0], state[1], state[2] = total, slope, curv
+        state[3], state[4], state[5], state[6], state[7] = kprev, uprev, tprev, fprev, gprev
+        state[8], state[9], state[10], state[11] = ka, ua, lapa, ya
+        state[12], state[13], state[14] = pa, i0a, i1a
         return total, slope, curv
 
     return sweep
@@ -374,10 +383,21 @@ class PanelSweep:
         warm = self.last is not None and abs(alpha - self.last) < 1e-3
         dalpha = alpha - self.last if warm else 0.0
         self.calls += 1
-        out = make_sweep_kernel()(self.p, self.mu.angles, self.mu.levels, alpha, self.phi,
-                                  self.nu.masses, self.A,
-                                  self.ends, self.full, self.nu.centers, self.nu.radii,
-                                  self.k, self.u, self.f, warm, dalpha)
+        sweep, state, points = make_sweep_kernel(), np.zeros(15), self.mu.angles.size + 1
+        state[3] = -1.0  # no last evaluation
+
+        def part(j0: int, j1: int):
+            return sweep(self.p, self.mu.angles, self.mu.levels, alpha, self.phi,
+                         self.nu.masses, self.A, self.ends, self.full, self.nu.centers,
+                         self.nu.radii, self.k, self.u, self.f, warm, dalpha, j0, j1, state)
+
+        if points <= SWEEP_CALL:
+            out = part(0, points)
+        else:  # calls of ~0.1-0.3 s (one pass was 3.1 s at n = 1e7), Ctrl-C between
+            with DeferredSignals() as signals:
+                for j0 in range(0, points, SWEEP_CALL):
+                    out = part(j0, min(points, j0 + SWEEP_CALL))
+                    signals.check()
         self.last = alpha
         return out
 
