@@ -77,3 +77,18 @@ def test_a_given_check_runs_between_calls(monkeypatch, points):
     with pytest.raises(KeyboardInterrupt):
         sa.assignment_w2(x, y, check=check)
     assert started == [1]
+
+
+def test_the_longitude_inversion_in_many_calls_has_the_same_bits(monkeypatch):
+    # the reference atoms' longitudes (sphere_quantize): a row's Newton solve depends on
+    # its row only; 2e5 rows at L = 65 were one compiled call of 0.75 s
+    from meanfield.metrics import sphere_quantize as sq
+
+    rng = np.random.default_rng(6)
+    a = 0.01 * rng.standard_normal((5000, 12))
+    a[:, 0] = 1.0
+    b = 0.01 * rng.standard_normal((5000, 12))
+    v = rng.uniform(0, 1, 5000)
+    whole = sq._longitude_kernel()(a, b, v)
+    monkeypatch.setattr(sq, "LONGITUDE_ROWS", 333)
+    assert np.array_equal(sq._longitudes(a, b, v), whole)
