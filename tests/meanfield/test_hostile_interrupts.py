@@ -17,9 +17,9 @@ kernel (studies/transport/               rows x n x (2d + 1) <=     ~0.4 s      
                                                                                  at n = 1e5)
 evaluate (solvers/particles/arcs)        EVALUATE_ROWS = 65536 rows 0.2 s (2.8   chunked
                                          x ~3 us                    us a row)
-anterpolate (arcs)                       24 ms per 1e6 keys         ~1 s at the  not chunked
-                                                                    memory's n   (borderline)
-                                                                    = 4e7 on S^1
+anterpolate (arcs)                       ANTERPOLATE_KEYS = 2^19    ~0.1 s (was  chunked,
+                                         keys of each chunk a call  1.9-2.7 s at same bits
+                                                                    n = 4e7)
 angles, sphere_loc, assemble (chunks)    one key chunk (chunk_      < 0.1 s      bounded
                                          slices)
 _prim (metrics/clusters)                 n^2 d <= DENSE_WORK = 1e8  ~0.3 s       bounded
@@ -28,10 +28,12 @@ component blocks (metrics/components)    BLOCK rows, BLOCK_PAIRS    < 1 s       
                                                                                  signals
 run_block, gram_system (phase_numba,     a chunk of systems         < 1 s        chunked,
   phase_gram)                                                                    signals
-auction (metrics/sphere_assignment)      up to 200 M bids a phase   0.5-2 s at   NOT chunked
-                                                                    n = 1e4,     (open)
-                                                                    more above
-violations, invert (sphere_assignment)   O(n x cubes)               < 0.1 s      bounded
+auction (metrics/sphere_assignment)      AUCTION_WORK = 2^25        0.12-0.21 s  chunked,
+                                         candidate looks a call     (was 0.6-4 s same bits
+                                                                    at n = 1e4-  (state in
+                                                                    3e4)         arrays)
+invert (metrics/sphere_quantize)         LONGITUDE_ROWS = 2^16 rows ~0.25 s      chunked
+violations (sphere_assignment)           O(n x cubes)               < 0.1 s      bounded
 synthesis, analysis (solvers/transforms/ O(L^3 / threads), order    seconds at   NOT chunked
   sht_kernels)                           ranges on a thread pool    L = 2047     (open)
                                                                     (estimated)
@@ -40,13 +42,26 @@ tendency (solvers/operators/             O(cells)                   ~0.1 s at   
   finite_volume, zonal_finite_volume)                               2e7 cells
 usa, sa, multipliers, flux, divergence,  O(grid) per call           < 0.1 s      bounded
   rows (model/circle*, zonal_flux)
-cdf, quantile, moments, cost, sweep      O(atoms + panels)          not measured open
-  (metrics/circle_measures, _panels,
-  _atoms)
+cdf, quantile (metrics/circle_measures)  KERNEL_CALL = 2^19 points  <= ~0.5 s    chunked,
+                                         (W_p, p != 2, atoms vs     (was ~10 s   same bits
+                                         density: n x 32 at once)   at n = 1e6)
+sweep (metrics/circle_atoms,             SWEEP_CALL = 2^21 / 2^20   0.26 / 0.49  chunked,
+  circle_panels)                         points a call              s (was 1.7 / same bits
+                                                                    3.1 s at n =
+                                                                    1e7)
+moments, cost (circle_panels)            O(atoms + panels), the     -            tests only
+                                         reference evaluation
 
 The tests: a stand-in signals object whose ``check`` raises (as ``DeferredSignals.check``
 does for a noted Ctrl-C) stops each chunked driver after its first compiled call, and a
 real SIGINT noted by ``DeferredSignals`` does the same; chunking changes no bit.
+
+A chunked driver given no ``check`` opens a ``DeferredSignals`` of its own
+(``solvers.signals``, nested ones share the outer) when it makes more than one call: a
+particle run's velocity, the auction, the circle's W_p stop after the call running.
+Their tests: ``tests/solvers/particles/test_hostile_deferred_sums.py``,
+``test_hostile_arc_interrupts.py``, ``tests/meanfield/metrics/
+test_hostile_auction_interrupts.py``, ``test_hostile_circle_interrupts.py``.
 """
 from __future__ import annotations
 
