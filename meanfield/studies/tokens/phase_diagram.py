@@ -67,6 +67,15 @@ statistical error: tightened to 1e-6, the diagram (d = 1024 and d = 8, 512 syste
 moved by at most 0.002, 7 % of the half-width of its 95 % interval (0.043 at 512
 systems, 0.022 at 2048; ``benchmarks/bench_phase_diagram.py``).
 
+``[phase_diagram] precision = "single"`` (default "double") runs the Gram field's inner work
+in float32 (``phase_gram_single``; the array engines' ``phase_kernels.gram_field`` alike):
+the state, the stages, the error control and the saves stay float64. Its field is the
+float64 one to ~1e-6 for spread tokens and much less near a cluster (the product is centred
+on G - 1), below the tolerance's own effect: its fractions are within 1.2e-3 of double's
+(50 beta x 128 systems, half-width 0.087), for ~1.3 times less CPU
+(``benchmarks/bench_phase_gram.py``). The tokens (d < n) and weighted systems run in double
+whatever it says; the attrs record it.
+
 Cost (``benchmarks/bench_phase_diagram.py`` on the shared 2-core machine, other jobs
 keeping its load at 4 to 6): the default d = 1024 diagram (50 beta x 2048 systems,
 t <= 30) takes 121 field evaluations per system on average (77783 of the 102400 systems
