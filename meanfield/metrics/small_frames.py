@@ -15,9 +15,12 @@ directions``, computed once):
   (``meanfield.metrics.clusters._prim``, the tree ``cluster_count`` takes for a few
   tokens: the same count).
 
-The sums run in another order than numpy's products, so the order parameter and the
-energy agree with ``summarize``'s and ``interaction_energy``'s to round-off
-(``tests/meanfield/metrics/test_small_frames.py``); the counts are the same.
+``euclidean_frame`` does the same for tokens in R^d (``particle_dataset.
+euclidean_diagnostics``: the mean, the spread, the largest norm, the count).
+
+The sums run in another order than numpy's products, so the order parameter, the
+energy and the spread agree with ``summarize``'s, ``interaction_energy``'s and numpy's
+to round-off (``tests/meanfield/metrics/test_small_frames.py``); the counts are the same.
 """
 from __future__ import annotations
 
@@ -80,3 +83,43 @@ def sphere_frame(th: np.ndarray, beta: float, threshold: float, energy: bool = T
                                          float(beta), float(threshold), bool(energy),
                                          bool(clusters))
     return None if count < 0 else (m, float(pairs), float(top), int(count))
+
+
+@numba.njit(cache=True)
+def _euclidean_frame(x, threshold, clusters):  # pragma: no cover - compiled
+    n, d = x.shape
+    mean = np.zeros(d)
+    top = 0.0
+    for i in range(n):
+        r2 = 0.0
+        for c in range(d):
+            if not abs(x[i, c]) < 1e150:  # (NaN too): the general paths say what
+                return mean, 0.0, 0.0, -1
+            mean[c] += x[i, c]
+            r2 += x[i, c] * x[i, c]
+        top = max(top, r2)
+    for c in range(d):
+        mean[c] /= n
+    spread = 0.0
+    for i in range(n):
+        for c in range(d):
+            dev = x[i, c] - mean[c]
+            spread += dev * dev
+    count = 0
+    if clusters:
+        count = 1
+        if n > 1:
+            for length in _prim(x):
+                count += length >= threshold
+    return mean, math.sqrt(spread / n), math.sqrt(top), count
+
+
+def euclidean_frame(x: np.ndarray, threshold: float, clusters: bool = True
+                    ) -> tuple[np.ndarray, float, float, int] | None:
+    """``(mean_i x_i, sqrt(mean_i |x_i - mean|^2), max_i |x_i|, count)`` of a few
+    tokens ``x`` (n, d) in R^d, d >= 2 (``n^2 d <= SMALL_FRAME``), the count that of
+    single linkage at Euclidean distance ``threshold`` (0 without ``clusters``). None
+    when a component is not finite or beyond 1e150."""
+    mean, spread, top, count = _euclidean_frame(np.ascontiguousarray(x, dtype=float),
+                                                float(threshold), bool(clusters))
+    return None if count < 0 else (mean, float(spread), float(top), int(count))

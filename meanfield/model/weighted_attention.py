@@ -448,7 +448,14 @@ def rescaled_velocity(z: np.ndarray, t: float,
     """
     z = _tokens(z)
     form = _rescaled_form(heads, z.shape[-1])
-    beta, mask = check_beta(beta), _check_mask(mask)
+    return rescaled_field(z, t, form, check_beta(beta), _check_mask(mask))
+
+
+def rescaled_field(z: np.ndarray, t: float, form: RescaledForm, beta: float,
+                   mask: str) -> np.ndarray:
+    """``rescaled_velocity`` of arguments already checked (a run's stages: its model
+    checked beta and the mask once, its steps check the tokens finite), without the
+    checks' 5 us a call (a fifth of a small model's velocity)."""
     b, scale = form(t)
     pz = _attend(z @ b, _transposed(z), z, _rescaled_log_scale(scale, beta), mask)
     return (pz - z) @ form.head.value.T

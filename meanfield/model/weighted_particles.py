@@ -34,7 +34,7 @@ from meanfield.errors import SolverError
 from meanfield.model.particles import check_beta
 from meanfield.model.weighted_attention import (
     MASKS, Head, RescaledForm, attention_matrix, check_head, pure_velocity,
-    rescaled_attention, rescaled_velocity)
+    rescaled_attention, rescaled_field)
 from solvers.particles.direct import tangent_projection
 
 # The pure flow stops once a bound of its logits or values passes this (the double
@@ -189,7 +189,7 @@ class RescaledParticles:
     def velocity(self, z: np.ndarray, t: float) -> np.ndarray:
         """``dz_i/dt`` at time ``t``."""
         _finite_stage(z, self.advice, t)
-        return rescaled_velocity(z, t, self.form, beta=self.beta, mask=self.mask)
+        return rescaled_field(z, t, self.form, self.beta, self.mask)  # (checked above)
 
     def attention(self, z: np.ndarray, t: float) -> np.ndarray:
         """``P(t)`` of the pure flow at ``x = e^{tV} z``: ``(1, n, n)``."""

@@ -17,7 +17,7 @@ from meanfield.config.weights import head_specs, is_identity, is_weighted, scala
 from meanfield.metrics import attention as am
 from meanfield.metrics import clusters as cl
 from meanfield.metrics.cluster_rank import count_clusters
-from meanfield.metrics.small_frames import sphere_frame
+from meanfield.metrics.small_frames import euclidean_frame, sphere_frame
 from meanfield.model import kernels
 from meanfield.model import particles as pm
 
@@ -120,6 +120,14 @@ def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkag
     (single linkage at Euclidean distance ``threshold``, or with ``method = "rank"`` the
     rank of the 0/1 matrix of close pairs); those of ``asked``."""
     out: dict[str, Any] = {}
+    n, d = x.shape
+    small = None
+    if method == "linkage" and d >= 2 and n * n * d <= cl.SMALL_FRAME:  # (a few tokens)
+        small = euclidean_frame(x, threshold, "clusters" in asked)
+    if small is not None:
+        out.update(mean_position=small[0], spread=small[1], max_norm=small[2],
+                   clusters=small[3])
+        return {k: v for k, v in out.items() if k in asked}
     if "mean_position" in asked or "spread" in asked:
         mean = x.mean(axis=0)
         dev = x - mean

@@ -178,6 +178,23 @@ class GlobalStepDoubling:
         mid = self._step(u, h / 2, t, k1)
         return k1, mid, self._stage(mid, None if t is None else t + h / 2)
 
+    def _extension(self, u: np.ndarray, h: float, t: float | None, end: np.ndarray,
+                   end_t: float | None) -> np.ndarray:
+        """The rows ``(h k1, mid - u, h k_mid, end - u, h k_end)`` (5, size) of the step
+        of ``h`` from ``u`` to ``end``, whose products with the Hermite weights are the
+        saves inside it: made at its first save, kept for the others (one product a
+        save)."""
+        kept = getattr(self, "_rows", None)
+        if kept is not None and kept[0] is u and kept[1] is end and kept[2] == (h, t):
+            return kept[3]
+        k1, mid, k_mid = self._step_data(u, h, t)
+        if end_t is None and t is not None:
+            end_t = t + h
+        k_end = self._first(end, end_t)
+        rows = np.stack([h * k1, mid - u, h * k_mid, end - u, h * k_end]).reshape(5, -1)
+        self._rows = (u, end, (h, t), rows)
+        return rows
+
     def dense(self, u: np.ndarray, s: float, h: float, t: float | None = None,
               end: np.ndarray | None = None, end_t: float | None = None) -> np.ndarray:
         """The state ``s`` after ``u`` (at time ``t``: time-dependent methods) inside an
@@ -198,15 +215,10 @@ class GlobalStepDoubling:
         changes no step."""
         p = self.method.order
         if end is not None and getattr(self.method, "first_stage", None) is not None:
-            k1, mid, k_mid = self._step_data(u, h, t)
-            if end_t is None and t is not None:
-                end_t = t + h
-            k_end = self._first(end, end_t)
-            w = hermite_weights(s / h)
+            rows = self._extension(u, h, t, end, end_t)
             # (the weights of the values add up to 1: in differences from u, a token that
             # does not move stays where it is bit for bit)
-            value = u + ((w[2] * (mid - u) + w[4] * (end - u)) +
-                         h * (w[1] * k1 + w[3] * k_mid + w[5] * k_end))
+            value = u + (hermite_weights(s / h)[1:] @ rows).reshape(u.shape)
             retract = getattr(self.method, "retract", None)
             return value if retract is None else retract(value)
         k1 = self._first(u, t)
@@ -230,8 +242,9 @@ def _hermite_inverse() -> np.ndarray:
 def hermite_weights(theta: float) -> np.ndarray:
     """The weights of ``(y0, h f0, y_mid, h f_mid, y1, h f1)`` in the quintic Hermite
     interpolant at ``theta`` in [0, 1] of a step (nodes 0, 1/2, 1; exact for quintics)."""
-    powers = np.array([theta**j for j in range(6)])
-    return powers @ _hermite_inverse()
+    t2 = theta * theta
+    return np.array([1.0, theta, t2, t2 * theta, t2 * t2, t2 * t2 * theta]) @ \
+        _hermite_inverse()
 
 
 @dataclass

@@ -54,3 +54,18 @@ def test_tokens_not_finite_go_to_the_general_paths():
     assert sphere_frame(th, 1.0, 0.1) is None
     th[3, 2] = 1e200
     assert sphere_frame(th, 1.0, 0.1) is None
+
+
+def test_euclidean_frame_against_numpy_and_the_snapped_count(monkeypatch):
+    from meanfield.metrics.small_frames import euclidean_frame
+    monkeypatch.setattr(cl, "SMALL_FRAME", 0)
+    for d, spread in ((2, 1e-3), (3, 0.05), (16, 1.0)):
+        x = 5.0 * _clustered(30, d, d, spread) + 0.1
+        mean, sd, top, count = euclidean_frame(x, 0.2)
+        np.testing.assert_allclose(mean, x.mean(axis=0), rtol=1e-14)
+        assert sd == pytest.approx(np.sqrt(np.mean(np.sum((x - x.mean(0)) ** 2, 1))),
+                                   rel=1e-13)
+        assert top == pytest.approx(np.max(np.linalg.norm(x, axis=1)), rel=1e-15)
+        assert count == cl.euclidean_cluster_count(x, 0.2)
+    x[0, 0] = np.inf
+    assert euclidean_frame(x, 0.2) is None
