@@ -58,6 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from solvers.signals import DeferredSignals
 from solvers.transforms import fft as _fft
 from solvers.transforms.legendre import lambda_mm
 from solvers.transforms.sht_kernels import sht_kernels
@@ -146,6 +147,11 @@ def product_sizes(lmax: int, other_lmax: int | None = None) -> tuple[int, int]:
     nlat = degree // 2 + 1
     return nlat + nlat % 2, _fft_size(degree + 1)
 
+
+# recurrence steps (an order's (lmax + 1 - m) degrees on its active rings) of one round of
+# the numba kernels: ~0.3 s on one core, so that Ctrl-C waits at most that long (one
+# transform at L = 2047 is ~2.9e9 steps, seconds)
+ROUND_WORK = 2**28
 
 _thread_pool = None
 
@@ -291,14 +297,33 @@ class LegendreTransforms:
         return bounds
 
     def _run(self, kernel, lmax: int, *args) -> None:
-        """Run a kernel over the orders ``0..lmax``, split over ``self.threads`` threads."""
-        if self.threads == 1 or lmax < 4 * self.threads:
-            kernel(*args, 0, lmax + 1)
+        """Run a kernel over the orders ``0..lmax``, split over ``self.threads`` threads;
+        beyond ``ROUND_WORK`` recurrence steps, in rounds of at most that much work each,
+        with Ctrl-C taken between rounds (``DeferredSignals``): an order's sums are its
+        own, so the rounds change no bit."""
+        m = np.arange(lmax + 1)
+        work = (lmax + 1 - m) * np.maximum(self._nact[: lmax + 1], 1)
+        rounds = int(np.ceil(work.sum() / ROUND_WORK))
+        if rounds <= 1:
+            self._round(kernel, lmax, 0, lmax + 1, args)
             return
-        b = self._order_ranges(lmax)
-        futures = [thread_pool().submit(kernel, *args, b[i], b[i + 1])
-                   for i in range(1, len(b) - 1)]
-        kernel(*args, b[0], b[1])
+        cuts = np.searchsorted(np.cumsum(work), work.sum() * np.arange(1, rounds) / rounds)
+        bounds = sorted({0, lmax + 1, *(int(c) + 1 for c in cuts)})
+        with DeferredSignals() as signals:
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                signals.check()
+                self._round(kernel, lmax, lo, hi, args)
+
+    def _round(self, kernel, lmax: int, lo: int, hi: int, args: tuple) -> None:
+        """The orders ``lo..hi - 1``, split over ``self.threads`` threads (the orders
+        ``0..lmax`` of equal work, ``_order_ranges``, cut to ``[lo, hi)``)."""
+        if self.threads == 1 or lmax < 4 * self.threads:
+            kernel(*args, lo, hi)
+            return
+        b = [min(max(c, lo), hi) for c in self._order_ranges(lmax)]
+        parts = [(b[i], b[i + 1]) for i in range(len(b) - 1) if b[i] < b[i + 1]]
+        futures = [thread_pool().submit(kernel, *args, a, z) for a, z in parts[1:]]
+        kernel(*args, *parts[0])
         for fut in futures:
             fut.result()
 

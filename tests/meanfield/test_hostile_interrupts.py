@@ -34,9 +34,13 @@ auction (metrics/sphere_assignment)      AUCTION_WORK = 2^25        0.12-0.21 s 
                                                                     3e4)         arrays)
 invert (metrics/sphere_quantize)         LONGITUDE_ROWS = 2^16 rows ~0.25 s      chunked
 violations (sphere_assignment)           O(n x cubes)               < 0.1 s      bounded
-synthesis, analysis (solvers/transforms/ O(L^3 / threads), order    seconds at   NOT chunked
-  sht_kernels)                           ranges on a thread pool    L = 2047     (open)
-                                                                    (estimated)
+synthesis, analysis (solvers/transforms/ ROUND_WORK = 2^28          0.13 s (was  chunked,
+  sht_kernels, the numba backend)        recurrence steps a round   1.0 s, one   same bits
+                                         (orders split on threads)  call, at     (test_hostile
+                                                                    L = 2047)    _sht_interrupts)
+ducc0's SHT (the default backend, C++)   one transform              0.53 s at    bounded
+                                                                    L = 2047 (the
+                                                                    config's largest)
 table (solvers/transforms/legendre)      once per plan, O(L rings)  < 1 s        bounded
 tendency (solvers/operators/             O(cells)                   ~0.1 s at    bounded
   finite_volume, zonal_finite_volume)                               2e7 cells
