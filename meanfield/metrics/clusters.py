@@ -73,12 +73,13 @@ def cluster_count(x: np.ndarray, threshold: float) -> int:
     """
     x = np.asarray(x, dtype=float)
     n, d = x.shape
-    if d >= 3 and n * n * d <= min(SMALL_FRAME, DENSE_WORK) and np.all(np.abs(x) < 1e150):
+    if d >= 3 and n * n * d <= min(SMALL_FRAME, DENSE_WORK):
         # a few tokens (the per-save diagnostics of small runs): the tree of them all;
         # the snapping is for the large sets, and its sort cost 20 us at n = 32, d = 16,
         # twice the tree
-        return 1 if n == 1 else \
-            1 + int(np.count_nonzero(_prim(np.ascontiguousarray(x)) >= threshold))
+        count = _tree_count(np.ascontiguousarray(x), float(threshold))
+        if count > 0:  # (0: not finite, the general path)
+            return count
     if d >= 3:
         cube = SNAP * threshold / np.sqrt(d)
         x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
@@ -116,9 +117,10 @@ def euclidean_cluster_count(x: np.ndarray, threshold: float) -> int:
     n, d = x.shape
     if d == 1:
         return 1 + int(np.count_nonzero(np.diff(np.sort(x[:, 0])) >= threshold))
-    if n * n * d <= min(SMALL_FRAME, DENSE_WORK) and np.all(np.abs(x) < 1e150):  # (as above)
-        return 1 if n == 1 else \
-            1 + int(np.count_nonzero(_prim(np.ascontiguousarray(x)) >= threshold))
+    if n * n * d <= min(SMALL_FRAME, DENSE_WORK):  # (as cluster_count's)
+        count = _tree_count(np.ascontiguousarray(x), float(threshold))
+        if count > 0:
+            return count
     cube = SNAP * threshold / np.sqrt(d)
     if np.max(np.abs(x)) / cube < 2.0**62:
         x = x[_first_of_each_row(np.floor(x / cube).astype(np.int64))]
@@ -175,6 +177,23 @@ def _hull_mst(x: np.ndarray) -> np.ndarray | None:
     if tree.nnz != m - 1:
         return None
     return np.concatenate([tree.data, np.zeros(duplicates)])
+
+
+@numba.njit(cache=True)
+def _tree_count(x, threshold):  # pragma: no cover - compiled
+    """``1 +`` the edges of Prim's tree of ``x`` at least ``threshold`` long (the
+    single-linkage count of a few tokens in one call); 0 when a component is not finite
+    or beyond 1e150."""
+    n, d = x.shape
+    for i in range(n):
+        for c in range(d):
+            if not abs(x[i, c]) < 1e150:  # (NaN too)
+                return 0
+    count = 1
+    if n > 1:
+        for length in _prim(x):
+            count += length >= threshold
+    return count
 
 
 @numba.njit(cache=True)

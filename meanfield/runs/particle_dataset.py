@@ -59,7 +59,7 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
         th = pm.directions(x)
         n = th.shape[0]
         out = {}
-        small = small_frame(th, plan, p, asked)
+        small = small_frame(th, plan, asked) if SMALL_ASKED.intersection(asked) else None
         if "order_parameter" in asked or "mean_direction" in asked:
             # summarize's (meanfield.metrics.diagnostics) with weights 1/n, without its
             # mass and entropy: the same products, so the same numbers (tensordot's own
@@ -83,8 +83,8 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
         if "axis_order_parameter" in asked:  # (zonal) the PDE's order parameter along e
             out["axis_order_parameter"] = float(np.mean(th[:, 0]))
         if "clusters" in asked:
-            out["clusters"] = small[3] if small else \
-                count_clusters(th, p["cluster_threshold"], p["cluster_method"])
+            out["clusters"] = count_clusters(th, p["cluster_threshold"],
+                                             p["cluster_method"])
         if p["attention_rank"] and attention is None:
             out["attention_rank"] = cl.attention_rank(th, plan["beta"],
                                                       cfg["model"]["normalized"],
@@ -97,20 +97,20 @@ def diagnostics(x: np.ndarray, cfg: dict, plan: dict,
     return out
 
 
-def small_frame(th: np.ndarray, plan: dict, p: dict, asked: Any) -> tuple | None:
-    """``meanfield.metrics.small_frames.sphere_frame`` of a few tokens on S^{d-1}, d >= 3
-    (S^1's count is the sorted angles'), with the direct sums and the linkage count;
-    None where the general paths apply. Its pair sum only where the energy is defined
-    (``top = -inf`` else), its count only if asked; None for tokens not finite."""
+SMALL_ASKED = {"order_parameter", "mean_direction", "energy"}  # (small_frame's)
+
+
+def small_frame(th: np.ndarray, plan: dict, asked: Any) -> tuple | None:
+    """``meanfield.metrics.small_frames.sphere_frame`` of a few tokens (``n^2 d <=
+    SMALL_FRAME``) with the direct sums; None where the general paths apply (and for
+    tokens not finite). Its pair sum only where the energy is defined (``top = -inf``
+    else)."""
     n, d = th.shape
-    if d < 3 or n * n * d > cl.SMALL_FRAME or plan["sum_method"] != "direct" or \
-            p["cluster_method"] != "linkage":
+    if n * n * d > cl.SMALL_FRAME or plan["sum_method"] != "direct":
         return None
     beta = plan["beta"]
-    energy = "energy" in asked and plan.get("energy", True) and \
-        0 < beta < math.inf
-    return sphere_frame(th, beta if energy else 0.0, p["cluster_threshold"], energy,
-                        "clusters" in asked)
+    energy = "energy" in asked and plan.get("energy", True) and 0 < beta < math.inf
+    return sphere_frame(th, beta if energy else 0.0, energy)
 
 
 def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkage",
@@ -121,19 +121,15 @@ def euclidean_diagnostics(x: np.ndarray, threshold: float, method: str = "linkag
     rank of the 0/1 matrix of close pairs); those of ``asked``."""
     out: dict[str, Any] = {}
     n, d = x.shape
-    small = None
-    if method == "linkage" and d >= 2 and n * n * d <= cl.SMALL_FRAME:  # (a few tokens)
-        small = euclidean_frame(x, threshold, "clusters" in asked)
+    small = euclidean_frame(x) if n * n * d <= cl.SMALL_FRAME else None  # (a few tokens)
     if small is not None:
-        out.update(mean_position=small[0], spread=small[1], max_norm=small[2],
-                   clusters=small[3])
-        return {k: v for k, v in out.items() if k in asked}
-    if "mean_position" in asked or "spread" in asked:
+        out.update(mean_position=small[0], spread=small[1], max_norm=small[2])
+    elif "mean_position" in asked or "spread" in asked:
         mean = x.mean(axis=0)
         dev = x - mean
         out["mean_position"] = mean
         out["spread"] = math.sqrt(np.einsum("ij,ij->", dev, dev) / x.shape[0])
-    if "max_norm" in asked:
+    if "max_norm" in asked and small is None:
         out["max_norm"] = float(np.max(np.sqrt(np.einsum("ij,ij->i", x, x))))
     if "clusters" in asked:
         out["clusters"] = count_clusters(x, threshold, method, euclidean=True)

@@ -87,6 +87,7 @@ and on Ctrl-C; ``resume=True`` continues from it bit for bit.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import math
@@ -296,6 +297,7 @@ class ParticlesTask(SteppingTask):
 
     def __init__(self, cfg: dict, plan: dict, threads: int | None = None):
         super().__init__(cfg)
+        self._time_list = self.times.tolist()  # (advance's bisect)
         self.plan = dict(plan)
         if threads is None:
             threads = thread_policy.current().fast_sum_threads()
@@ -318,9 +320,13 @@ class ParticlesTask(SteppingTask):
         return tokens.check_tokens(x, self.model.on_sphere)
 
     def advance(self, state: TokenState, point: float, on_step: StepHook) -> TokenState:
+        # (bisect on the times as a list: numpy's searchsorted of one value cost 3 us)
         t = state.t if state.t is not None else \
-            float(self.times[np.searchsorted(self.times, point) - 1])
-        self.noise.bit_generator.state = state.rng
+            self._time_list[bisect.bisect_left(self._time_list, point) - 1]
+        # the generator's state matters to noise runs only (its get and set: 4 us a save)
+        noisy = getattr(self.stepper, "noisy", True)
+        if noisy:
+            self.noise.bit_generator.state = state.rng
         # steps not cut by the saves (TokenStepper.free): the stepper goes on to the end
         # of the step that reaches the save; the state is where it stopped, and the step
         free = getattr(self.stepper, "free", False)
@@ -339,11 +345,12 @@ class ParticlesTask(SteppingTask):
         x, h = self.stepper.advance(state.x, t, float(point), state.h, on_step,
                                     h_min=1e-14 * float(self.times[-1] - self.t_start),
                                     taken=state.taken, on_state=on_state, **last)
+        rng = self.noise.bit_generator.state if noisy else state.rng
         if free:  # x: the tokens at the save, interpolated inside the last step
             st = self.stepper.free_state
-            return TokenState(st.u, st.h, self.noise.bit_generator.state, shown=x, t=st.t,
-                              at=float(point), **last_step())
-        return TokenState(x, h, self.noise.bit_generator.state, at=float(point))
+            return TokenState(st.u, st.h, rng, shown=x, t=st.t, at=float(point),
+                              **last_step())
+        return TokenState(x, h, rng, at=float(point))
 
     def held(self):
         """One BLAS thread for a small weighted model, decided and entered once per run
