@@ -15,7 +15,12 @@ a reference run at tolerance 1e-12):
   (1e-1 down to 1e-12, three a decade: a factor 2.15 as the Euler steps' 2) that meets
   the target, timed (the whole call: config check, run, dataset);
 
-and the ratio Euler time / meanfield time (> 1: meanfield is faster). Times are the best
+and the ratio Euler time / meanfield time (> 1: meanfield is faster). An Euler run that
+would take more than ``--euler-cap`` seconds (default 20: at 1e-6 the port needs 10^7
+steps, hours in all) is not run: Euler is of order 1, so its error is taken in
+proportion to dt from the last run measured (the printed halving ratios, ~2, show the
+law holds there) and its time as that many steps at the measured cost of one; such rows
+are marked ``*``. Times are the best
 of three after a warm-up run. The reference is checked against scipy's DOP853 at rtol
 1e-12 on the same tokens (the printed ``reference vs DOP853``).
 
@@ -166,6 +171,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="targets 1e-2 and 1e-4")
     parser.add_argument("--diagnostics", choices=("default", "none"), default="default",
                         help="meanfield's particles.diagnostics: the default (all) or []")
+    parser.add_argument("--euler-cap", type=float, default=20.0,
+                        help="seconds beyond which an Euler run is extrapolated, not run")
     args = parser.parse_args()
     global ASKED
     ASKED = None if args.diagnostics == "default" else []
@@ -175,28 +182,75 @@ def main() -> None:
           f"{args.diagnostics}\n")
     print(f"{'case':46s} {'target':>7s} {'Euler dt':>10s} {'Euler s':>9s} "
           f"{'tolerance':>9s} {'meanfield s':>11s} {'ratio':>7s}")
+    extrapolated = []
     for name, (cfg, velocity, sphere) in cases().items():
         ref = run_meanfield(cfg, 1e-12)
+        per_step = euler_step_cost(velocity, ref[0], sphere)
         check = check_reference(velocity, ref)
         errors = {tol: error(run_meanfield(cfg, tol), ref) for tol in LADDER}
         for target in targets:
             tol = next((t for t in LADDER if errors[t] <= target), None)
-            k, dt, euler_err = 0, SAVE, np.inf
-            while k <= 16:  # the largest Euler step that meets the target
-                dt = SAVE / 2 ** k
-                euler_err = error(run_euler(velocity, ref[0], dt, sphere), ref)
-                if euler_err <= target:
-                    break
-                k += 1
+            dt, euler_err, t_euler, rate = euler_side(velocity, ref, sphere, target, per_step,
+                                                      args.euler_cap)
             if euler_err > target or tol is None:
                 print(f"{name:46s} {target:7.0e}  not met (Euler {euler_err:.1e} at dt "
                       f"{dt:.1e}; meanfield tolerance {tol})")
                 continue
-            t_euler = best_of(lambda: run_euler(velocity, ref[0], dt, sphere))
             t_mf = best_of(lambda: run_meanfield(cfg, tol))
-            print(f"{name:46s} {target:7.0e} {dt:10.2e} {t_euler:9.3f} {tol:9.1e} "
+            mark = "*" if rate is not None else " "
+            print(f"{name:46s} {target:7.0e} {dt:10.2e} {t_euler:8.3f}{mark} {tol:9.1e} "
                   f"{t_mf:11.3f} {t_euler / t_mf:7.2f}")
+            if rate is not None:
+                extrapolated.append(f"{name}, {target:.0e}: the error halves with the step "
+                                    f"(last measured halving: x{rate:.2f})")
         print(f"{'':46s} reference vs DOP853: {check:.1e}")
+    if extrapolated:
+        print(f"\n* extrapolated: the run would take more than {args.euler_cap:g} s. Euler "
+              "is of order 1, so its step is the largest dt = 0.1/2^k at which the last "
+              "measured error times dt/dt_last meets the target, and its time that many "
+              "steps at the measured cost of a step (the least of 3 runs of 200 steps):")
+        for line in extrapolated:
+            print("  " + line)
+
+
+def euler_step_cost(velocity, x0: np.ndarray, sphere: bool) -> float:
+    """Seconds of one Euler step (the least of three runs of 200 steps after a warm-up)."""
+    dt, best = 1e-3, np.inf
+    for _ in range(4):
+        x, t = x0.copy(), 0.0
+        start = time.perf_counter()
+        for _ in range(200):
+            x = x + dt * velocity(x, t)
+            if sphere:
+                x /= np.linalg.norm(x, axis=1, keepdims=True)
+            t += dt
+        best = min(best, (time.perf_counter() - start) / 200)
+    return best
+
+
+def euler_side(velocity, ref: np.ndarray, sphere: bool, target: float, per_step: float,
+               cap: float) -> tuple[float, float, float, float | None]:
+    """``(dt, error, seconds, rate)``: the largest Euler step ``SAVE / 2^k`` that meets
+    ``target``, its error and time (best of three); where a run would take more than
+    ``cap`` seconds, both extrapolated from the last run measured (order 1: the error
+    in proportion to dt; the time, the steps at ``per_step``), ``rate`` the last
+    measured error ratio of a halving (None: measured)."""
+    history = []
+    for k in range(17):
+        dt = SAVE / 2 ** k
+        steps = T_FINAL / dt
+        if steps * per_step > cap and history:
+            last_dt, last_err = history[-1]
+            rate = history[-2][1] / last_err if len(history) > 1 else 2.0
+            while last_err * dt / last_dt > target and k < 40:
+                k += 1
+                dt = SAVE / 2 ** k
+            return dt, last_err * dt / last_dt, T_FINAL / dt * per_step, rate
+        err = error(run_euler(velocity, ref[0], dt, sphere), ref)
+        history.append((dt, err))
+        if err <= target:
+            return dt, err, best_of(lambda: run_euler(velocity, ref[0], dt, sphere)), None
+    return dt, history[-1][1], np.inf, None
 
 
 if __name__ == "__main__":
