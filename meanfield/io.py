@@ -192,6 +192,30 @@ def checksummed(ds: xr.Dataset, encoding: dict | None = None) -> xr.Dataset:
     return out
 
 
+# HDF5's chunk cache of each variable of each file opened inside ``small_chunk_cache``:
+# netCDF's default, 64 MiB, is kept by every part file a streamed run reads back; a run of
+# 200 MiB of frames (801 x 32768 doubles in 7 parts) peaked at 368 MiB where 92 MiB did
+# before the checksums' chunked layout (the contiguous arrays had no cache); with 1 MiB,
+# 99 MiB. The parts are read and the result written chunk by chunk, in order, so a larger
+# cache holds nothing that is read again.
+CHUNK_CACHE_BYTES = 2**20
+
+
+@contextlib.contextmanager
+def small_chunk_cache(size: int = CHUNK_CACHE_BYTES):
+    """The netCDF files opened inside get a chunk cache of ``size`` bytes per variable
+    (netCDF4's process-wide default for files opened from then on, restored after;
+    the files keep theirs while open)."""
+    import netCDF4
+
+    before = netCDF4.get_chunk_cache()
+    netCDF4.set_chunk_cache(size, before[1], before[2])
+    try:
+        yield
+    finally:
+        netCDF4.set_chunk_cache(*before)
+
+
 def read_failure(exc: BaseException) -> str:
     """Why a netCDF read failed, for a one-line message: HDF5's generic error (what a
     failed checksum raises, or a damaged structure) is named as such."""

@@ -62,6 +62,7 @@ import xarray as xr
 from meanfield import config as cfgmod
 from meanfield.config.input_files import record_json
 from meanfield.errors import ConfigError, OutputError, SolverError
+from meanfield.io import small_chunk_cache
 from meanfield.runs import threads as thread_policy
 from meanfield.runs.frames import FrameStore, frames_path, streaming
 from meanfield.runs.output import Output, reason
@@ -294,7 +295,14 @@ class Engine:
         self.ending = False  # the schedule is done: the result is being written
 
     def run(self, task: RunTask) -> xr.Dataset:
-        """Run (or resume) ``task``; the result dataset (``status`` -1 if interrupted)."""
+        """Run (or resume) ``task``; the result dataset (``status`` -1 if interrupted).
+        The netCDF files it opens (parts, checkpoints, the result) get small chunk
+        caches (``meanfield.io.small_chunk_cache``: netCDF's 64 MiB a variable and file
+        tripled a streamed run's memory)."""
+        with small_chunk_cache():
+            return self._run(task)
+
+    def _run(self, task: RunTask) -> xr.Dataset:
         self.task = task
         streamed = task.streams and self.output.path is not None
         self.store = FrameStore(task, frames_path(self.output.path) if streamed else None,

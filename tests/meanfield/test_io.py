@@ -39,3 +39,29 @@ def test_release_a_folder(tmp_path):
     assert not _handles(tmp_path)
     np.testing.assert_array_equal(ds["a"].values, [0, 0, 1, 1])  # (read again by name)
     ds.close()
+
+
+def test_runs_open_their_files_with_small_chunk_caches(tmp_path, monkeypatch):
+    """netCDF's default chunk cache (64 MiB a variable and open file) held by each part a
+    streamed run reads back tripled its memory once the checksums chunked the arrays
+    (368 MiB for 200 MiB of frames; the slow test_frames test measures it): a run opens
+    its files with ``CHUNK_CACHE_BYTES``, and the default is restored after."""
+    import netCDF4
+
+    import meanfield
+    from meanfield import io
+    from meanfield.runs import engine
+
+    before = netCDF4.get_chunk_cache()
+    assert before[0] > io.CHUNK_CACHE_BYTES
+    seen = []
+    real = engine.Engine._run
+    monkeypatch.setattr(engine.Engine, "_run",
+                        lambda self, task: seen.append(netCDF4.get_chunk_cache()) or
+                        real(self, task))
+    cfg = {"model": {"beta": 1.0, "kappa": 10.0},
+           "discretization": {"method": "spectral", "resolution": 32},
+           "time": {"t_final": 0.1, "save_every": 0.05, "dt": 0.05}}
+    meanfield.evolve(cfg, out=tmp_path / "r.nc")
+    assert seen and seen[0][0] == io.CHUNK_CACHE_BYTES
+    assert netCDF4.get_chunk_cache() == before
